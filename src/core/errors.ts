@@ -1,0 +1,57 @@
+/**
+ * Typed errors. Check them with `instanceof`; each carries `cause` where it wraps another error.
+ *
+ * Routing (DESIGN I5): input errors (`MalformedEventError`, `InvalidSequencerError`, `SubjectTooLongError`)
+ * are permanent: retrying the same bytes cannot help, so adapters acknowledge-and-count them or leave them
+ * to the dead-letter queue. Store errors are transient: the delivery fails and the source retries.
+ */
+export class EffectivelyOnceError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** Input that cannot be turned into an event. `path` says where (e.g. `Records[2].s3.object.key`). */
+export class MalformedEventError extends EffectivelyOnceError {
+  readonly path: string;
+  constructor(message: string, path: string, options?: { cause?: unknown }) {
+    super(path ? `${message} (at ${path})` : message, options);
+    this.path = path;
+  }
+}
+
+/** An S3 sequencer that is not a hex string of the accepted length. */
+export class InvalidSequencerError extends MalformedEventError {
+  readonly sequencer: unknown;
+  constructor(sequencer: unknown, reason: string, path = "sequencer") {
+    super(`invalid S3 sequencer ${JSON.stringify(sequencer)}: ${reason}`, path);
+    this.sequencer = sequencer;
+  }
+}
+
+/** A position that cannot be encoded (negative, not an integer, too large). */
+export class InvalidPositionError extends EffectivelyOnceError {}
+
+/** A subject or identity too long for the state store key. */
+export class SubjectTooLongError extends EffectivelyOnceError {}
+
+/** Options that fail validation at construction: unknown keys, wrong types, inconsistent values. */
+export class OptionsError extends EffectivelyOnceError {}
+
+/** The claim was taken over (lease expired and another run claimed, or superseded): this run must not commit. */
+export class LeaseLostError extends EffectivelyOnceError {
+  readonly stateKey: string;
+  readonly fence: number;
+  constructor(stateKey: string, fence: number, message = `lease lost for ${stateKey} (fence ${fence})`) {
+    super(message);
+    this.stateKey = stateKey;
+    this.fence = fence;
+  }
+}
+
+/** The state store failed (throttling, network, unexpected response). Transient: retry the delivery. */
+export class StoreError extends EffectivelyOnceError {}
+
+/** An atomic write handed to a store that cannot fold it into its commit. */
+export class UnsupportedAtomicWriteError extends EffectivelyOnceError {}

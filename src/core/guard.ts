@@ -1,0 +1,336 @@
+import { UnsupportedAtomicWriteError, LeaseLostError, OptionsError, StoreError } from "./errors.js";
+import { rejectUnknownKeys, requireOneOf, requirePositiveInteger } from "./options.js";
+import type { Position } from "./position.js";
+import { type ClaimRequest, classifyRefusal, type StateRecord, UNORDERED_POSITION } from "./state.js";
+import { stateKey } from "./state-key.js";
+import type { AtomicWrite, StateStore, WriteOutcome } from "../stores/contract.js";
+
+/**
+ * The guard: claim → run the handler under a lease (renewed by heartbeats) → commit, or release on failure.
+ * The protocol and its state machine are documented in state.ts; outcomes below.
+ */
+
+export type BusyPolicy = "wait" | "retry" | "supersede";
+export type InFlightPolicy = "wait" | "retry";
+
+export interface GuardOptions {
+  store: StateStore;
+  /** How long a claim holds without a heartbeat. Default 30 000. */
+  leaseMs?: number;
+  /** Renewal interval while the handler runs; must be below leaseMs. Default leaseMs / 3. */
+  heartbeatMs?: number;
+  /** An older event of the subject is running: wait for it, fail for a later redelivery, or take over. Default `wait`. */
+  busy?: BusyPolicy;
+  /** The same event is running elsewhere: wait or fail for a later redelivery. Default `wait`. */
+  inFlight?: InFlightPolicy;
+  /** How long committed state (and its replayable result) is kept. Default 7 days. */
+  expiresAfterSeconds?: number;
+  /** First back-off while waiting; doubles up to maxWaitIntervalMs, with jitter. Default 50. */
+  waitIntervalMs?: number;
+  maxWaitIntervalMs?: number;
+  /** Store the handler's result (JSON) for replay to duplicates. Default true. */
+  storeResult?: boolean;
+  /** Clock, for tests. Default Date.now. */
+  now?: () => number;
+  /** Called on every guard step, for logs and metrics (see src/observe). */
+  onEvent?: (event: GuardTrace) => void;
+}
+
+/** What the guard needs to know of an event. */
+export interface GuardedEvent {
+  /** What order and exclusivity are scoped to, e.g. `bucket/key` or an order id. */
+  subject: string;
+  /** What makes two deliveries the same event, unique within the subject. */
+  identity: string;
+  /** Order within the subject; absent: deduplicate only. */
+  position?: Position;
+}
+
+export interface RunOptions {
+  /** Epoch ms by which waiting must give up (e.g. Lambda deadline minus a margin). Default now + leaseMs. */
+  deadlineMs?: number;
+  /** Aborts the handler from outside (e.g. the Lambda is about to time out). */
+  signal?: AbortSignal;
+}
+
+export interface GuardContext {
+  /** Aborted when the lease is lost (renewal refused) or the outer signal aborts. */
+  signal: AbortSignal;
+  fence: number;
+  position: Position | undefined;
+  /** 1 on the first claim of this event, 2 after one failed or crashed run, … */
+  attempt: number;
+  subject: string;
+  identity: string;
+  stateKey: string;
+  /** Applies `write` atomically with the commit (one request), where the store can fold it. */
+  atCommit(write: AtomicWrite): void;
+}
+
+export type GuardOutcome<R> =
+  | {
+      status: "processed";
+      result: R;
+      fence: number;
+      attempt: number;
+      writes: WriteOutcome[];
+      /** The claim was taken from a live holder of an older position (busy policy `supersede`). */
+      superseded?: Position;
+      /** The claim was taken from a holder whose lease had expired (crashed or frozen run). */
+      tookOver?: boolean;
+    }
+  | { status: "duplicate"; result: R | undefined }
+  | { status: "stale"; position: Position | undefined; current: Position }
+  | { status: "busy"; holder: Position }
+  | { status: "in-flight" }
+  /** The handler ran, but its claim was taken over meanwhile: nothing was committed by this run. */
+  | { status: "lease-lost"; reason: "superseded" | "expired"; current?: StateRecord }
+  /** The handler threw; the claim was released (unless the lease was lost meanwhile). */
+  | { status: "failed"; error: unknown; released: boolean };
+
+export type GuardOutcomeStatus = GuardOutcome<unknown>["status"];
+
+export type GuardTrace =
+  | { type: "claimed"; key: string; fence: number; attempt: number; superseded?: Position; tookOver?: boolean }
+  | { type: "waiting"; key: string; reason: "busy" | "in-flight"; delayMs: number }
+  | { type: "heartbeat"; key: string; fence: number; ok: boolean }
+  | { type: "outcome"; key: string; status: GuardOutcomeStatus; durationMs: number };
+
+export type GuardHandler<R> = (ctx: GuardContext) => Promise<R>;
+
+export interface Guard {
+  readonly options: Readonly<Required<Omit<GuardOptions, "onEvent">>>;
+  run<R>(event: GuardedEvent, handler: GuardHandler<R>, options?: RunOptions): Promise<GuardOutcome<R>>;
+}
+
+const GUARD_KEYS = [
+  "store",
+  "leaseMs",
+  "heartbeatMs",
+  "busy",
+  "inFlight",
+  "expiresAfterSeconds",
+  "waitIntervalMs",
+  "maxWaitIntervalMs",
+  "storeResult",
+  "now",
+  "onEvent",
+] as const;
+
+export function createGuard(options: GuardOptions): Guard {
+  rejectUnknownKeys("createGuard", options, GUARD_KEYS);
+  if (!options.store || typeof options.store.claim !== "function") {
+    throw new OptionsError("createGuard: store is required");
+  }
+  const leaseMs = requirePositiveInteger("createGuard", "leaseMs", options.leaseMs ?? 30_000);
+  const heartbeatMs = requirePositiveInteger("createGuard", "heartbeatMs", options.heartbeatMs ?? Math.floor(leaseMs / 3));
+  if (heartbeatMs >= leaseMs) {
+    throw new OptionsError(`createGuard: heartbeatMs (${heartbeatMs}) must be below leaseMs (${leaseMs})`);
+  }
+  const opts = {
+    store: options.store,
+    leaseMs,
+    heartbeatMs,
+    busy: requireOneOf("createGuard", "busy", options.busy ?? "wait", ["wait", "retry", "supersede"] as const),
+    inFlight: requireOneOf("createGuard", "inFlight", options.inFlight ?? "wait", ["wait", "retry"] as const),
+    expiresAfterSeconds: requirePositiveInteger(
+      "createGuard",
+      "expiresAfterSeconds",
+      options.expiresAfterSeconds ?? 7 * 24 * 3600,
+    ),
+    waitIntervalMs: requirePositiveInteger("createGuard", "waitIntervalMs", options.waitIntervalMs ?? 50),
+    maxWaitIntervalMs: requirePositiveInteger("createGuard", "maxWaitIntervalMs", options.maxWaitIntervalMs ?? 1000),
+    storeResult: options.storeResult ?? true,
+    now: options.now ?? Date.now,
+  };
+  if (opts.expiresAfterSeconds * 1000 <= leaseMs) {
+    throw new OptionsError("createGuard: expiresAfterSeconds must outlast leaseMs, or fences could be reused");
+  }
+  const trace = options.onEvent ?? (() => {});
+  return {
+    options: opts,
+    run: (event, handler, runOptions) => run(opts, trace, event, handler, runOptions ?? {}),
+  };
+}
+
+type Resolved = Guard["options"];
+
+async function run<R>(
+  o: Resolved,
+  trace: (e: GuardTrace) => void,
+  event: GuardedEvent,
+  handler: GuardHandler<R>,
+  runOptions: RunOptions,
+): Promise<GuardOutcome<R>> {
+  const started = o.now();
+  const ordered = event.position !== undefined;
+  const key = stateKey(event.subject, event.identity, ordered);
+  const position = event.position ?? UNORDERED_POSITION;
+  const deadlineMs = runOptions.deadlineMs ?? started + o.leaseMs;
+  const done = (outcome: GuardOutcome<R>): GuardOutcome<R> => {
+    trace({ type: "outcome", key, status: outcome.status, durationMs: o.now() - started });
+    return outcome;
+  };
+
+  // Claim, waiting with back-off while busy or in flight if the policy says so.
+  let delayMs = o.waitIntervalMs;
+  let claimed: { fence: number; attempt: number; previous?: StateRecord };
+  let claimedAtMs: number;
+  for (;;) {
+    const now = o.now();
+    const req: ClaimRequest = {
+      key,
+      position,
+      identity: event.identity,
+      nowMs: now,
+      leaseUntilMs: now + o.leaseMs,
+      expiresAtSeconds: Math.ceil((now + o.leaseMs) / 1000) + o.expiresAfterSeconds,
+      supersede: o.busy === "supersede",
+    };
+    const result = await o.store.claim(req);
+    if (result.claimed) {
+      claimed = result;
+      claimedAtMs = now;
+      break;
+    }
+    const refusal = classifyRefusal(result.state, req);
+    if (!refusal) continue; // the state changed between the write and the read (GetItem fallback): try again
+    if (refusal.kind === "duplicate") {
+      return done({ status: "duplicate", result: parseResult<R>(refusal.state.result) });
+    }
+    if (refusal.kind === "stale") return done({ status: "stale", position: event.position, current: refusal.current });
+    const policy = refusal.kind === "busy" ? o.busy : o.inFlight;
+    const waitUntil = Math.min(deadlineMs, refusal.state.leaseUntilMs ?? deadlineMs);
+    const sleepMs = Math.round(delayMs * (0.5 + Math.random() / 2));
+    if (policy !== "wait" || o.now() + sleepMs > deadlineMs || runOptions.signal?.aborted) {
+      return done(
+        refusal.kind === "busy" ? { status: "busy", holder: refusal.state.position } : { status: "in-flight" },
+      );
+    }
+    trace({ type: "waiting", key, reason: refusal.kind, delayMs: sleepMs });
+    // Never sleep past the holder's lease expiry by much: a crashed holder frees the subject then.
+    await sleep(Math.max(1, Math.min(sleepMs, waitUntil - o.now() + 1)), runOptions.signal);
+    delayMs = Math.min(delayMs * 2, o.maxWaitIntervalMs);
+  }
+
+  // The old state says whose claim this was: a live holder (we superseded it) or an expired one (took over).
+  const previous = claimed.previous;
+  const heldBefore = previous?.status === "running";
+  const liveBefore = heldBefore && (previous.leaseUntilMs ?? 0) >= claimedAtMs;
+  const superseded = liveBefore ? previous.position : undefined;
+  const tookOver = heldBefore && !liveBefore;
+  const nowAtClaim = o.now();
+  trace({ type: "claimed", key, fence: claimed.fence, attempt: claimed.attempt, superseded, tookOver });
+
+  // Run the handler under heartbeats; a refused renewal aborts it.
+  const controller = new AbortController();
+  const onOuterAbort = () => controller.abort(runOptions.signal?.reason);
+  runOptions.signal?.addEventListener("abort", onOuterAbort, { once: true });
+  const writes: AtomicWrite[] = [];
+  const ctx: GuardContext = {
+    signal: controller.signal,
+    fence: claimed.fence,
+    position: event.position,
+    attempt: claimed.attempt,
+    subject: event.subject,
+    identity: event.identity,
+    stateKey: key,
+    atCommit(write) {
+      if (!o.store.canFold(write)) {
+        throw new UnsupportedAtomicWriteError(`the ${o.store.engine} store cannot fold a ${write.engine} write`);
+      }
+      writes.push(write);
+    },
+  };
+  let leaseUntilMs = nowAtClaim + o.leaseMs;
+  let renewing: Promise<void> = Promise.resolve();
+  const timer = setInterval(() => {
+    renewing = renewing.then(async () => {
+      if (controller.signal.aborted) return;
+      const next = o.now() + o.leaseMs;
+      let ok: boolean;
+      try {
+        ok = await o.store.renew({ key, fence: claimed.fence, leaseUntilMs: next });
+      } catch {
+        // A transient store error: keep running while the lease we hold is still valid.
+        ok = o.now() < leaseUntilMs;
+      }
+      if (ok) leaseUntilMs = Math.max(leaseUntilMs, next);
+      trace({ type: "heartbeat", key, fence: claimed.fence, ok });
+      if (!ok) controller.abort(new LeaseLostError(key, claimed.fence));
+    });
+  }, o.heartbeatMs);
+
+  let result: R;
+  try {
+    result = await handler(ctx);
+  } catch (error) {
+    clearInterval(timer);
+    await renewing;
+    let released = false;
+    try {
+      released = await o.store.release({ key, fence: claimed.fence });
+    } catch {
+      // The lease expires anyway; the redelivery claims after it.
+    }
+    return done({ status: "failed", error, released });
+  } finally {
+    clearInterval(timer);
+    runOptions.signal?.removeEventListener("abort", onOuterAbort);
+  }
+  await renewing;
+
+  const now = o.now();
+  let serialized: string | undefined;
+  if (o.storeResult && result !== undefined) {
+    try {
+      serialized = JSON.stringify(result);
+    } catch (cause) {
+      throw new StoreError("the handler's result is not JSON-serializable (set storeResult: false)", { cause });
+    }
+  }
+  const commit = await o.store.commit({
+    key,
+    fence: claimed.fence,
+    identity: event.identity,
+    result: serialized,
+    expiresAtSeconds: Math.ceil(now / 1000) + o.expiresAfterSeconds,
+    writes,
+  });
+  if (!commit.committed) {
+    const current = commit.state;
+    const reason =
+      current && current.identity !== event.identity && current.position > position ? "superseded" : "expired";
+    return done({ status: "lease-lost", reason, current });
+  }
+  return done({
+    status: "processed",
+    result,
+    fence: claimed.fence,
+    attempt: claimed.attempt,
+    writes: commit.writes,
+    ...(superseded !== undefined ? { superseded } : {}),
+    ...(tookOver ? { tookOver } : {}),
+  });
+}
+
+function parseResult<R>(json: string | undefined): R | undefined {
+  if (json === undefined) return undefined;
+  try {
+    return JSON.parse(json) as R;
+  } catch {
+    return undefined;
+  }
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    }
+    signal?.addEventListener("abort", done, { once: true });
+  });
+}

@@ -1,0 +1,36 @@
+import { createHash } from "node:crypto";
+import type { S3ObjectEvent, S3Operation } from "./event.js";
+import type { Position } from "./position.js";
+
+export function s3Subject(bucket: string, key: string): string {
+  return `${bucket}/${key}`;
+}
+
+/**
+ * Identity of an S3 event, unique within its subject (DESIGN §2).
+ * With a sequencer: the position and operation (the sequencer is unique per key and change).
+ * Without one (lifecycle transition, tagging, restore): a hash of what tells two such events apart.
+ */
+export function s3Identity(
+  e: Pick<S3ObjectEvent, "versionId" | "eventName" | "eventTime" | "requestId"> & {
+    bucket: string;
+    key: string;
+    position?: Position;
+    operation: S3Operation;
+  },
+): string {
+  if (e.position !== undefined) return `${e.position}:${e.operation}`;
+  const h = createHash("sha256");
+  for (const part of [e.bucket, e.key, e.versionId ?? "", e.eventName, e.eventTime, e.requestId ?? ""]) {
+    h.update(part).update("\0");
+  }
+  return `h:${h.digest("base64url").slice(0, 32)}`;
+}
+
+/** Operation from an S3 notification event name (`ObjectCreated:Put`) or EventBridge detail-type (`Object Created`). */
+export function s3Operation(eventName: string): S3Operation {
+  const n = eventName.replace(/\s+/g, "").toLowerCase();
+  if (n.startsWith("objectcreated")) return "created";
+  if (n.startsWith("objectremoved") || n.startsWith("objectdeleted")) return "removed";
+  return "other";
+}

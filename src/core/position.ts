@@ -1,0 +1,71 @@
+import { InvalidPositionError, InvalidSequencerError } from "./errors.js";
+
+/**
+ * A position orders the events of one subject. It is always a string, and positions compare as plain
+ * strings (`<` in JavaScript, `<` in a DynamoDB condition, `<` on a SQL text column with C collation), so
+ * every encoder below produces fixed-width values whose string order equals their numeric order.
+ */
+export type Position = string;
+
+/**
+ * S3 sequencers are hex strings of varying length. The S3 docs: compare two sequencers of the same key
+ * by right-padding the shorter one with zeros, then comparing lexicographically. We pad every sequencer to
+ * one fixed width (and upper-case it), so that stored positions compare correctly without knowing the other
+ * value. Observed sequencers are 16 to 20 digits; 32 leaves room and keeps keys short.
+ */
+export const SEQUENCER_WIDTH = 32;
+
+const HEX = /^[0-9a-fA-F]+$/;
+
+export function normalizeSequencer(sequencer: unknown, path = "sequencer"): Position {
+  if (typeof sequencer !== "string") throw new InvalidSequencerError(sequencer, "not a string", path);
+  if (sequencer.length === 0) throw new InvalidSequencerError(sequencer, "empty", path);
+  if (!HEX.test(sequencer)) throw new InvalidSequencerError(sequencer, "not hexadecimal", path);
+  if (sequencer.length > SEQUENCER_WIDTH) {
+    throw new InvalidSequencerError(sequencer, `longer than ${SEQUENCER_WIDTH} digits`, path);
+  }
+  return sequencer.toUpperCase().padEnd(SEQUENCER_WIDTH, "0");
+}
+
+/** Compares two sequencers as S3 documents it. Negative, zero or positive like `Array.sort` comparators. */
+export function compareSequencers(a: string, b: string): number {
+  return comparePositions(normalizeSequencer(a), normalizeSequencer(b));
+}
+
+export function comparePositions(a: Position, b: Position): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** Non-negative integers up to 2^64-1 as 20 zero-padded decimal digits (a version number, a timestamp in ms). */
+export const NUMERIC_POSITION_WIDTH = 20;
+const MAX_NUMERIC = 2n ** 64n - 1n;
+
+export function positionFromNumber(value: number | bigint): Position {
+  if (typeof value === "number" && !Number.isSafeInteger(value)) {
+    throw new InvalidPositionError(`position must be an integer, got ${value}`);
+  }
+  const n = BigInt(value);
+  if (n < 0n || n > MAX_NUMERIC) throw new InvalidPositionError(`position out of range 0..2^64-1: ${n}`);
+  return n.toString().padStart(NUMERIC_POSITION_WIDTH, "0");
+}
+
+export function positionFromDate(value: Date | string): Position {
+  const ms = typeof value === "string" ? Date.parse(value) : value.getTime();
+  if (!Number.isFinite(ms) || ms < 0) throw new InvalidPositionError(`not a valid date: ${String(value)}`);
+  return positionFromNumber(ms);
+}
+
+export const MAX_POSITION_LENGTH = 256;
+
+/**
+ * Accepts what a user's `position()` derivation returns: a number or bigint (encoded), a Date (ms),
+ * or a string that already compares correctly (used as is).
+ */
+export function toPosition(value: number | bigint | Date | string): Position {
+  if (typeof value === "number" || typeof value === "bigint") return positionFromNumber(value);
+  if (value instanceof Date) return positionFromDate(value);
+  if (typeof value !== "string" || value.length === 0 || value.length > MAX_POSITION_LENGTH) {
+    throw new InvalidPositionError(`position strings must have 1..${MAX_POSITION_LENGTH} characters`);
+  }
+  return value;
+}

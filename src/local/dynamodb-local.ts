@@ -1,0 +1,122 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { DynamoDBClient, ListTablesCommand } from "@aws-sdk/client-dynamodb";
+import { freePort } from "./free-port.js";
+
+/**
+ * Amazon's DynamoDB Local, run from the jar bundled in the npm package
+ * `amplify-dynamodb-simulator` (a dev/optional dependency: never on the runtime import path).
+ *
+ * It has no bind option and listens on all interfaces; clients always connect via 127.0.0.1.
+ * `-disableTelemetry` keeps it from sending telemetry out of the machine.
+ */
+export interface DynamoDBLocal {
+  /** `http://127.0.0.1:<port>` */
+  readonly endpoint: string;
+  readonly port: number;
+  /** A client for this server with dummy credentials. */
+  client(): DynamoDBClient;
+  stop(): Promise<void>;
+}
+
+export interface StartDynamoDBLocalOptions {
+  port?: number;
+  /** Java executable; default `java` on the PATH. */
+  javaPath?: string;
+  /** How long to wait for the server to answer, default 30 000 ms. */
+  startTimeoutMs?: number;
+}
+
+export const LOCAL_CREDENTIALS = { accessKeyId: "local", secretAccessKey: "local" } as const;
+export const LOCAL_REGION = "us-east-1";
+
+function emulatorDir(): string {
+  const require = createRequire(import.meta.url);
+  let pkg: string;
+  try {
+    pkg = require.resolve("amplify-dynamodb-simulator/package.json");
+  } catch (cause) {
+    throw new Error(
+      "DynamoDB Local needs the npm package amplify-dynamodb-simulator (npm i -D amplify-dynamodb-simulator)",
+      { cause },
+    );
+  }
+  return join(dirname(pkg), "emulator");
+}
+
+export function dynamoDBClient(endpoint: string): DynamoDBClient {
+  return new DynamoDBClient({ endpoint, region: LOCAL_REGION, credentials: LOCAL_CREDENTIALS, maxAttempts: 3 });
+}
+
+export async function startDynamoDBLocal(options: StartDynamoDBLocalOptions = {}): Promise<DynamoDBLocal> {
+  const port = options.port ?? (await freePort());
+  const cwd = emulatorDir();
+  const args = [
+    "-Djava.library.path=./DynamoDBLocal_lib",
+    "-Xmx512m",
+    "-jar",
+    "DynamoDBLocal.jar",
+    "-inMemory",
+    "-sharedDb",
+    "-disableTelemetry",
+    "-port",
+    String(port),
+  ];
+  const child: ChildProcess = spawn(options.javaPath ?? "java", args, { cwd, stdio: ["ignore", "pipe", "pipe"] });
+  let output = "";
+  const collect = (chunk: Buffer) => {
+    output = (output + chunk.toString()).slice(-4000);
+  };
+  child.stdout?.on("data", collect);
+  child.stderr?.on("data", collect);
+  let exited: number | null | undefined;
+  const exitPromise = new Promise<void>((resolve) => {
+    child.on("exit", (code) => {
+      exited = code;
+      resolve();
+    });
+    child.on("error", (error) => {
+      output += String(error);
+      exited = -1;
+      resolve();
+    });
+  });
+
+  const endpoint = `http://127.0.0.1:${port}`;
+  const probe = dynamoDBClient(endpoint);
+  const deadline = Date.now() + (options.startTimeoutMs ?? 30_000);
+  try {
+    for (;;) {
+      if (exited !== undefined) throw new Error(`DynamoDB Local exited (${exited}): ${output}`);
+      try {
+        await probe.send(new ListTablesCommand({}));
+        break;
+      } catch {
+        if (Date.now() > deadline) throw new Error(`DynamoDB Local did not answer on ${endpoint}: ${output}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+  } catch (error) {
+    child.kill("SIGKILL");
+    throw error;
+  } finally {
+    probe.destroy();
+  }
+
+  return {
+    endpoint,
+    port,
+    client: () => dynamoDBClient(endpoint),
+    async stop() {
+      if (exited !== undefined) return;
+      child.kill("SIGTERM");
+      const timer = setTimeout(() => child.kill("SIGKILL"), 5000);
+      try {
+        await exitPromise;
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+  };
+}

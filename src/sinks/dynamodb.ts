@@ -1,0 +1,124 @@
+import {
+  type AttributeValue,
+  ConditionalCheckFailedException,
+  type DynamoDBClient,
+  GetItemCommand,
+  PutItemCommand,
+  type Put,
+} from "@aws-sdk/client-dynamodb";
+import { marshall, unmarshall } from "@aws-sdk/util-dynamodb";
+import { OptionsError, StoreError } from "../core/errors.js";
+import { rejectUnknownKeys } from "../core/options.js";
+import type { Position } from "../core/position.js";
+import { UNORDERED_POSITION } from "../core/state.js";
+import type { DynamoDBAtomicWrite } from "../stores/dynamodb/atomic-write.js";
+
+/** What a fenced write needs from the guard's context: the event's position and the claim's fence. */
+export interface FenceSource {
+  position: Position | undefined;
+  fence: number;
+}
+
+export interface DynamoDBFencedSinkOptions {
+  client: DynamoDBClient;
+  tableName: string;
+  /** Hash key attribute of the sink table. Default `pk`. */
+  keyAttribute?: string;
+  /** Where the writing event's position is kept. Default `srcPos`. */
+  positionAttribute?: string;
+  /** Where the writing claim's fence is kept (tie-break between two runs of one event). Default `srcFence`. */
+  fenceAttribute?: string;
+}
+
+export type SinkWriteStatus = "applied" | "stale";
+
+/**
+ * Writes to a DynamoDB table so that results land in position order whatever the arrival order:
+ * every put is conditional on the row holding an older position (or the same position from an older
+ * claim), so a late or zombie run can never overwrite newer work. One row must be written by one
+ * subject only: positions and fences are only comparable within a subject.
+ */
+export class DynamoDBFencedSink {
+  readonly #client: DynamoDBClient;
+  readonly #table: string;
+  readonly #key: string;
+  readonly #pos: string;
+  readonly #fence: string;
+
+  constructor(options: DynamoDBFencedSinkOptions) {
+    rejectUnknownKeys("DynamoDBFencedSink", options, [
+      "client",
+      "tableName",
+      "keyAttribute",
+      "positionAttribute",
+      "fenceAttribute",
+    ]);
+    if (!options.client || !options.tableName) throw new OptionsError("DynamoDBFencedSink: client and tableName are required");
+    this.#client = options.client;
+    this.#table = options.tableName;
+    this.#key = options.keyAttribute ?? "pk";
+    this.#pos = options.positionAttribute ?? "srcPos";
+    this.#fence = options.fenceAttribute ?? "srcFence";
+  }
+
+  get tableName(): string {
+    return this.#table;
+  }
+
+  /** The conditional Put for `item` written by the claim in `ctx`. */
+  putRequest(ctx: FenceSource, item: Record<string, unknown>): Put {
+    const key = item[this.#key];
+    if (typeof key !== "string" || key.length === 0) {
+      throw new OptionsError(`DynamoDBFencedSink: item needs a string "${this.#key}"`);
+    }
+    const position = ctx.position ?? UNORDERED_POSITION;
+    return {
+      TableName: this.#table,
+      Item: marshall(
+        { ...item, [this.#pos]: position, [this.#fence]: ctx.fence },
+        { removeUndefinedValues: true, convertClassInstanceToMap: true },
+      ) as Record<string, AttributeValue>,
+      ConditionExpression:
+        "attribute_not_exists(#k) OR #p < :p OR (#p = :p AND (attribute_not_exists(#f) OR #f < :f))",
+      ExpressionAttributeNames: { "#k": this.#key, "#p": this.#pos, "#f": this.#fence },
+      ExpressionAttributeValues: { ":p": { S: position }, ":f": { N: String(ctx.fence) } },
+    };
+  }
+
+  /** A fenced put now, in its own request. `stale` when the row already holds newer work. */
+  async put(ctx: FenceSource, item: Record<string, unknown>): Promise<SinkWriteStatus> {
+    try {
+      await this.#client.send(new PutItemCommand(this.putRequest(ctx, item)));
+      return "applied";
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return "stale";
+      throw new StoreError(`fenced put to ${this.#table} failed`, { cause: error });
+    }
+  }
+
+  /** The same put as an effect folded into the guard's commit (one TransactWriteItems: effect and commit). */
+  atomicPut(ctx: FenceSource, item: Record<string, unknown>): DynamoDBAtomicWrite {
+    const put = this.putRequest(ctx, item);
+    return { engine: "dynamodb", description: `put ${this.#table}/${String(item[this.#key])}`, item: { Put: put } };
+  }
+
+  /** Queues the put on the guard's context, to be applied atomically with the commit. */
+  putAtCommit(ctx: FenceSource & { atCommit(write: DynamoDBAtomicWrite): void }, item: Record<string, unknown>): void {
+    ctx.atCommit(this.atomicPut(ctx, item));
+  }
+
+  /**
+   * For a removal event: a tombstone keeps the position, so an older create arriving late cannot
+   * resurrect the row (a plain DeleteItem would forget the position).
+   */
+  async tombstone(ctx: FenceSource, key: string, attributes: Record<string, unknown> = {}): Promise<SinkWriteStatus> {
+    return this.put(ctx, { ...attributes, [this.#key]: key, deleted: true });
+  }
+
+  async get(key: string): Promise<Record<string, unknown> | undefined> {
+    const out = await this.#client.send(
+      new GetItemCommand({ TableName: this.#table, Key: { [this.#key]: { S: key } }, ConsistentRead: true }),
+    );
+    return out.Item ? unmarshall(out.Item) : undefined;
+  }
+}

@@ -1,0 +1,12 @@
+import type { TransactWriteItem } from "@aws-sdk/client-dynamodb";
+import type { AtomicWrite } from "../contract.js";
+
+/** A DynamoDB write (Put/Update/Delete/ConditionCheck with its condition) the DynamoDB store folds into its commit. */
+export interface DynamoDBAtomicWrite extends AtomicWrite {
+  readonly engine: "dynamodb";
+  readonly item: TransactWriteItem;
+}
+
+export function isDynamoDBAtomicWrite(write: AtomicWrite): write is DynamoDBAtomicWrite {
+  return write.engine === "dynamodb" && typeof (write as DynamoDBAtomicWrite).item === "object";
+}
