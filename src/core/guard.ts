@@ -1,9 +1,9 @@
-import { UnsupportedAtomicWriteError, LeaseLostError, OptionsError, StoreError } from "./errors.js";
+import type { AtomicWrite, StateStore, WriteOutcome } from "../stores/contract.js";
+import { LeaseLostError, OptionsError, StoreError, UnsupportedAtomicWriteError } from "./errors.js";
 import { rejectUnknownKeys, requireOneOf, requirePositiveInteger } from "./options.js";
 import type { Position } from "./position.js";
 import { type ClaimRequest, classifyRefusal, type StateRecord, UNORDERED_POSITION } from "./state.js";
 import { stateKey } from "./state-key.js";
-import type { AtomicWrite, StateStore, WriteOutcome } from "../stores/contract.js";
 
 /**
  * The guard: claim → run the handler under a lease (renewed by heartbeats) → commit, or release on failure.
@@ -91,7 +91,14 @@ export type GuardOutcome<R> =
 export type GuardOutcomeStatus = GuardOutcome<unknown>["status"];
 
 export type GuardTrace =
-  | { type: "claimed"; key: string; fence: number; attempt: number; superseded?: Position; tookOver?: boolean }
+  | {
+      type: "claimed";
+      key: string;
+      fence: number;
+      attempt: number;
+      superseded?: Position;
+      tookOver?: boolean;
+    }
   | { type: "waiting"; key: string; reason: "busy" | "in-flight"; delayMs: number }
   | { type: "heartbeat"; key: string; fence: number; ok: boolean }
   | { type: "outcome"; key: string; status: GuardOutcomeStatus; durationMs: number };
@@ -123,7 +130,11 @@ export function createGuard(options: GuardOptions): Guard {
     throw new OptionsError("createGuard: store is required");
   }
   const leaseMs = requirePositiveInteger("createGuard", "leaseMs", options.leaseMs ?? 30_000);
-  const heartbeatMs = requirePositiveInteger("createGuard", "heartbeatMs", options.heartbeatMs ?? Math.floor(leaseMs / 3));
+  const heartbeatMs = requirePositiveInteger(
+    "createGuard",
+    "heartbeatMs",
+    options.heartbeatMs ?? Math.floor(leaseMs / 3),
+  );
   if (heartbeatMs >= leaseMs) {
     throw new OptionsError(`createGuard: heartbeatMs (${heartbeatMs}) must be below leaseMs (${leaseMs})`);
   }
@@ -131,7 +142,11 @@ export function createGuard(options: GuardOptions): Guard {
     store: options.store,
     leaseMs,
     heartbeatMs,
-    busy: requireOneOf("createGuard", "busy", options.busy ?? "wait", ["wait", "retry", "supersede"] as const),
+    busy: requireOneOf("createGuard", "busy", options.busy ?? "wait", [
+      "wait",
+      "retry",
+      "supersede",
+    ] as const),
     inFlight: requireOneOf("createGuard", "inFlight", options.inFlight ?? "wait", ["wait", "retry"] as const),
     expiresAfterSeconds: requirePositiveInteger(
       "createGuard",
@@ -139,12 +154,18 @@ export function createGuard(options: GuardOptions): Guard {
       options.expiresAfterSeconds ?? 7 * 24 * 3600,
     ),
     waitIntervalMs: requirePositiveInteger("createGuard", "waitIntervalMs", options.waitIntervalMs ?? 50),
-    maxWaitIntervalMs: requirePositiveInteger("createGuard", "maxWaitIntervalMs", options.maxWaitIntervalMs ?? 1000),
+    maxWaitIntervalMs: requirePositiveInteger(
+      "createGuard",
+      "maxWaitIntervalMs",
+      options.maxWaitIntervalMs ?? 1000,
+    ),
     storeResult: options.storeResult ?? true,
     now: options.now ?? Date.now,
   };
   if (opts.expiresAfterSeconds * 1000 <= leaseMs) {
-    throw new OptionsError("createGuard: expiresAfterSeconds must outlast leaseMs, or fences could be reused");
+    throw new OptionsError(
+      "createGuard: expiresAfterSeconds must outlast leaseMs, or fences could be reused",
+    );
   }
   const trace = options.onEvent ?? (() => {});
   return {
@@ -198,18 +219,26 @@ async function run<R>(
     if (refusal.kind === "duplicate") {
       return done({ status: "duplicate", result: parseResult<R>(refusal.state.result) });
     }
-    if (refusal.kind === "stale") return done({ status: "stale", position: event.position, current: refusal.current });
+    if (refusal.kind === "stale")
+      return done({ status: "stale", position: event.position, current: refusal.current });
     const policy = refusal.kind === "busy" ? o.busy : o.inFlight;
-    const waitUntil = Math.min(deadlineMs, refusal.state.leaseUntilMs ?? deadlineMs);
-    const sleepMs = Math.round(delayMs * (0.5 + Math.random() / 2));
-    if (policy !== "wait" || o.now() + sleepMs > deadlineMs || runOptions.signal?.aborted) {
+    const remainingMs = deadlineMs - o.now();
+    if (policy !== "wait" || remainingMs <= 0 || runOptions.signal?.aborted) {
       return done(
-        refusal.kind === "busy" ? { status: "busy", holder: refusal.state.position } : { status: "in-flight" },
+        refusal.kind === "busy"
+          ? { status: "busy", holder: refusal.state.position }
+          : { status: "in-flight" },
       );
     }
+    // Jittered back-off, but never past the deadline (one last try there) nor much past the holder's lease
+    // expiry: a crashed holder frees the subject then.
+    const untilLeaseMs = (refusal.state.leaseUntilMs ?? Number.POSITIVE_INFINITY) - o.now() + 1;
+    const sleepMs = Math.max(
+      1,
+      Math.min(Math.round(delayMs * (0.5 + Math.random() / 2)), remainingMs, untilLeaseMs),
+    );
     trace({ type: "waiting", key, reason: refusal.kind, delayMs: sleepMs });
-    // Never sleep past the holder's lease expiry by much: a crashed holder frees the subject then.
-    await sleep(Math.max(1, Math.min(sleepMs, waitUntil - o.now() + 1)), runOptions.signal);
+    await sleep(sleepMs, runOptions.signal);
     delayMs = Math.min(delayMs * 2, o.maxWaitIntervalMs);
   }
 
@@ -237,7 +266,9 @@ async function run<R>(
     stateKey: key,
     atCommit(write) {
       if (!o.store.canFold(write)) {
-        throw new UnsupportedAtomicWriteError(`the ${o.store.engine} store cannot fold a ${write.engine} write`);
+        throw new UnsupportedAtomicWriteError(
+          `the ${o.store.engine} store cannot fold a ${write.engine} write`,
+        );
       }
       writes.push(write);
     },
@@ -286,7 +317,9 @@ async function run<R>(
     try {
       serialized = JSON.stringify(result);
     } catch (cause) {
-      throw new StoreError("the handler's result is not JSON-serializable (set storeResult: false)", { cause });
+      throw new StoreError("the handler's result is not JSON-serializable (set storeResult: false)", {
+        cause,
+      });
     }
   }
   const commit = await o.store.commit({
@@ -300,7 +333,9 @@ async function run<R>(
   if (!commit.committed) {
     const current = commit.state;
     const reason =
-      current && current.identity !== event.identity && current.position > position ? "superseded" : "expired";
+      current && current.identity !== event.identity && current.position > position
+        ? "superseded"
+        : "expired";
     return done({ status: "lease-lost", reason, current });
   }
   return done({

@@ -16,7 +16,12 @@ export function requirePositiveInteger(what: string, name: string, value: unknow
   return value;
 }
 
-export function requireOneOf<T extends string>(what: string, name: string, value: unknown, allowed: readonly T[]): T {
+export function requireOneOf<T extends string>(
+  what: string,
+  name: string,
+  value: unknown,
+  allowed: readonly T[],
+): T {
   if (typeof value !== "string" || !allowed.includes(value as T)) {
     throw new OptionsError(`${what}: ${name} must be one of ${allowed.join(", ")}, got ${String(value)}`);
   }

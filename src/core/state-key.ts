@@ -11,7 +11,9 @@ export function stateKey(subject: string, identity: string, ordered: boolean): s
   const key = ordered ? `o#${subject}` : `u#${subject.length}#${subject}${identity}`;
   const bytes = Buffer.byteLength(key, "utf8");
   if (bytes > MAX_STATE_KEY_BYTES) {
-    throw new SubjectTooLongError(`state key of ${bytes} bytes exceeds ${MAX_STATE_KEY_BYTES}: ${key.slice(0, 80)}…`);
+    throw new SubjectTooLongError(
+      `state key of ${bytes} bytes exceeds ${MAX_STATE_KEY_BYTES}: ${key.slice(0, 80)}…`,
+    );
   }
   return key;
 }

@@ -81,7 +81,8 @@ export type Refusal =
 export function classifyRefusal(state: StateRecord, req: ClaimRequest): Refusal | undefined {
   const cpos = state.committedPosition;
   if (cpos !== undefined && cpos >= req.position) {
-    if (cpos === req.position && state.committedIdentity === req.identity) return { kind: "duplicate", state };
+    if (cpos === req.position && state.committedIdentity === req.identity)
+      return { kind: "duplicate", state };
     return { kind: "stale", state, current: cpos };
   }
   const live = state.status === "running" && (state.leaseUntilMs ?? 0) >= req.nowMs;

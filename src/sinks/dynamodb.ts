@@ -3,8 +3,8 @@ import {
   ConditionalCheckFailedException,
   type DynamoDBClient,
   GetItemCommand,
-  PutItemCommand,
   type Put,
+  PutItemCommand,
 } from "@aws-sdk/client-dynamodb";
 import { marshall, unmarshall } from "@aws-sdk/util-dynamodb";
 import { OptionsError, StoreError } from "../core/errors.js";
@@ -53,7 +53,8 @@ export class DynamoDBFencedSink {
       "positionAttribute",
       "fenceAttribute",
     ]);
-    if (!options.client || !options.tableName) throw new OptionsError("DynamoDBFencedSink: client and tableName are required");
+    if (!options.client || !options.tableName)
+      throw new OptionsError("DynamoDBFencedSink: client and tableName are required");
     this.#client = options.client;
     this.#table = options.tableName;
     this.#key = options.keyAttribute ?? "pk";
@@ -99,11 +100,18 @@ export class DynamoDBFencedSink {
   /** The same put as an effect folded into the guard's commit (one TransactWriteItems: effect and commit). */
   atomicPut(ctx: FenceSource, item: Record<string, unknown>): DynamoDBAtomicWrite {
     const put = this.putRequest(ctx, item);
-    return { engine: "dynamodb", description: `put ${this.#table}/${String(item[this.#key])}`, item: { Put: put } };
+    return {
+      engine: "dynamodb",
+      description: `put ${this.#table}/${String(item[this.#key])}`,
+      item: { Put: put },
+    };
   }
 
   /** Queues the put on the guard's context, to be applied atomically with the commit. */
-  putAtCommit(ctx: FenceSource & { atCommit(write: DynamoDBAtomicWrite): void }, item: Record<string, unknown>): void {
+  putAtCommit(
+    ctx: FenceSource & { atCommit(write: DynamoDBAtomicWrite): void },
+    item: Record<string, unknown>,
+  ): void {
     ctx.atCommit(this.atomicPut(ctx, item));
   }
 
@@ -111,7 +119,11 @@ export class DynamoDBFencedSink {
    * For a removal event: a tombstone keeps the position, so an older create arriving late cannot
    * resurrect the row (a plain DeleteItem would forget the position).
    */
-  async tombstone(ctx: FenceSource, key: string, attributes: Record<string, unknown> = {}): Promise<SinkWriteStatus> {
+  async tombstone(
+    ctx: FenceSource,
+    key: string,
+    attributes: Record<string, unknown> = {},
+  ): Promise<SinkWriteStatus> {
     return this.put(ctx, { ...attributes, [this.#key]: key, deleted: true });
   }
 

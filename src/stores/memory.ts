@@ -70,7 +70,8 @@ export class MemoryStore implements StateStore {
       return { committed: false, state: current ? this.#view(current) : undefined };
     }
     const writes: WriteOutcome[] = (req.writes ?? []).map((w) => {
-      if (!isMemoryWrite(w)) throw new UnsupportedAtomicWriteError(`MemoryStore cannot fold a ${w.engine} write`);
+      if (!isMemoryWrite(w))
+        throw new UnsupportedAtomicWriteError(`MemoryStore cannot fold a ${w.engine} write`);
       return { description: w.description, status: w.apply() ? "applied" : "stale" };
     });
     const r = entry.record;

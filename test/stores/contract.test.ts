@@ -51,17 +51,34 @@ describe.each(STORES)("store contract: $name", (factory) => {
     const before = await t.store.read(k);
     expect(before).toMatchObject({ status: "running", position: p(1), fence: 1 });
     expect(before?.leaseUntilMs).toBeGreaterThan(Date.now());
-    const commit = await t.store.commit({ key: k, fence: 1, identity: `${p(1)}:created`, result: '{"n":1}', expiresAtSeconds: 99 });
+    const commit = await t.store.commit({
+      key: k,
+      fence: 1,
+      identity: `${p(1)}:created`,
+      result: '{"n":1}',
+      expiresAtSeconds: 99,
+    });
     expect(commit.committed).toBe(true);
     const after = await t.store.read(k);
-    expect(after).toMatchObject({ status: "done", committedPosition: p(1), result: '{"n":1}', expiresAtSeconds: 99 });
+    expect(after).toMatchObject({
+      status: "done",
+      committedPosition: p(1),
+      result: '{"n":1}',
+      expiresAtSeconds: 99,
+    });
     expect(after?.leaseUntilMs).toBeUndefined();
   });
 
   it("refuses a committed event as duplicate, with its stored result, and an older one as stale", async () => {
     const k = key();
     claimed(await t.store.claim(request(k, at(5))));
-    await t.store.commit({ key: k, fence: 1, identity: `${p(5)}:created`, result: '"r5"', expiresAtSeconds: 99 });
+    await t.store.commit({
+      key: k,
+      fence: 1,
+      identity: `${p(5)}:created`,
+      result: '"r5"',
+      expiresAtSeconds: 99,
+    });
     const dupReq = request(k, at(5));
     const dup = await t.store.claim(dupReq);
     expect(refusal(dup, dupReq)).toBe("duplicate");
@@ -92,7 +109,12 @@ describe.each(STORES)("store contract: $name", (factory) => {
     const c = claimed(r);
     expect(c.fence).toBe(2);
     expect(r.claimed && r.previous).toMatchObject({ status: "running", position: p(3) });
-    const zombie = await t.store.commit({ key: k, fence: 1, identity: `${p(3)}:created`, expiresAtSeconds: 99 });
+    const zombie = await t.store.commit({
+      key: k,
+      fence: 1,
+      identity: `${p(3)}:created`,
+      expiresAtSeconds: 99,
+    });
     expect(zombie.committed).toBe(false);
     expect(!zombie.committed && zombie.state?.position).toBe(p(5));
     // Supersede never takes a claim for an older position.
@@ -118,10 +140,16 @@ describe.each(STORES)("store contract: $name", (factory) => {
     claimed(await t.store.claim(request(k, { nowMs: now + 20 })));
     expect(await t.store.renew({ key: k, fence: 1, leaseUntilMs: now + 99_999 })).toBe(false);
     expect(await t.store.release({ key: k, fence: 1 })).toBe(false);
-    expect((await t.store.commit({ key: k, fence: 1, identity: `${p(1)}:created`, expiresAtSeconds: 9 })).committed).toBe(false);
+    expect(
+      (await t.store.commit({ key: k, fence: 1, identity: `${p(1)}:created`, expiresAtSeconds: 9 }))
+        .committed,
+    ).toBe(false);
     expect(await t.store.renew({ key: k, fence: 2, leaseUntilMs: now + 99_999 })).toBe(true);
     expect((await t.store.read(k))?.leaseUntilMs).toBe(now + 99_999);
-    expect((await t.store.commit({ key: k, fence: 2, identity: `${p(1)}:created`, expiresAtSeconds: 9 })).committed).toBe(true);
+    expect(
+      (await t.store.commit({ key: k, fence: 2, identity: `${p(1)}:created`, expiresAtSeconds: 9 }))
+        .committed,
+    ).toBe(true);
   });
 
   it("release lets the redelivery claim again and keeps the last committed event", async () => {
@@ -161,7 +189,9 @@ describe.each(STORES)("store contract: $name", (factory) => {
     const req = request(k, at(1));
     const results = await Promise.all(Array.from({ length: 16 }, () => t.store.claim(req)));
     expect(results.filter((r) => r.claimed)).toHaveLength(1);
-    expect(results.filter((r) => !r.claimed).map((r) => refusal(r, req))).toEqual(Array(15).fill("in-flight"));
+    expect(results.filter((r) => !r.claimed).map((r) => refusal(r, req))).toEqual(
+      Array(15).fill("in-flight"),
+    );
   });
 
   it("folds an atomic write into the commit; a zombie's write is not applied; a newer row wins", async () => {
@@ -198,7 +228,10 @@ describe.each(STORES)("store contract: $name", (factory) => {
       expiresAtSeconds: 9,
       writes: [t.sink.atomic({ position: p(2), fence: 1 }, target, "v2")],
     });
-    expect(older).toEqual({ committed: true, writes: [{ description: expect.any(String), status: "stale" }] });
+    expect(older).toEqual({
+      committed: true,
+      writes: [{ description: expect.any(String), status: "stale" }],
+    });
     expect((await t.sink.read(target))?.value).toBe("v4");
     expect((await t.store.read(k2))?.status).toBe("done");
   });

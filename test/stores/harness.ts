@@ -1,12 +1,12 @@
 import { randomUUID } from "node:crypto";
 import { inject } from "vitest";
 import { dynamoDBClient } from "../../src/local/dynamodb-local.js";
+import { countRequests, type RequestCounter } from "../../src/observe/request-counter.js";
+import { DynamoDBFencedSink } from "../../src/sinks/dynamodb.js";
 import type { AtomicWrite, StateStore } from "../../src/stores/contract.js";
 import { createStateTable, createTableIfMissing } from "../../src/stores/dynamodb/schema.js";
 import { DynamoDBStore } from "../../src/stores/dynamodb/store.js";
 import { type MemoryAtomicWrite, MemoryStore } from "../../src/stores/memory.js";
-import { DynamoDBFencedSink } from "../../src/sinks/dynamodb.js";
-import { countRequests, type RequestCounter } from "../../src/observe/request-counter.js";
 
 /** A fenced target row that can be written atomically with a commit, per engine. */
 export interface TestSink {
@@ -45,7 +45,9 @@ export const STORES: StoreFactory[] = [
           atomic: (ctx, key, value) => sink.atomicPut(ctx, { pk: key, value }),
           read: async (key) => {
             const row = await sink.get(key);
-            return row ? { value: String(row.value), srcPos: String(row.srcPos), srcFence: Number(row.srcFence) } : undefined;
+            return row
+              ? { value: String(row.value), srcPos: String(row.srcPos), srcFence: Number(row.srcFence) }
+              : undefined;
           },
         },
         close: async () => client.destroy(),
@@ -66,7 +68,8 @@ export const STORES: StoreFactory[] = [
             apply: () => {
               const pos = ctx.position ?? "";
               const old = rows.get(key);
-              if (old && (old.srcPos > pos || (old.srcPos === pos && old.srcFence >= ctx.fence))) return false;
+              if (old && (old.srcPos > pos || (old.srcPos === pos && old.srcFence >= ctx.fence)))
+                return false;
               rows.set(key, { value, srcPos: pos, srcFence: ctx.fence });
               return true;
             },

@@ -34,7 +34,10 @@ export interface CreateStateTableOptions {
 }
 
 /** Creates the state table if it does not exist (for local use and tests; deploy with the CDK construct). */
-export async function createStateTable(client: DynamoDBClient, options: CreateStateTableOptions): Promise<void> {
+export async function createStateTable(
+  client: DynamoDBClient,
+  options: CreateStateTableOptions,
+): Promise<void> {
   await createTableIfMissing(client, options.tableName, STATE_KEY_ATTRIBUTE);
   if (options.ttl ?? true) {
     await client.send(

@@ -5,8 +5,8 @@ import {
   type DynamoDBClient,
   GetItemCommand,
   TransactionCanceledException,
-  TransactWriteItemsCommand,
   type TransactWriteItem,
+  TransactWriteItemsCommand,
   UpdateItemCommand,
 } from "@aws-sdk/client-dynamodb";
 import { StoreError } from "../../core/errors.js";
@@ -75,7 +75,9 @@ export class DynamoDBStore implements StateStore {
   }
 
   async claim(req: ClaimRequest): Promise<ClaimResult> {
-    const holderGone = req.supersede ? "(#st <> :running OR #lease < :now OR #pos < :pos)" : "(#st <> :running OR #lease < :now)";
+    const holderGone = req.supersede
+      ? "(#st <> :running OR #lease < :now OR #pos < :pos)"
+      : "(#st <> :running OR #lease < :now)";
     const att = attemptAttribute(req.identity);
     const update =
       "SET #st = :running, #pos = :pos, #eid = :eid, #fence = if_not_exists(#fence, :zero) + :one, " +
@@ -110,7 +112,9 @@ export class DynamoDBStore implements StateStore {
       return { claimed: true, fence: (previous?.fence ?? 0) + 1, attempt: oldAttempts + 1, previous };
     } catch (error) {
       if (error instanceof ConditionalCheckFailedException) {
-        const state = error.Item ? toRecord(error.Item, req.identity) : await this.read(req.key, req.identity);
+        const state = error.Item
+          ? toRecord(error.Item, req.identity)
+          : await this.read(req.key, req.identity);
         if (!state) throw new StoreError(`claim of ${req.key} refused but the item is gone; retry`);
         return { claimed: false, state };
       }
@@ -134,7 +138,9 @@ export class DynamoDBStore implements StateStore {
     });
     if (writes.length === 0) {
       try {
-        await this.#client.send(new UpdateItemCommand({ ...update, ReturnValuesOnConditionCheckFailure: "ALL_OLD" }));
+        await this.#client.send(
+          new UpdateItemCommand({ ...update, ReturnValuesOnConditionCheckFailure: "ALL_OLD" }),
+        );
         return { committed: true, writes: [] };
       } catch (error) {
         if (error instanceof ConditionalCheckFailedException) {
@@ -170,7 +176,10 @@ export class DynamoDBStore implements StateStore {
         await this.#client.send(new TransactWriteItemsCommand({ TransactItems: items }));
         return {
           committed: true,
-          writes: [...pending.map((w) => ({ description: w.description, status: "applied" as const })), ...stale],
+          writes: [
+            ...pending.map((w) => ({ description: w.description, status: "applied" as const })),
+            ...stale,
+          ],
         };
       } catch (error) {
         if (!(error instanceof TransactionCanceledException)) throw wrap("commit", req.key, error);
@@ -209,7 +218,11 @@ export class DynamoDBStore implements StateStore {
   async read(key: string, identity?: string): Promise<StateRecord | undefined> {
     try {
       const out = await this.#client.send(
-        new GetItemCommand({ TableName: this.#table, Key: { [STATE_KEY_ATTRIBUTE]: S(key) }, ConsistentRead: true }),
+        new GetItemCommand({
+          TableName: this.#table,
+          Key: { [STATE_KEY_ATTRIBUTE]: S(key) },
+          ConsistentRead: true,
+        }),
       );
       return out.Item ? toRecord(out.Item, identity) : undefined;
     } catch (error) {

@@ -1,0 +1,341 @@
+import { randomUUID } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { LeaseLostError, OptionsError, UnsupportedAtomicWriteError } from "../../src/core/errors.js";
+import { createGuard, type GuardOptions } from "../../src/core/guard.js";
+import { positionFromNumber } from "../../src/core/position.js";
+import { stateKey } from "../../src/core/state-key.js";
+import type { StateStore } from "../../src/stores/contract.js";
+import { MemoryStore } from "../../src/stores/memory.js";
+import { STORES, type StoreUnderTest } from "../stores/harness.js";
+
+const p = positionFromNumber;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const ev = (subject: string, n: number) => ({ subject, identity: `${p(n)}:created`, position: p(n) });
+
+function deferred<T = void>() {
+  let resolve!: (v: T) => void;
+  const promise = new Promise<T>((r) => {
+    resolve = r;
+  });
+  return { promise, resolve };
+}
+
+function shuffle<T>(items: T[], seed: number): T[] {
+  const a = [...items];
+  let s = seed;
+  for (let i = a.length - 1; i > 0; i--) {
+    s = (s * 1103515245 + 12345) % 2 ** 31;
+    const j = s % (i + 1);
+    [a[i], a[j]] = [a[j] as T, a[i] as T];
+  }
+  return a;
+}
+
+describe.each(STORES)("guard on $name", (factory) => {
+  let t: StoreUnderTest;
+  beforeAll(async () => {
+    t = await factory.make();
+  });
+  afterAll(async () => t?.close());
+  const guard = (o: Partial<GuardOptions> = {}) => createGuard({ store: t.store, leaseMs: 5000, ...o });
+  const subject = () => `bucket/${randomUUID()}`;
+
+  it("processes a new event once and replays its result to a duplicate", async () => {
+    const g = guard();
+    const s = subject();
+    let runs = 0;
+    const handler = async (ctx: {
+      fence: number;
+      attempt: number;
+      position?: string;
+      signal: AbortSignal;
+    }) => {
+      runs++;
+      expect(ctx).toMatchObject({ fence: 1, attempt: 1, position: p(7) });
+      expect(ctx.signal.aborted).toBe(false);
+      return { thumbnail: "t-7" };
+    };
+    const first = await g.run(ev(s, 7), handler);
+    expect(first).toMatchObject({ status: "processed", result: { thumbnail: "t-7" }, fence: 1, attempt: 1 });
+    const second = await g.run(ev(s, 7), handler);
+    expect(second).toEqual({ status: "duplicate", result: { thumbnail: "t-7" } });
+    expect(runs).toBe(1);
+  });
+
+  it("skips an older event as stale once a newer one is committed", async () => {
+    const g = guard();
+    const s = subject();
+    await g.run(ev(s, 9), async () => "nine");
+    let ran = false;
+    const out = await g.run(ev(s, 4), async () => {
+      ran = true;
+    });
+    expect(out).toEqual({ status: "stale", position: p(4), current: p(9) });
+    expect(ran).toBe(false);
+  });
+
+  it("releases the claim when the handler fails, so the redelivery processes it (attempt 2)", async () => {
+    const g = guard();
+    const s = subject();
+    const boom = new Error("boom");
+    const failed = await g.run(ev(s, 1), async () => {
+      throw boom;
+    });
+    expect(failed).toEqual({ status: "failed", error: boom, released: true });
+    const retry = await g.run(ev(s, 1), async (ctx) => `attempt ${ctx.attempt}`);
+    expect(retry).toMatchObject({ status: "processed", result: "attempt 2", attempt: 2, fence: 2 });
+  });
+
+  it("a crashed holder blocks its subject only until its lease expires", async () => {
+    const s = subject();
+    const key = stateKey(s, `${p(1)}:created`, true);
+    const now = Date.now();
+    // A run that claimed and died: no commit, no release, no heartbeat.
+    const crashed = await t.store.claim({
+      key,
+      position: p(1),
+      identity: `${p(1)}:created`,
+      nowMs: now,
+      leaseUntilMs: now + 300,
+      expiresAtSeconds: Math.ceil(now / 1000) + 60,
+      supersede: false,
+    });
+    expect(crashed.claimed).toBe(true);
+    const retryPolicy = await guard({ inFlight: "retry" }).run(ev(s, 1), async () => "x");
+    expect(retryPolicy).toEqual({ status: "in-flight" });
+    const started = Date.now();
+    const waited = await guard({ inFlight: "wait" }).run(ev(s, 1), async () => "recovered", {
+      deadlineMs: Date.now() + 3000,
+    });
+    expect(waited).toMatchObject({
+      status: "processed",
+      result: "recovered",
+      tookOver: true,
+      attempt: 2,
+      fence: 2,
+    });
+    expect(Date.now() - started).toBeLessThan(2000);
+    expect(Date.now()).toBeGreaterThanOrEqual(now + 300);
+  });
+
+  it("a zombie (frozen past its lease) has its heartbeat, fenced write and commit refused", async () => {
+    const s = subject();
+    const row = `row-${randomUUID()}`;
+    // The zombie's heartbeats are delayed as if its process were frozen.
+    const frozen: StateStore = Object.create(t.store);
+    frozen.renew = async (req) => {
+      await sleep(700);
+      return t.store.renew(req);
+    };
+    frozen.claim = (r) => t.store.claim(r);
+    frozen.commit = (r) => t.store.commit(r);
+    frozen.release = (r) => t.store.release(r);
+    frozen.canFold = (w) => t.store.canFold(w);
+    const zombieGuard = createGuard({ store: frozen, leaseMs: 300, heartbeatMs: 100 });
+    const takeoverDone = deferred();
+    let zombieSignal: AbortSignal | undefined;
+    let zombieWrite: string | undefined;
+    const zombie = zombieGuard.run(ev(s, 5), async (ctx) => {
+      zombieSignal = ctx.signal;
+      await takeoverDone.promise;
+      zombieWrite = (await t.store.commit({ key: "x", fence: 0, identity: "", expiresAtSeconds: 1 }))
+        .committed
+        ? "impossible"
+        : "refused";
+      return "zombie result";
+    });
+    await sleep(350);
+    const takeover = await guard({ leaseMs: 5000 }).run(ev(s, 5), async (ctx) => {
+      ctx.atCommit(t.sink.atomic(ctx, row, "taker"));
+      return "taker result";
+    });
+    expect(takeover).toMatchObject({ status: "processed", fence: 2, attempt: 2, tookOver: true });
+    takeoverDone.resolve();
+    const zombieOutcome = await zombie;
+    expect(zombieOutcome).toMatchObject({ status: "lease-lost", reason: "expired" });
+    expect(zombieWrite).toBe("refused");
+    expect(zombieSignal?.aborted).toBe(true);
+    expect(zombieSignal?.reason).toBeInstanceOf(LeaseLostError);
+    // A late fenced write from the zombie (fence 1) cannot overwrite the taker's (fence 2).
+    const late = await t.store.commit({
+      key: stateKey(s, `${p(5)}:created`, true),
+      fence: 1,
+      identity: `${p(5)}:created`,
+      expiresAtSeconds: 1,
+      writes: [t.sink.atomic({ position: p(5), fence: 1 }, row, "zombie")],
+    });
+    expect(late.committed).toBe(false);
+    expect(await t.sink.read(row)).toMatchObject({ value: "taker", srcFence: 2 });
+  });
+
+  it("supersede: a newer event takes over a live older run, whose commit is refused as superseded", async () => {
+    const s = subject();
+    const row = `row-${randomUUID()}`;
+    const g = guard({ busy: "supersede" });
+    const olderMayFinish = deferred();
+    const olderStarted = deferred();
+    const older = g.run(ev(s, 3), async (ctx) => {
+      olderStarted.resolve();
+      await olderMayFinish.promise;
+      ctx.atCommit(t.sink.atomic(ctx, row, "cat"));
+      return "cat";
+    });
+    await olderStarted.promise;
+    const newer = await g.run(ev(s, 8), async (ctx) => {
+      ctx.atCommit(t.sink.atomic(ctx, row, "dog"));
+      return "dog";
+    });
+    expect(newer).toMatchObject({ status: "processed", superseded: p(3), fence: 2 });
+    olderMayFinish.resolve();
+    expect(await older).toMatchObject({ status: "lease-lost", reason: "superseded" });
+    expect(await t.sink.read(row)).toMatchObject({ value: "dog", srcPos: p(8) });
+  });
+
+  it("busy: retry fails fast; wait gives up at the deadline; wait succeeds once the holder commits", async () => {
+    const s = subject();
+    const release = deferred();
+    const holder = guard().run(ev(s, 1), async () => {
+      await release.promise;
+      return "one";
+    });
+    await sleep(50);
+    expect(await guard({ busy: "retry" }).run(ev(s, 2), async () => "two")).toEqual({
+      status: "busy",
+      holder: p(1),
+    });
+    const t0 = Date.now();
+    const gaveUp = await guard({ busy: "wait" }).run(ev(s, 2), async () => "two", {
+      deadlineMs: Date.now() + 300,
+    });
+    expect(gaveUp).toEqual({ status: "busy", holder: p(1) });
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(150);
+    expect(Date.now() - t0).toBeLessThan(1500);
+    const waiting = guard({ busy: "wait" }).run(ev(s, 2), async () => "two", {
+      deadlineMs: Date.now() + 4000,
+    });
+    await sleep(100);
+    release.resolve();
+    expect(await holder).toMatchObject({ status: "processed" });
+    expect(await waiting).toMatchObject({ status: "processed", result: "two" });
+  });
+
+  it.each(["wait", "supersede", "retry"] as const)(
+    "200 shuffled positions from 16 workers (busy=%s): the committed position and the sink hold the maximum",
+    async (busy) => {
+      const s = subject();
+      const row = `row-${randomUUID()}`;
+      const g = guard({ busy, leaseMs: 10_000, waitIntervalMs: 5, maxWaitIntervalMs: 50 });
+      const queue = shuffle(
+        Array.from({ length: 200 }, (_, i) => i + 1),
+        busy.length * 7919,
+      );
+      const statuses: Record<string, number> = {};
+      async function worker() {
+        for (let n = queue.shift(); n !== undefined; n = queue.shift()) {
+          const out = await g.run(
+            ev(s, n),
+            async (ctx) => {
+              ctx.atCommit(t.sink.atomic(ctx, row, `v${n}`));
+              return n;
+            },
+            { deadlineMs: Date.now() + 20_000 },
+          );
+          statuses[out.status] = (statuses[out.status] ?? 0) + 1;
+          // `retry` hands a busy event back to the source: here, the end of the queue.
+          if (out.status === "busy" || out.status === "in-flight") queue.push(n);
+        }
+      }
+      await Promise.all(Array.from({ length: 16 }, worker));
+      const state = await t.store.read(stateKey(s, `${p(200)}:created`, true));
+      expect(state).toMatchObject({ status: "done", committedPosition: p(200) });
+      expect(await t.sink.read(row)).toMatchObject({ value: "v200", srcPos: p(200) });
+      expect(statuses.processed).toBeGreaterThanOrEqual(1);
+      expect(Object.values(statuses).reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(200);
+    },
+    60_000,
+  );
+
+  it("passes the outer abort signal to the handler", async () => {
+    const outer = new AbortController();
+    const out = await guard().run(
+      ev(subject(), 1),
+      async (ctx) => {
+        setTimeout(() => outer.abort(new Error("lambda timeout near")), 20);
+        await new Promise((_, reject) =>
+          ctx.signal.addEventListener("abort", () => reject(ctx.signal.reason)),
+        );
+      },
+      { signal: outer.signal },
+    );
+    expect(out).toMatchObject({ status: "failed", released: true });
+    expect(out.status === "failed" && (out.error as Error).message).toBe("lambda timeout near");
+  });
+
+  it("an event without a position is deduplicated by identity only", async () => {
+    const g = guard();
+    const s = subject();
+    const a = await g.run({ subject: s, identity: "tag-a" }, async () => "a");
+    const b = await g.run({ subject: s, identity: "tag-b" }, async () => "b");
+    const again = await g.run({ subject: s, identity: "tag-a" }, async () => "a2");
+    expect([a.status, b.status, again]).toEqual([
+      "processed",
+      "processed",
+      { status: "duplicate", result: "a" },
+    ]);
+  });
+});
+
+describe("guard on dynamodb: requests per outcome (SDK middleware count)", () => {
+  let t: StoreUnderTest;
+  beforeAll(async () => {
+    const dynamodb = STORES.find((s) => s.name === "dynamodb");
+    if (!dynamodb) throw new Error("no dynamodb store");
+    t = await dynamodb.make();
+  });
+  afterAll(async () => t?.close());
+
+  it("new = claim + commit = 2 (effect folded in), duplicate = 1, stale = 1, failed = 2", async () => {
+    const requests = t.requests;
+    if (!requests) throw new Error("no counter");
+    const g = createGuard({ store: t.store });
+    const s = `bucket/${randomUUID()}`;
+    const row = `row-${randomUUID()}`;
+    requests.reset();
+    await g.run(ev(s, 2), async (ctx) => {
+      ctx.atCommit(t.sink.atomic(ctx, row, "v2"));
+    });
+    expect(requests.counts).toEqual({ UpdateItem: 1, TransactWriteItems: 1 });
+    expect(await t.sink.read(row)).toMatchObject({ value: "v2" });
+    requests.reset();
+    await g.run(ev(s, 3), async () => {});
+    expect(requests.counts).toEqual({ UpdateItem: 2 });
+    requests.reset();
+    expect((await g.run(ev(s, 3), async () => {})).status).toBe("duplicate");
+    expect(requests.total()).toBe(1);
+    requests.reset();
+    expect((await g.run(ev(s, 1), async () => {})).status).toBe("stale");
+    expect(requests.total()).toBe(1);
+    requests.reset();
+    await g.run(ev(s, 4), async () => {
+      throw new Error("x");
+    });
+    expect(requests.counts).toEqual({ UpdateItem: 2 });
+  });
+});
+
+describe("guard options", () => {
+  it("rejects unknown keys, a heartbeat not below the lease, and unknown policies", () => {
+    const store = new MemoryStore();
+    expect(() => createGuard({ store, leaseMS: 10 } as never)).toThrow(OptionsError);
+    expect(() => createGuard({ store, leaseMs: 1000, heartbeatMs: 1000 })).toThrow(/heartbeatMs/);
+    expect(() => createGuard({ store, busy: "spin" as never })).toThrow(/busy/);
+  });
+
+  it("refuses an atomic write the store cannot fold", async () => {
+    const g = createGuard({ store: new MemoryStore() });
+    const out = await g.run({ subject: "s", identity: "i" }, async (ctx) => {
+      ctx.atCommit({ engine: "dynamodb", description: "x" });
+    });
+    expect(out.status === "failed" && out.error).toBeInstanceOf(UnsupportedAtomicWriteError);
+  });
+});
