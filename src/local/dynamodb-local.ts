@@ -46,7 +46,12 @@ function emulatorDir(): string {
 }
 
 export function dynamoDBClient(endpoint: string): DynamoDBClient {
-  return new DynamoDBClient({ endpoint, region: LOCAL_REGION, credentials: LOCAL_CREDENTIALS, maxAttempts: 3 });
+  return new DynamoDBClient({
+    endpoint,
+    region: LOCAL_REGION,
+    credentials: LOCAL_CREDENTIALS,
+    maxAttempts: 3,
+  });
 }
 
 export async function startDynamoDBLocal(options: StartDynamoDBLocalOptions = {}): Promise<DynamoDBLocal> {
@@ -63,7 +68,10 @@ export async function startDynamoDBLocal(options: StartDynamoDBLocalOptions = {}
     "-port",
     String(port),
   ];
-  const child: ChildProcess = spawn(options.javaPath ?? "java", args, { cwd, stdio: ["ignore", "pipe", "pipe"] });
+  const child: ChildProcess = spawn(options.javaPath ?? "java", args, {
+    cwd,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let output = "";
   const collect = (chunk: Buffer) => {
     output = (output + chunk.toString()).slice(-4000);

@@ -1,0 +1,44 @@
+// Minimal types for untyped dev dependencies of the local runtime (only what src/local uses).
+
+declare module "s3rver" {
+  import type { IncomingMessage, Server } from "node:http";
+  import type { AddressInfo } from "node:net";
+
+  namespace S3rver {
+    /** The slice of a Koa context the local middlewares touch. */
+    interface S3rverContext {
+      readonly req: IncomingMessage;
+      readonly headers: IncomingMessage["headers"];
+      status: number;
+      type: string;
+      body: unknown;
+    }
+
+    type S3rverMiddleware = (ctx: S3rverContext, next: () => Promise<void>) => unknown;
+  }
+
+  interface S3rverOptions {
+    address?: string;
+    port?: number;
+    silent?: boolean;
+    directory?: string;
+    resetOnClose?: boolean;
+    allowMismatchedSignatures?: boolean;
+    vhostBuckets?: boolean;
+    configureBuckets?: { name: string; configs?: (string | Buffer)[] }[];
+  }
+
+  class S3rver {
+    constructor(options?: S3rverOptions);
+    /** Koa's middleware stack, composed when the server starts listening. */
+    middleware: S3rver.S3rverMiddleware[];
+    httpServer?: Server;
+    run(): Promise<AddressInfo>;
+    close(): Promise<void>;
+    /** Emitted synchronously by PutObject, CopyObject, DeleteObject, POST and CompleteMultipartUpload. */
+    on(event: "event", listener: (event: { Records: unknown[] }) => void): this;
+    off(event: "event", listener: (event: { Records: unknown[] }) => void): this;
+  }
+
+  export = S3rver;
+}

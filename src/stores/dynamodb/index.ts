@@ -1,0 +1,3 @@
+export * from "./atomic-write.js";
+export * from "./schema.js";
+export * from "./store.js";
