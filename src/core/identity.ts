@@ -27,10 +27,16 @@ export function s3Identity(
   return `h:${h.digest("base64url").slice(0, 32)}`;
 }
 
-/** Operation from an S3 notification event name (`ObjectCreated:Put`) or EventBridge detail-type (`Object Created`). */
+/**
+ * Operation from an S3 notification event name (`ObjectCreated:Put`, `s3:ObjectRemoved:Delete`) or an EventBridge
+ * detail-type (`Object Created`). Lifecycle expirations remove the object (EventBridge sends them as `Object Deleted`),
+ * so they map to `removed` too: the same change gets the same identity whatever the envelope.
+ */
 export function s3Operation(eventName: string): S3Operation {
-  const n = eventName.replace(/\s+/g, "").toLowerCase();
+  const n = eventName.replace(/\s+/g, "").toLowerCase().replace(/^s3:/, "");
   if (n.startsWith("objectcreated")) return "created";
-  if (n.startsWith("objectremoved") || n.startsWith("objectdeleted")) return "removed";
+  if (n.startsWith("objectremoved") || n.startsWith("objectdeleted") || n.startsWith("lifecycleexpiration:delete")) {
+    return "removed";
+  }
   return "other";
 }

@@ -1,0 +1,25 @@
+#!/usr/bin/env node
+import { readFileSync } from "node:fs";
+import { Command, CommanderError } from "commander";
+import { registerInspect } from "./inspect.js";
+
+// src/cli/main.ts and dist/cli/main.js are both two levels below package.json.
+const { version } = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as {
+  version: string;
+};
+
+const program = new Command("eonce")
+  .description("effectively-once: exactly-once effects, in order, for S3/SQS/SNS/EventBridge pipelines")
+  .version(version)
+  // Usage errors exit 2, like unreadable input; 1 is reserved for "some input was malformed".
+  .exitOverride();
+
+// Each subcommand lives in its own module and registers itself here.
+registerInspect(program);
+
+try {
+  await program.parseAsync(process.argv);
+} catch (e) {
+  if (!(e instanceof CommanderError)) throw e;
+  process.exitCode = e.exitCode === 0 ? 0 : 2;
+}

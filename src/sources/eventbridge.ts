@@ -1,0 +1,71 @@
+import type { Delivery, S3ObjectEvent } from "../core/event.js";
+import {
+  isObject,
+  type JsonObject,
+  join,
+  optionalCount,
+  optionalString,
+  requireField,
+  requireString,
+  requireTime,
+} from "./fields.js";
+import { requireValidS3Key } from "./key-encoding.js";
+import { buildS3Event, requireBucketName } from "./s3-event.js";
+
+/** Any EventBridge event: `{"id","detail-type","source","time","detail",...}`. */
+export function isEventBridgeEvent(value: unknown): value is JsonObject {
+  return (
+    isObject(value) &&
+    typeof value["detail-type"] === "string" &&
+    typeof value.source === "string" &&
+    "detail" in value
+  );
+}
+
+/** S3 sends every object event to EventBridge with source `aws.s3`; the detail-type names the change. */
+export function isS3EventBridgeEvent(value: JsonObject): boolean {
+  return value.source === "aws.s3";
+}
+
+export function eventBridgeMetadata(value: JsonObject, path: string): NonNullable<Delivery["eventBridge"]> {
+  return {
+    id: requireString(value, "id", path),
+    detailType: requireString(value, "detail-type", path),
+    source: requireString(value, "source", path),
+  };
+}
+
+/**
+ * An S3 event delivered by EventBridge (`Object Created`, `Object Deleted`, `Object Restore Completed`,
+ * `Object Tags Added`, `Object Storage Class Changed`, ...). The key is NOT URL-decoded: EventBridge
+ * carries the key as stored (see docs/sources.md, "EventBridge keys"); it is only checked against S3's
+ * limits. `eventName` is the detail-type, `eventTime` the envelope time.
+ */
+export function parseEventBridgeS3(value: JsonObject, path: string): S3ObjectEvent {
+  const detailType = requireString(value, "detail-type", path);
+  const time = requireTime(value, "time", path);
+  const region = optionalString(value, "region", path);
+  const detailPath = join(path, "detail");
+  const detail = requireField(value, "detail", path);
+  const bucket = requireBucketName(
+    requireField(detail, "bucket", detailPath),
+    "name",
+    join(detailPath, "bucket"),
+  );
+  const objectPath = join(detailPath, "object");
+  const object = requireField(detail, "object", detailPath);
+  const key = requireValidS3Key(requireString(object, "key", objectPath), join(objectPath, "key"));
+  return buildS3Event({
+    bucket,
+    key,
+    versionId: optionalString(object, "version-id", objectPath),
+    sequencer: object.sequencer,
+    sequencerPath: join(objectPath, "sequencer"),
+    eventName: detailType,
+    eventTime: time,
+    size: optionalCount(object, "size", objectPath),
+    etag: optionalString(object, "etag", objectPath),
+    requestId: optionalString(detail, "request-id", detailPath),
+    region,
+  });
+}

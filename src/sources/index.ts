@@ -1,0 +1,3 @@
+export { decodeS3NotificationKey, encodeS3NotificationKey, MAX_S3_KEY_BYTES } from "./key-encoding.js";
+export { parseInvocation } from "./parse-invocation.js";
+export type { DeliveryUnit, ParseOptions } from "./types.js";

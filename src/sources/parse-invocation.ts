@@ -1,0 +1,100 @@
+import { MalformedEventError } from "../core/errors.js";
+import type { Delivery } from "../core/event.js";
+import { isEventBridgeEvent } from "./eventbridge.js";
+import { describe, index, isObject, type JsonObject } from "./fields.js";
+import { resolveParseOptions } from "./options.js";
+import { eventBridgePayload } from "./payload.js";
+import { isS3TestEvent, parseS3Record, parseS3TestEvent, requestIdOf } from "./s3-notification.js";
+import { parseSqsRecord } from "./sqs.js";
+import type { DeliveryUnit, ParseOptions, ResolvedParseOptions } from "./types.js";
+import { finishUnit } from "./unit.js";
+
+const KNOWN_SHAPES =
+  "expected an S3 notification (Records[].eventSource aws:s3), an SQS event (Records[].eventSource aws:sqs), " +
+  "an s3:TestEvent or an EventBridge event";
+
+/**
+ * Turns a Lambda invocation payload into delivery units, auto-detecting the envelope: direct S3
+ * notification, `s3:TestEvent`, SQS event (bodies: S3 notification, SNS envelope, EventBridge event or
+ * application message) or EventBridge event.
+ *
+ * Bad records and bodies never throw: they come back as units with `error`. Only input that is no
+ * known invocation at all throws MalformedEventError (nothing in it can be acknowledged one by one),
+ * and invalid options throw OptionsError.
+ */
+export function parseInvocation(input: unknown, options?: ParseOptions): DeliveryUnit[] {
+  const resolved = resolveParseOptions(options);
+  if (!isObject(input)) {
+    throw new MalformedEventError(`invocation is ${describe(input)}, not an object; ${KNOWN_SHAPES}`, "");
+  }
+  if ("Records" in input) return parseRecords(input.Records, resolved);
+  if (isS3TestEvent(input)) return [directTestEvent(input, resolved)];
+  if (isEventBridgeEvent(input)) return [directEventBridge(input, resolved)];
+  throw new MalformedEventError(`unknown invocation shape; ${KNOWN_SHAPES}`, "");
+}
+
+function parseRecords(records: unknown, options: ResolvedParseOptions): DeliveryUnit[] {
+  if (!Array.isArray(records)) {
+    throw new MalformedEventError(`expected an array, got ${describe(records)}; ${KNOWN_SHAPES}`, "Records");
+  }
+  if (records.length === 0) throw new MalformedEventError("Records is empty", "Records");
+  const sources = records.map((r) => (isObject(r) ? (r.eventSource ?? r.EventSource) : undefined));
+  const batchSource = sources.find((s) => s === "aws:sqs" || s === "aws:s3");
+  if (batchSource === undefined) {
+    throw new MalformedEventError(
+      `no record has eventSource aws:s3 or aws:sqs (first: ${JSON.stringify(sources[0])}); ${KNOWN_SHAPES}` +
+        " (SNS → Lambda is not supported: subscribe an SQS queue to the topic)",
+      "Records",
+    );
+  }
+  return records.map((record, i) => {
+    // Lambda never mixes sources in one batch; a stray record is reported in the batch's envelope.
+    const source = sources[i] === "aws:sqs" || sources[i] === "aws:s3" ? sources[i] : batchSource;
+    return source === "aws:sqs" ? parseSqsRecord(record, i, options) : directS3Record(record, i, options);
+  });
+}
+
+function directS3Record(record: unknown, recordIndex: number, options: ResolvedParseOptions): DeliveryUnit {
+  const path = index("Records", recordIndex);
+  const delivery: Delivery = { envelope: "s3", correlationId: path, recordIndex };
+  try {
+    const event = parseS3Record(record, path);
+    return finishUnit(delivery, [event], undefined, event.requestId, options);
+  } catch (e) {
+    if (!(e instanceof MalformedEventError)) throw e;
+    return finishUnit(delivery, [], e, lenientRequestId(record, path), options);
+  }
+}
+
+function directTestEvent(input: JsonObject, options: ResolvedParseOptions): DeliveryUnit {
+  const delivery: Delivery = { envelope: "s3", correlationId: "s3:TestEvent", recordIndex: 0 };
+  try {
+    const event = parseS3TestEvent(input, "");
+    return finishUnit(delivery, [event], undefined, event.requestId, options);
+  } catch (e) {
+    if (!(e instanceof MalformedEventError)) throw e;
+    return finishUnit(delivery, [], e, undefined, options);
+  }
+}
+
+function directEventBridge(input: JsonObject, options: ResolvedParseOptions): DeliveryUnit {
+  const id = typeof input.id === "string" ? input.id : "";
+  const delivery: Delivery = { envelope: "eventbridge", correlationId: id || "eventbridge", recordIndex: 0 };
+  try {
+    const payload = eventBridgePayload(input, "", delivery, id, options);
+    return finishUnit(delivery, payload.events, payload.error, payload.correlationId, options);
+  } catch (e) {
+    if (!(e instanceof MalformedEventError)) throw e;
+    return finishUnit(delivery, [], e, undefined, options);
+  }
+}
+
+/** The request id of a record that failed validation, if it can still be read: it helps find the request. */
+function lenientRequestId(record: unknown, path: string): string | undefined {
+  if (!isObject(record)) return undefined;
+  try {
+    return requestIdOf(record, path);
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,59 @@
+import { MalformedEventError } from "../core/errors.js";
+import type { S3ObjectEvent } from "../core/event.js";
+import { s3Identity, s3Operation, s3Subject } from "../core/identity.js";
+import { normalizeSequencer } from "../core/position.js";
+import { type JsonObject, join, requireString } from "./fields.js";
+
+/** What both S3 envelopes (notification record, EventBridge detail) carry, already decoded. */
+export interface S3EventFields {
+  bucket: string;
+  key: string;
+  versionId?: string;
+  sequencer?: unknown;
+  sequencerPath: string;
+  eventName: string;
+  eventTime: string;
+  size?: number;
+  etag?: string;
+  requestId?: string;
+  region?: string;
+}
+
+/** Builds the normalized event: position from the sequencer, then operation, subject and identity. */
+export function buildS3Event(f: S3EventFields): S3ObjectEvent {
+  const hasSequencer = f.sequencer !== undefined && f.sequencer !== null;
+  // Throws InvalidSequencerError (a MalformedEventError) carrying the sequencer's path.
+  const position = hasSequencer ? normalizeSequencer(f.sequencer, f.sequencerPath) : undefined;
+  const operation = s3Operation(f.eventName);
+  const event: S3ObjectEvent = {
+    kind: "s3",
+    bucket: f.bucket,
+    key: f.key,
+    operation,
+    eventName: f.eventName,
+    eventTime: f.eventTime,
+    subject: s3Subject(f.bucket, f.key),
+    identity: s3Identity({ ...f, position, operation }),
+  };
+  if (f.versionId !== undefined) event.versionId = f.versionId;
+  if (hasSequencer) event.sequencer = f.sequencer as string;
+  if (position !== undefined) event.position = position;
+  if (f.size !== undefined) event.size = f.size;
+  if (f.etag !== undefined) event.etag = f.etag;
+  if (f.requestId !== undefined) event.requestId = f.requestId;
+  if (f.region !== undefined) event.region = f.region;
+  return event;
+}
+
+/**
+ * Bucket names are at most 255 characters (legacy us-east-1 names; 63 today) and never contain `/`.
+ * The `/` check matters: the subject is `bucket/key`, so a `/` in the bucket would make two
+ * different objects share one subject.
+ */
+export function requireBucketName(obj: JsonObject, field: string, path: string): string {
+  const name = requireString(obj, field, path);
+  if (name.length > 255 || name.includes("/")) {
+    throw new MalformedEventError(`not a valid bucket name: ${JSON.stringify(name)}`, join(path, field));
+  }
+  return name;
+}

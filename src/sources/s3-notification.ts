@@ -1,0 +1,104 @@
+import { MalformedEventError } from "../core/errors.js";
+import type { S3ObjectEvent, S3TestEvent } from "../core/event.js";
+import {
+  index,
+  isObject,
+  type JsonObject,
+  join,
+  optionalCount,
+  optionalString,
+  requireField,
+  requireObject,
+  requireString,
+  requireTime,
+} from "./fields.js";
+import { decodeS3NotificationKey } from "./key-encoding.js";
+import { buildS3Event, requireBucketName } from "./s3-event.js";
+
+/** `{"Records":[{"eventSource":"aws:s3",...}]}`: what S3 sends to Lambda, SQS and SNS. */
+export function isS3Notification(value: unknown): value is JsonObject & { Records: unknown[] } {
+  return (
+    isObject(value) &&
+    Array.isArray(value.Records) &&
+    value.Records.some((r) => isObject(r) && (r.eventSource === "aws:s3" || isObject(r.s3)))
+  );
+}
+
+/** `{"Service":"Amazon S3","Event":"s3:TestEvent",...}`, sent once when a notification configuration is saved. */
+export function isS3TestEvent(value: unknown): value is JsonObject {
+  return isObject(value) && value.Event === "s3:TestEvent";
+}
+
+/**
+ * One notification record. `path` points at the record (`Records[2].body.Records[0]`), so errors read
+ * `... (at Records[2].body.Records[0].s3.object.key)`.
+ */
+export function parseS3Record(value: unknown, path: string): S3ObjectEvent {
+  const record = requireObject(value, path);
+  if (record.eventSource !== "aws:s3") {
+    throw new MalformedEventError(
+      `expected eventSource "aws:s3", got ${JSON.stringify(record.eventSource)}`,
+      join(path, "eventSource"),
+    );
+  }
+  const eventName = requireString(record, "eventName", path);
+  const eventTime = requireTime(record, "eventTime", path);
+  const region = optionalString(record, "awsRegion", path);
+  const s3Path = join(path, "s3");
+  const s3 = requireField(record, "s3", path);
+  const bucket = requireBucketName(requireField(s3, "bucket", s3Path), "name", join(s3Path, "bucket"));
+  const objectPath = join(s3Path, "object");
+  const object = requireField(s3, "object", s3Path);
+  const key = decodeS3NotificationKey(requireString(object, "key", objectPath), join(objectPath, "key"));
+  return buildS3Event({
+    bucket,
+    key,
+    versionId: optionalString(object, "versionId", objectPath),
+    sequencer: object.sequencer,
+    sequencerPath: join(objectPath, "sequencer"),
+    eventName,
+    eventTime,
+    size: optionalCount(object, "size", objectPath),
+    etag: optionalString(object, "eTag", objectPath),
+    requestId: requestIdOf(record, path),
+    region,
+  });
+}
+
+/** The S3 request id, read leniently: it only feeds the correlation id and the fallback identity hash. */
+export function requestIdOf(record: JsonObject, path: string): string | undefined {
+  const elements = record.responseElements;
+  if (elements === undefined || elements === null) return undefined;
+  const elementsPath = join(path, "responseElements");
+  return optionalString(requireObject(elements, elementsPath), "x-amz-request-id", elementsPath);
+}
+
+export interface ParsedRecords {
+  events: S3ObjectEvent[];
+  /** The first bad record; the good ones are still in `events`. */
+  error?: MalformedEventError;
+}
+
+/** Every record of a notification carried as one message (an SQS body or SNS Message). */
+export function parseS3Notification(value: JsonObject & { Records: unknown[] }, path: string): ParsedRecords {
+  const out: ParsedRecords = { events: [] };
+  const recordsPath = join(path, "Records");
+  value.Records.forEach((record, i) => {
+    try {
+      out.events.push(parseS3Record(record, index(recordsPath, i)));
+    } catch (e) {
+      if (!(e instanceof MalformedEventError)) throw e;
+      out.error ??= e;
+    }
+  });
+  return out;
+}
+
+export function parseS3TestEvent(value: JsonObject, path: string): S3TestEvent {
+  const event: S3TestEvent = { kind: "s3-test", bucket: requireBucketName(value, "Bucket", path) };
+  const requestId = optionalString(value, "RequestId", path);
+  const time = optionalString(value, "Time", path);
+  if (requestId !== undefined) event.requestId = requestId;
+  if (time !== undefined) event.eventTime = time;
+  return event;
+}

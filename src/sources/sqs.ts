@@ -1,0 +1,33 @@
+import { MalformedEventError } from "../core/errors.js";
+import type { Delivery } from "../core/event.js";
+import { describe, index, isObject, join } from "./fields.js";
+import { parseSqsBody } from "./payload.js";
+import { sqsMetadata } from "./sqs-metadata.js";
+import type { DeliveryUnit, ResolvedParseOptions } from "./types.js";
+import { finishUnit } from "./unit.js";
+
+/**
+ * One SQS record → one delivery unit (the unit of partial batch failure). Never throws for bad input:
+ * a malformed record or body becomes a unit with `error`, so one bad message cannot fail its batch.
+ */
+export function parseSqsRecord(
+  record: unknown,
+  recordIndex: number,
+  options: ResolvedParseOptions,
+): DeliveryUnit {
+  const path = index("Records", recordIndex);
+  const delivery: Delivery = { envelope: "sqs", correlationId: path, recordIndex };
+  try {
+    const sqs = sqsMetadata(record, path);
+    delivery.sqs = sqs;
+    const body = isObject(record) ? record.body : undefined;
+    if (typeof body !== "string") {
+      throw new MalformedEventError(`expected a string, got ${describe(body)}`, join(path, "body"));
+    }
+    const payload = parseSqsBody(body, join(path, "body"), delivery, sqs.messageId, options);
+    return finishUnit(delivery, payload.events, payload.error, payload.correlationId, options);
+  } catch (e) {
+    if (!(e instanceof MalformedEventError)) throw e;
+    return finishUnit(delivery, [], e, undefined, options);
+  }
+}
