@@ -55,3 +55,6 @@ export class StoreError extends EffectivelyOnceError {}
 
 /** An atomic write handed to a store that cannot fold it into its commit. */
 export class UnsupportedAtomicWriteError extends EffectivelyOnceError {}
+
+/** The handler's result cannot be stored for replay (not JSON-serializable). The run fails and is released. */
+export class ResultSerializationError extends EffectivelyOnceError {}

@@ -1,5 +1,10 @@
 import type { AtomicWrite, StateStore, WriteOutcome } from "../stores/contract.js";
-import { LeaseLostError, OptionsError, StoreError, UnsupportedAtomicWriteError } from "./errors.js";
+import {
+  LeaseLostError,
+  OptionsError,
+  ResultSerializationError,
+  UnsupportedAtomicWriteError,
+} from "./errors.js";
 import { rejectUnknownKeys, requireOneOf, requirePositiveInteger } from "./options.js";
 import type { Position } from "./position.js";
 import { type ClaimRequest, classifyRefusal, type StateRecord, UNORDERED_POSITION } from "./state.js";
@@ -293,8 +298,11 @@ async function run<R>(
   }, o.heartbeatMs);
 
   let result: R;
+  let serialized: string | undefined;
   try {
     result = await handler(ctx);
+    // Serialized here so that an unserializable result fails (and releases) like a throwing handler.
+    serialized = o.storeResult ? serializeResult(result) : undefined;
   } catch (error) {
     clearInterval(timer);
     await renewing;
@@ -312,16 +320,6 @@ async function run<R>(
   await renewing;
 
   const now = o.now();
-  let serialized: string | undefined;
-  if (o.storeResult && result !== undefined) {
-    try {
-      serialized = JSON.stringify(result);
-    } catch (cause) {
-      throw new StoreError("the handler's result is not JSON-serializable (set storeResult: false)", {
-        cause,
-      });
-    }
-  }
   const commit = await o.store.commit({
     key,
     fence: claimed.fence,
@@ -347,6 +345,20 @@ async function run<R>(
     ...(superseded !== undefined ? { superseded } : {}),
     ...(tookOver ? { tookOver } : {}),
   });
+}
+
+function serializeResult(result: unknown): string | undefined {
+  if (result === undefined) return undefined;
+  try {
+    return JSON.stringify(result);
+  } catch (cause) {
+    throw new ResultSerializationError(
+      "the handler's result is not JSON-serializable (or set storeResult: false)",
+      {
+        cause,
+      },
+    );
+  }
 }
 
 function parseResult<R>(json: string | undefined): R | undefined {

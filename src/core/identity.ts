@@ -35,7 +35,11 @@ export function s3Identity(
 export function s3Operation(eventName: string): S3Operation {
   const n = eventName.replace(/\s+/g, "").toLowerCase().replace(/^s3:/, "");
   if (n.startsWith("objectcreated")) return "created";
-  if (n.startsWith("objectremoved") || n.startsWith("objectdeleted") || n.startsWith("lifecycleexpiration:delete")) {
+  if (
+    n.startsWith("objectremoved") ||
+    n.startsWith("objectdeleted") ||
+    n.startsWith("lifecycleexpiration:delete")
+  ) {
     return "removed";
   }
   return "other";

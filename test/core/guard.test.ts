@@ -1,6 +1,11 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { LeaseLostError, OptionsError, UnsupportedAtomicWriteError } from "../../src/core/errors.js";
+import {
+  LeaseLostError,
+  OptionsError,
+  ResultSerializationError,
+  UnsupportedAtomicWriteError,
+} from "../../src/core/errors.js";
 import { createGuard, type GuardOptions } from "../../src/core/guard.js";
 import { positionFromNumber } from "../../src/core/position.js";
 import { stateKey } from "../../src/core/state-key.js";
@@ -329,6 +334,19 @@ describe("guard options", () => {
     expect(() => createGuard({ store, leaseMS: 10 } as never)).toThrow(OptionsError);
     expect(() => createGuard({ store, leaseMs: 1000, heartbeatMs: 1000 })).toThrow(/heartbeatMs/);
     expect(() => createGuard({ store, busy: "spin" as never })).toThrow(/busy/);
+  });
+
+  it("fails and releases a run whose result cannot be stored, so a retry can claim", async () => {
+    const g = createGuard({ store: new MemoryStore() });
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    const out = await g.run({ subject: "s", identity: "i" }, async () => cyclic);
+    expect(out.status === "failed" && out.error).toBeInstanceOf(ResultSerializationError);
+    expect(out.status === "failed" && out.released).toBe(true);
+    expect(await g.run({ subject: "s", identity: "i" }, async () => "ok")).toMatchObject({
+      status: "processed",
+      attempt: 2,
+    });
   });
 
   it("refuses an atomic write the store cannot fold", async () => {

@@ -22,7 +22,12 @@ describe("s3Operation", () => {
 });
 
 describe("s3Identity", () => {
-  const base = { bucket: "b", key: "k", eventName: "ObjectTagging:Put", eventTime: "2026-01-01T00:00:00.000Z" };
+  const base = {
+    bucket: "b",
+    key: "k",
+    eventName: "ObjectTagging:Put",
+    eventTime: "2026-01-01T00:00:00.000Z",
+  };
   it("uses position and operation when there is a sequencer", () => {
     expect(s3Identity({ ...base, position: "00AB", operation: "created" })).toBe("00AB:created");
   });
