@@ -260,6 +260,8 @@ async function run<R>(
   const controller = new AbortController();
   const onOuterAbort = () => controller.abort(runOptions.signal?.reason);
   runOptions.signal?.addEventListener("abort", onOuterAbort, { once: true });
+  // The outer signal may have aborted while the claim was in flight: no event will come for that.
+  if (runOptions.signal?.aborted) controller.abort(runOptions.signal.reason);
   const writes: AtomicWrite[] = [];
   const ctx: GuardContext = {
     signal: controller.signal,

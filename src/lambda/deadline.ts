@@ -1,0 +1,50 @@
+import type { Context } from "aws-lambda";
+import { LambdaDeadlineError } from "./errors.js";
+
+export interface Deadline {
+  /** Epoch ms by which waiting gives up; undefined without a Lambda context (the guard's default applies). */
+  deadlineMs: number | undefined;
+  /** Aborts `marginMs` before the Lambda times out. */
+  signal: AbortSignal;
+  dispose(): void;
+}
+
+/** The invocation's deadline: `getRemainingTimeInMillis()` minus a margin left for release, commit and reply. */
+export function lambdaDeadline(context: Partial<Context> | undefined, marginMs: number): Deadline {
+  const controller = new AbortController();
+  if (typeof context?.getRemainingTimeInMillis !== "function") {
+    return { deadlineMs: undefined, signal: controller.signal, dispose() {} };
+  }
+  const remainingMs = context.getRemainingTimeInMillis();
+  const budgetMs = Math.max(0, remainingMs - marginMs);
+  const timer = setTimeout(() => controller.abort(new LambdaDeadlineError(remainingMs - budgetMs)), budgetMs);
+  return {
+    deadlineMs: Date.now() + budgetMs,
+    signal: controller.signal,
+    dispose: () => clearTimeout(timer),
+  };
+}
+
+/**
+ * A signal that aborts when any input does, including inputs that are aborted already (a listener
+ * added to an aborted signal never fires). `dispose` removes the listeners.
+ */
+export function anySignal(...signals: AbortSignal[]): { signal: AbortSignal; dispose(): void } {
+  const controller = new AbortController();
+  const already = signals.find((s) => s.aborted);
+  if (already) {
+    controller.abort(already.reason);
+    return { signal: controller.signal, dispose() {} };
+  }
+  const listeners = signals.map((s) => {
+    const onAbort = () => controller.abort(s.reason);
+    s.addEventListener("abort", onAbort, { once: true });
+    return () => s.removeEventListener("abort", onAbort);
+  });
+  return {
+    signal: controller.signal,
+    dispose: () => {
+      for (const remove of listeners) remove();
+    },
+  };
+}

@@ -1,0 +1,87 @@
+import type { Context, EventBridgeEvent, S3Event, SQSBatchResponse, SQSEvent } from "aws-lambda";
+import { OptionsError } from "../core/errors.js";
+import {
+  type InvocationReport,
+  type InvocationResult,
+  InvocationRunner,
+  type Trigger,
+} from "./invocation.js";
+import { type EffectivelyOnceOptions, type EventHandler, resolveOptions } from "./options.js";
+
+/**
+ * Handler wrappers: the user writes a handler for one event; the wrapper parses the invocation, runs the
+ * guard per event (claim, lease, commit or release), logs and counts every outcome, and answers Lambda:
+ *
+ * - SQS (`sqsHandler`): `{ batchItemFailures }` (enable ReportBatchItemFailures on the event source
+ *   mapping). Duplicates, stale events and `s3:TestEvent` succeed; busy/in-flight after the policy,
+ *   handler failures and malformed messages are reported as failures (malformed ones reach the DLQ via
+ *   the redrive policy).
+ * - Direct S3 notifications and EventBridge (`s3Handler`, `eventBridgeHandler`; asynchronous invokes):
+ *   a failed record throws DeliveryFailedError so that Lambda retries; duplicates, stale events and
+ *   malformed records succeed (malformed ones are logged and counted: Lambda's 2 retries of the same bytes
+ *   cannot help).
+ */
+export type LambdaHandler<E, R> = (event: E, context: Context) => Promise<R>;
+
+/** The S3 test event S3 sends when a notification configuration is saved. */
+export interface S3TestEventPayload {
+  Service: "Amazon S3";
+  Event: "s3:TestEvent";
+  Time: string;
+  Bucket: string;
+  RequestId: string;
+  HostId: string;
+}
+
+export function sqsHandler<R = unknown>(
+  handler: EventHandler<R>,
+  options: EffectivelyOnceOptions,
+): LambdaHandler<SQSEvent, SQSBatchResponse> {
+  const runner = make("sqsHandler", handler, options);
+  return async (event, context) => {
+    const result = await runner.run(handler, event, context, "sqs");
+    if (result.kind !== "sqs") throw new OptionsError("sqsHandler: not an SQS batch"); // unreachable: run checks
+    return result.response;
+  };
+}
+
+export function s3Handler<R = unknown>(
+  handler: EventHandler<R>,
+  options: EffectivelyOnceOptions,
+): LambdaHandler<S3Event | S3TestEventPayload, InvocationReport<R>> {
+  return direct("s3Handler", handler, options);
+}
+
+export function eventBridgeHandler<R = unknown>(
+  handler: EventHandler<R>,
+  options: EffectivelyOnceOptions,
+): LambdaHandler<EventBridgeEvent<string, unknown>, InvocationReport<R>> {
+  return direct("eventBridgeHandler", handler, options);
+}
+
+/** Any trigger: the answer follows the invocation (SQS: batch response; direct: report, or a throw). */
+export function wrapHandler<R = unknown>(
+  handler: EventHandler<R>,
+  options: EffectivelyOnceOptions,
+): LambdaHandler<unknown, SQSBatchResponse | InvocationReport<R>> {
+  const runner = make("wrapHandler", handler, options);
+  return async (event, context) => answer(await runner.run(handler, event, context, "any"));
+}
+
+/** What Lambda gets back for a run: the batch response for SQS, the report for direct invokes. */
+export function answer<R>(result: InvocationResult<R>): SQSBatchResponse | InvocationReport<R> {
+  return result.kind === "sqs" ? result.response : result.report;
+}
+
+function direct<E, R>(what: string, handler: EventHandler<R>, options: EffectivelyOnceOptions) {
+  const runner = make(what, handler, options);
+  const trigger: Trigger = "direct";
+  return async (event: E, context: Context): Promise<InvocationReport<R>> =>
+    (await runner.run(handler, event, context, trigger)).report;
+}
+
+function make<R>(what: string, handler: EventHandler<R>, options: EffectivelyOnceOptions): InvocationRunner {
+  if (typeof handler !== "function")
+    throw new OptionsError(`${what}: the first argument must be the event handler`);
+  return new InvocationRunner(what, resolveOptions(what, options));
+}

@@ -1,0 +1,22 @@
+// Lambda adapters: handler wrappers per trigger, the visibility heartbeat and the FIFO producer helper.
+// The Middy middleware lives at `effectively-once/lambda/middy`. The SQS SDK is loaded only when a
+// heartbeat first extends a message or a FIFO message is sent.
+export * from "./errors.js";
+export * from "./fifo-producer.js";
+export * from "./handlers.js";
+export type {
+  DeliveryReport,
+  DeliveryStatus,
+  EventReport,
+  InvocationReport,
+  InvocationResult,
+  Trigger,
+} from "./invocation.js";
+export type {
+  EffectivelyOnceOptions,
+  EventHandler,
+  HandledEvent,
+  HandlerContext,
+  PositionValue,
+} from "./options.js";
+export * from "./visibility-heartbeat.js";

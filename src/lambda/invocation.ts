@@ -1,0 +1,417 @@
+import type { Context, SQSBatchResponse } from "aws-lambda";
+import {
+  InvalidPositionError,
+  LeaseLostError,
+  MalformedEventError,
+  SubjectTooLongError,
+} from "../core/errors.js";
+import type { Delivery, EnvelopeKind, MessageEvent, S3TestEvent } from "../core/event.js";
+import { createGuard, type GuardedEvent, type GuardOutcome } from "../core/guard.js";
+import { toPosition } from "../core/position.js";
+import { type DeliveryObserver, type InvocationObserver, Observer } from "../observe/observer.js";
+import { parseInvocation } from "../sources/parse-invocation.js";
+import type { DeliveryUnit } from "../sources/types.js";
+import { anySignal, type Deadline, lambdaDeadline } from "./deadline.js";
+import { DeliveryFailedError } from "./errors.js";
+import { groupLanes, runLanes } from "./lanes.js";
+import type { EventHandler, HandledEvent, HandlerContext, ResolvedOptions } from "./options.js";
+import { type HeartbeatRun, type SqsSender, VisibilityHeartbeat } from "./visibility-heartbeat.js";
+
+/** How a delivery (or one event in it) ended. `ok` deliveries are acknowledged, the others retried. */
+export type DeliveryStatus =
+  | GuardOutcome<unknown>["status"]
+  | "malformed"
+  | "test-event"
+  | "deferred"
+  | "empty";
+
+export interface EventReport<R = unknown> {
+  status: DeliveryStatus;
+  subject?: string;
+  /** The handler's result (processed) or the stored one (duplicate). */
+  result?: R;
+}
+
+export interface DeliveryReport<R = unknown> {
+  correlationId: string;
+  recordIndex: number;
+  envelope: EnvelopeKind;
+  messageId?: string;
+  ok: boolean;
+  events: EventReport<R>[];
+}
+
+/** What a direct (S3, EventBridge) invocation returns: Lambda ignores it for asynchronous invokes. */
+export interface InvocationReport<R = unknown> {
+  deliveries: DeliveryReport<R>[];
+}
+
+export type InvocationResult<R> =
+  | { kind: "sqs"; response: SQSBatchResponse; report: InvocationReport<R> }
+  | { kind: "direct"; report: InvocationReport<R> };
+
+/** Which invocations a typed wrapper accepts: `sqs` batches, `direct` S3/EventBridge invokes, or `any`. */
+export type Trigger = "sqs" | "direct" | "any";
+
+const OK_STATUSES: ReadonlySet<DeliveryStatus> = new Set([
+  "processed",
+  "duplicate",
+  "stale",
+  "lease-lost",
+  "test-event",
+  "empty",
+]);
+
+type Item =
+  | { kind: "test"; event: S3TestEvent }
+  | { kind: "event"; event: HandledEvent; guarded: GuardedEvent };
+
+type Plan = { unit: DeliveryUnit; index: number; error?: MalformedEventError; items: Item[] };
+
+const isSqsEnvelope = (e: EnvelopeKind) => e !== "s3" && e !== "eventbridge";
+
+/** Runs invocations for one wrapper: options resolved once, observer and heartbeat reused across invocations. */
+export class InvocationRunner {
+  readonly #o: ResolvedOptions;
+  readonly #what: string;
+  readonly #observer: Observer;
+  readonly #heartbeat: VisibilityHeartbeat | undefined;
+
+  constructor(what: string, resolved: ResolvedOptions) {
+    this.#what = what;
+    this.#o = resolved;
+    this.#observer = new Observer({
+      logger: resolved.logger,
+      metrics: resolved.metrics,
+      pipeline: resolved.pipeline,
+    });
+    const hb = resolved.visibilityHeartbeat;
+    this.#heartbeat = hb
+      ? new VisibilityHeartbeat(hb, { client: resolved.sqsClient ?? defaultSqsClient })
+      : undefined;
+  }
+
+  async run<R>(
+    handler: EventHandler<R>,
+    input: unknown,
+    context: Context | undefined,
+    trigger: Trigger,
+  ): Promise<InvocationResult<R>> {
+    const inv = this.#observer.invocation({
+      functionName: context?.functionName,
+      requestId: context?.awsRequestId,
+    });
+    let units: DeliveryUnit[];
+    try {
+      units = parseInvocation(input, this.#o.parse);
+      const sqs = units.every((u) => isSqsEnvelope(u.delivery.envelope));
+      if ((trigger === "sqs" && !sqs) || (trigger === "direct" && sqs)) {
+        throw new MalformedEventError(
+          `${this.#what} got ${sqs ? "an SQS batch" : "a direct S3/EventBridge invocation"}; ` +
+            `use ${sqs ? "sqsHandler" : "s3Handler or eventBridgeHandler"} (or wrapHandler, which takes both)`,
+          "",
+        );
+      }
+    } catch (error) {
+      if (error instanceof MalformedEventError) inv.unknownInvocation(error);
+      flush(inv);
+      throw error;
+    }
+
+    const sqs = units.every((u) => isSqsEnvelope(u.delivery.envelope));
+    const deadline = lambdaDeadline(context, this.#o.deadlineMarginMs);
+    const reports: DeliveryReport<R>[] = [];
+    let heartbeat: HeartbeatRun | undefined;
+    try {
+      heartbeat = sqs ? this.#startHeartbeat(units, inv) : undefined;
+      const plans = units.map((unit, index) => this.#plan(unit, index));
+      const fifo = sqs && units.some((u) => u.delivery.sqs?.messageGroupId !== undefined || isFifoArn(u));
+      const lanes = groupLanes(plans, (p) => laneKey(p, fifo), fifo);
+      const env: UnitEnv<R> = { handler, inv, deadline, context, sqs };
+      await runLanes(
+        lanes,
+        this.#o.concurrency,
+        async (plan) => {
+          const obs = inv.delivery(plan.unit.delivery);
+          try {
+            reports[plan.index] = await this.#runUnit(plan, obs, env);
+          } finally {
+            const id = plan.unit.delivery.sqs?.messageId;
+            if (id !== undefined) heartbeat?.done(id);
+          }
+          return reports[plan.index]?.ok ?? false;
+        },
+        (plan) => {
+          const obs = inv.delivery(plan.unit.delivery);
+          obs.received();
+          obs.deferred(
+            `not processed: an earlier message of group ${plan.unit.delivery.sqs?.messageGroupId ?? "?"} failed in this batch`,
+          );
+          reports[plan.index] = report(plan.unit, false, [{ status: "deferred" }]);
+          const id = plan.unit.delivery.sqs?.messageId;
+          if (id !== undefined) heartbeat?.done(id);
+        },
+      );
+    } finally {
+      await heartbeat?.stop();
+      deadline.dispose();
+      flush(inv);
+    }
+
+    const invocationReport: InvocationReport<R> = { deliveries: reports };
+    if (sqs) {
+      const batchItemFailures: SQSBatchResponse["batchItemFailures"] = [];
+      for (const r of reports) {
+        if (r.ok) continue;
+        const id = r.messageId ?? rawMessageId(input, r.recordIndex);
+        if (id !== undefined) batchItemFailures.push({ itemIdentifier: id });
+        else {
+          // Only hand-made events lack a messageId; an empty identifier would fail the whole batch.
+          inv.log(
+            "error",
+            `delivery ${r.correlationId} failed but has no messageId to report: acknowledged`,
+            {
+              recordIndex: r.recordIndex,
+            },
+          );
+        }
+      }
+      return { kind: "sqs", response: { batchItemFailures }, report: invocationReport };
+    }
+    const failures = reports.filter((r) => !r.ok);
+    if (failures.length > 0) {
+      throw new DeliveryFailedError(
+        failures.map((f) => ({
+          correlationId: f.correlationId,
+          recordIndex: f.recordIndex,
+          status: f.events.find((e) => !OK_STATUSES.has(e.status))?.status ?? "failed",
+        })),
+        reports.length,
+      );
+    }
+    return { kind: "direct", report: invocationReport };
+  }
+
+  #startHeartbeat(units: DeliveryUnit[], inv: InvocationObserver): HeartbeatRun | undefined {
+    if (!this.#heartbeat) return undefined;
+    const observers = new Map<string, DeliveryObserver>();
+    const messages = units.flatMap((u) => {
+      const s = u.delivery.sqs;
+      if (!s) return [];
+      observers.set(s.messageId, inv.delivery(u.delivery));
+      return [{ messageId: s.messageId, receiptHandle: s.receiptHandle, eventSourceArn: s.eventSourceArn }];
+    });
+    // The heartbeat's problems are logged with the message's correlation id (or the request id).
+    return this.#heartbeat.start(messages, (p) => {
+      const obs = p.message ? observers.get(p.message.messageId) : undefined;
+      const text =
+        p.kind === "refused"
+          ? `visibility extension refused for ${p.message?.messageId} (${p.code ?? "error"}): no longer extended; ` +
+            "it may be redelivered while it runs (the guard still keeps it from running twice)"
+          : `visibility extension request failed (${p.code ?? "error"}): retried on the next interval`;
+      const fields = { error: p.error, code: p.code };
+      if (obs) obs.log("warn", text, fields);
+      else inv.log("warn", text, fields);
+    });
+  }
+
+  /** Derives subject, identity and position up front: a throw there makes the delivery malformed. */
+  #plan(unit: DeliveryUnit, index: number): Plan {
+    if (unit.error) return { unit, index, error: unit.error, items: [] };
+    const items: Item[] = [];
+    try {
+      for (const event of unit.events) {
+        if (event.kind === "s3-test") items.push({ kind: "test", event });
+        else if (event.kind === "s3") {
+          const guarded: GuardedEvent = { subject: event.subject, identity: event.identity };
+          if (event.position !== undefined) guarded.position = event.position;
+          items.push({ kind: "event", event, guarded });
+        } else items.push({ kind: "event", event, guarded: this.#deriveMessage(event, unit.delivery) });
+      }
+    } catch (error) {
+      const malformed =
+        error instanceof MalformedEventError
+          ? error
+          : new MalformedEventError(`cannot derive the message's keys: ${messageOf(error)}`, "", {
+              cause: error,
+            });
+      return { unit, index, error: malformed, items: [] };
+    }
+    return { unit, index, items };
+  }
+
+  #deriveMessage(event: MessageEvent, delivery: Delivery): GuardedEvent {
+    const fallback = delivery.eventBridge?.id ?? delivery.sns?.messageId ?? event.messageId;
+    const subject = this.#o.subject ? this.#o.subject(event, delivery) : fallback;
+    requireKey("subject", subject);
+    const raw = this.#o.position?.(event, delivery);
+    const position = raw === undefined ? undefined : toPosition(raw);
+    const identity = this.#o.identity
+      ? this.#o.identity(event, delivery)
+      : position !== undefined
+        ? `p:${position}`
+        : fallback;
+    requireKey("identity", identity);
+    return position === undefined ? { subject, identity } : { subject, identity, position };
+  }
+
+  async #runUnit<R>(plan: Plan, obs: DeliveryObserver, env: UnitEnv<R>): Promise<DeliveryReport<R>> {
+    const { unit } = plan;
+    obs.received();
+    if (plan.error) {
+      // SQS: fail it, the redrive policy dead-letters it. Direct invokes: retrying the same bytes cannot help.
+      obs.malformed(plan.error, env.sqs ? "dead-letter" : "acknowledge");
+      return report(unit, !env.sqs, [{ status: "malformed" }]);
+    }
+    if (plan.items.length === 0) {
+      obs.log("warn", "delivery carries no event: acknowledged", { status: "empty" });
+      return report(unit, true, [{ status: "empty" }]);
+    }
+    if (env.deadline.signal.aborted) {
+      obs.deferred("not started: too little time left before the Lambda times out");
+      return report(unit, false, [{ status: "deferred" }]);
+    }
+    const events: EventReport<R>[] = [];
+    for (const item of plan.items) {
+      if (item.kind === "test") {
+        obs.testEvent(item.event.bucket);
+        events.push({ status: "test-event" });
+        continue;
+      }
+      const r = await this.#runEvent(item.event, item.guarded, obs, env);
+      events.push(r);
+      if (r.status === "malformed") {
+        return report(unit, !env.sqs, events);
+      }
+      // The rest of the delivery is redelivered with it; what did succeed comes back as duplicates.
+      if (!OK_STATUSES.has(r.status)) return report(unit, false, events);
+    }
+    return report(unit, true, events);
+  }
+
+  async #runEvent<R>(
+    event: HandledEvent,
+    guarded: GuardedEvent,
+    obs: DeliveryObserver,
+    env: UnitEnv<R>,
+  ): Promise<EventReport<R>> {
+    const subject = guarded.subject;
+    const guard = createGuard({ ...this.#o.guard, onEvent: obs.trace(guarded) });
+    let leaseLost = false;
+    const started = performance.now();
+    let outcome: GuardOutcome<R>;
+    try {
+      outcome = await guard.run<R>(
+        guarded,
+        async (gctx) => {
+          const combined = anySignal(gctx.signal, env.deadline.signal);
+          const ctx = {
+            ...gctx,
+            signal: combined.signal,
+            delivery: obs.delivery,
+            lambdaContext: env.context,
+          };
+          Object.defineProperty(ctx, "logger", { get: () => obs.childLogger(), enumerable: true });
+          const handlerStarted = performance.now();
+          try {
+            return await env.handler(event, ctx as HandlerContext);
+          } finally {
+            obs.handlerDuration(performance.now() - handlerStarted);
+            leaseLost = gctx.signal.aborted && gctx.signal.reason instanceof LeaseLostError;
+            combined.dispose();
+          }
+        },
+        { deadlineMs: env.deadline.deadlineMs, signal: env.deadline.signal },
+      );
+    } catch (error) {
+      if (
+        error instanceof SubjectTooLongError ||
+        error instanceof InvalidPositionError ||
+        error instanceof MalformedEventError
+      ) {
+        obs.malformed(error, env.sqs ? "dead-letter" : "acknowledge");
+        return { status: "malformed", subject };
+      }
+      obs.storeFailed(subject, error);
+      return { status: "failed", subject };
+    }
+    // A handler aborted by a refused renewal: another run holds the claim, so this delivery is done.
+    if (outcome.status === "failed" && leaseLost && !outcome.released) {
+      outcome = { status: "lease-lost", reason: "expired" };
+    }
+    obs.outcome(guarded, outcome, performance.now() - started);
+    const r: EventReport<R> = { status: outcome.status, subject };
+    if (outcome.status === "processed" || (outcome.status === "duplicate" && outcome.result !== undefined)) {
+      r.result = outcome.result as R;
+    }
+    return r;
+  }
+}
+
+interface UnitEnv<R> {
+  handler: EventHandler<R>;
+  inv: InvocationObserver;
+  deadline: Deadline;
+  context: Context | undefined;
+  sqs: boolean;
+}
+
+function report<R>(unit: DeliveryUnit, ok: boolean, events: EventReport<R>[]): DeliveryReport<R> {
+  const d = unit.delivery;
+  const r: DeliveryReport<R> = {
+    correlationId: d.correlationId,
+    recordIndex: d.recordIndex,
+    envelope: d.envelope,
+    ok,
+    events,
+  };
+  if (d.sqs) r.messageId = d.sqs.messageId;
+  return r;
+}
+
+function laneKey(plan: Plan, fifo: boolean): string {
+  if (fifo) {
+    const group = plan.unit.delivery.sqs?.messageGroupId;
+    return group === undefined ? `#${plan.index}` : `g:${group}`;
+  }
+  const first = plan.items.find((i) => i.kind === "event");
+  return first?.kind === "event" ? `s:${first.guarded.subject}` : `#${plan.index}`;
+}
+
+function isFifoArn(unit: DeliveryUnit): boolean {
+  return unit.delivery.sqs?.eventSourceArn.endsWith(".fifo") ?? false;
+}
+
+/** The messageId of a record whose metadata failed validation, read leniently for the batch report. */
+function rawMessageId(input: unknown, index: number): string | undefined {
+  const records = (input as { Records?: unknown })?.Records;
+  const record = Array.isArray(records) ? (records[index] as { messageId?: unknown } | undefined) : undefined;
+  return typeof record?.messageId === "string" && record.messageId.length > 0 ? record.messageId : undefined;
+}
+
+function requireKey(name: string, value: unknown): asserts value is string {
+  if (typeof value !== "string" || value.length === 0) {
+    throw new MalformedEventError(
+      `${name} derivation returned ${JSON.stringify(value)}, not a non-empty string`,
+      "",
+    );
+  }
+}
+
+function flush(inv: InvocationObserver): void {
+  try {
+    inv.flush();
+  } catch (error) {
+    // Metrics must never turn a good batch into a failed one.
+    inv.log("warn", `metrics could not be published: ${messageOf(error)}`, { error });
+  }
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+async function defaultSqsClient(): Promise<SqsSender> {
+  const { SQSClient } = await import("@aws-sdk/client-sqs");
+  return new SQSClient({});
+}

@@ -1,0 +1,224 @@
+import type { ChangeMessageVisibilityBatchCommandOutput, SQSClient } from "@aws-sdk/client-sqs";
+import { OptionsError } from "../core/errors.js";
+import { rejectUnknownKeys, requirePositiveInteger } from "../core/options.js";
+
+/**
+ * Keeps the SQS messages of a batch invisible while they are processed, so that a handler that outlives
+ * the queue's visibility timeout is not handed to a second consumer meanwhile (the duplicate the guard
+ * would otherwise have to catch). Every `intervalSeconds` it sets the visibility of every message still in
+ * progress to `visibilityTimeoutSeconds` from now, with ChangeMessageVisibilityBatch (up to 10 receipt
+ * handles per request, per queue). The first extension comes after one interval, so short handlers cost
+ * no request. A message whose extension is refused (receipt handle no longer valid, 12-hour limit) is
+ * dropped from the heartbeat and reported; a failed request is reported and retried on the next tick.
+ */
+export interface VisibilityHeartbeatOptions {
+  /** Each extension hides the message this long from now. At most 43 200 (12 hours, SQS's limit). */
+  visibilityTimeoutSeconds: number;
+  /** Time between extensions; must be below visibilityTimeoutSeconds (and below the queue's timeout). */
+  intervalSeconds: number;
+  /** Queue URL of an event source ARN. Default {@link queueUrlFromArn}; override for local endpoints. */
+  queueUrl?: (eventSourceArn: string) => string;
+}
+
+export interface HeartbeatMessage {
+  messageId: string;
+  receiptHandle: string;
+  eventSourceArn: string;
+  /** Passed back in reports, to log with the delivery's correlation id. */
+  correlationId?: string;
+}
+
+export interface HeartbeatProblem {
+  message?: HeartbeatMessage;
+  /** `refused`: SQS refused this message's extension (dropped); `request`: the whole request failed (retried). */
+  kind: "refused" | "request";
+  code?: string;
+  error?: unknown;
+}
+
+export type SqsSender = Pick<SQSClient, "send">;
+
+export interface VisibilityHeartbeatDeps {
+  /** The client, or a factory (called on the first extension, so quick batches never load the SQS SDK). */
+  client: SqsSender | (() => SqsSender | Promise<SqsSender>);
+  onProblem?: (problem: HeartbeatProblem) => void;
+}
+
+const MAX_VISIBILITY_SECONDS = 43_200;
+const BATCH = 10;
+
+export const VISIBILITY_HEARTBEAT_KEYS = ["visibilityTimeoutSeconds", "intervalSeconds", "queueUrl"] as const;
+
+export function resolveVisibilityHeartbeatOptions(
+  what: string,
+  options: VisibilityHeartbeatOptions,
+): Required<VisibilityHeartbeatOptions> {
+  if (typeof options !== "object" || options === null) {
+    throw new OptionsError(`${what}: visibilityHeartbeat must be an object or false`);
+  }
+  rejectUnknownKeys(`${what}: visibilityHeartbeat`, options, VISIBILITY_HEARTBEAT_KEYS);
+  const visibilityTimeoutSeconds = requirePositiveInteger(
+    what,
+    "visibilityHeartbeat.visibilityTimeoutSeconds",
+    options.visibilityTimeoutSeconds,
+  );
+  const intervalSeconds = requirePositiveInteger(
+    what,
+    "visibilityHeartbeat.intervalSeconds",
+    options.intervalSeconds,
+  );
+  if (visibilityTimeoutSeconds > MAX_VISIBILITY_SECONDS) {
+    throw new OptionsError(
+      `${what}: visibilityTimeoutSeconds must be at most ${MAX_VISIBILITY_SECONDS} (12 hours)`,
+    );
+  }
+  if (intervalSeconds >= visibilityTimeoutSeconds) {
+    throw new OptionsError(
+      `${what}: visibilityHeartbeat.intervalSeconds (${intervalSeconds}) must be below visibilityTimeoutSeconds ` +
+        `(${visibilityTimeoutSeconds}), or the message reappears between two extensions`,
+    );
+  }
+  if (options.queueUrl !== undefined && typeof options.queueUrl !== "function") {
+    throw new OptionsError(
+      `${what}: visibilityHeartbeat.queueUrl must be a function (eventSourceArn) => url`,
+    );
+  }
+  return { visibilityTimeoutSeconds, intervalSeconds, queueUrl: options.queueUrl ?? queueUrlFromArn };
+}
+
+const PARTITION_DOMAINS: Record<string, string> = {
+  aws: "amazonaws.com",
+  "aws-cn": "amazonaws.com.cn",
+  "aws-us-gov": "amazonaws.com",
+};
+
+/** `arn:aws:sqs:eu-west-1:123456789012:orders.fifo` → `https://sqs.eu-west-1.amazonaws.com/123456789012/orders.fifo`. */
+export function queueUrlFromArn(arn: string): string {
+  const m = /^arn:([a-z-]+):sqs:([a-z0-9-]+):(\d{12}):([A-Za-z0-9_-]{1,80}(?:\.fifo)?)$/.exec(arn);
+  const domain = m ? PARTITION_DOMAINS[m[1] as string] : undefined;
+  if (!m || !domain) {
+    throw new OptionsError(
+      `cannot derive a queue URL from ${JSON.stringify(arn)}: expected arn:aws:sqs:<region>:<account>:<queue> ` +
+        "(pass visibilityHeartbeat.queueUrl for other partitions and local endpoints)",
+    );
+  }
+  return `https://sqs.${m[2]}.${domain}/${m[3]}/${m[4]}`;
+}
+
+export interface HeartbeatRun {
+  /** The message is finished (acknowledged or failed): stop extending it. */
+  done(messageId: string): void;
+  /** Stops the timer and aborts a request in flight. Always call it (in `finally`). */
+  stop(): Promise<void>;
+  /** Extensions SQS accepted so far (for tests and logs). */
+  readonly extended: number;
+}
+
+export class VisibilityHeartbeat {
+  readonly options: Readonly<Required<VisibilityHeartbeatOptions>>;
+  readonly #deps: VisibilityHeartbeatDeps;
+  #client: Promise<SqsSender> | undefined;
+
+  constructor(options: VisibilityHeartbeatOptions, deps: VisibilityHeartbeatDeps) {
+    this.options = resolveVisibilityHeartbeatOptions("VisibilityHeartbeat", options);
+    if (!deps || (typeof deps.client !== "function" && typeof deps.client?.send !== "function")) {
+      throw new OptionsError("VisibilityHeartbeat: a client (or a client factory) is required");
+    }
+    this.#deps = deps;
+  }
+
+  /** Starts extending `messages`; `onProblem` (default: the one given at construction) hears about failures. */
+  start(messages: readonly HeartbeatMessage[], onProblem = this.#deps.onProblem): HeartbeatRun {
+    const report = (problem: HeartbeatProblem) => {
+      try {
+        onProblem?.(problem);
+      } catch {
+        // A logging failure must not break the timer.
+      }
+    };
+    const active = new Map<string, HeartbeatMessage & { queueUrl: string }>();
+    for (const m of messages) {
+      // An ARN we cannot map is reported once and not extended (the guard still prevents double effects).
+      try {
+        active.set(m.messageId, { ...m, queueUrl: this.options.queueUrl(m.eventSourceArn) });
+      } catch (error) {
+        report({ kind: "refused", message: m, code: "QueueUrl", error });
+      }
+    }
+    const controller = new AbortController();
+    let ticking: Promise<void> | undefined;
+    let extended = 0;
+    const tick = async () => {
+      const byQueue = new Map<string, (HeartbeatMessage & { queueUrl: string })[]>();
+      for (const m of active.values()) byQueue.set(m.queueUrl, [...(byQueue.get(m.queueUrl) ?? []), m]);
+      const client = await this.#getClient();
+      const { ChangeMessageVisibilityBatchCommand } = await import("@aws-sdk/client-sqs");
+      for (const [queueUrl, list] of byQueue) {
+        for (let i = 0; i < list.length; i += BATCH) {
+          if (controller.signal.aborted) return;
+          const chunk = list.slice(i, i + BATCH);
+          let out: ChangeMessageVisibilityBatchCommandOutput;
+          try {
+            out = await client.send(
+              new ChangeMessageVisibilityBatchCommand({
+                QueueUrl: queueUrl,
+                Entries: chunk.map((m, j) => ({
+                  Id: `m${j}`,
+                  ReceiptHandle: m.receiptHandle,
+                  VisibilityTimeout: this.options.visibilityTimeoutSeconds,
+                })),
+              }),
+              { abortSignal: controller.signal },
+            );
+          } catch (error) {
+            if (!controller.signal.aborted) report({ kind: "request", error, code: codeOf(error) });
+            continue;
+          }
+          extended += out.Successful?.length ?? 0;
+          for (const failure of out.Failed ?? []) {
+            const m = chunk[Number(failure.Id?.slice(1))];
+            if (!m) continue;
+            active.delete(m.messageId);
+            report({ kind: "refused", message: m, code: failure.Code, error: failure.Message });
+          }
+        }
+      }
+    };
+    const timer = setInterval(() => {
+      // Never overlap: a slow tick skips the next one rather than queueing requests.
+      if (ticking || active.size === 0) return;
+      ticking = tick()
+        .catch((error) => report({ kind: "request", error, code: codeOf(error) }))
+        .finally(() => {
+          ticking = undefined;
+        });
+    }, this.options.intervalSeconds * 1000);
+    return {
+      done: (messageId) => {
+        active.delete(messageId);
+      },
+      stop: async () => {
+        clearInterval(timer);
+        active.clear();
+        controller.abort();
+        await ticking;
+      },
+      get extended() {
+        return extended;
+      },
+    };
+  }
+
+  #getClient(): Promise<SqsSender> {
+    const c = this.#deps.client;
+    this.#client ??= Promise.resolve(typeof c === "function" ? c() : c).catch((error: unknown) => {
+      this.#client = undefined; // try the factory again on the next tick
+      throw error;
+    });
+    return this.#client;
+  }
+}
+
+function codeOf(error: unknown): string | undefined {
+  return error instanceof Error ? error.name : undefined;
+}

@@ -1,0 +1,4 @@
+// Logs and metrics of the Lambda adapters (Powertools Logger and Metrics, CloudWatch EMF).
+export * from "./metrics.js";
+export * from "./observer.js";
+export * from "./request-counter.js";

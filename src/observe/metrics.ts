@@ -1,0 +1,111 @@
+import { Metrics, MetricUnit } from "@aws-lambda-powertools/metrics";
+
+/**
+ * Counters, one per way a delivery can end (DESIGN I4: every delivery is counted), plus a few events
+ * worth an alarm. Emitted as CloudWatch EMF through Powertools Metrics, dimension `pipeline`.
+ */
+export const COUNTERS = [
+  /** The handler ran and its result was committed. */
+  "processed",
+  /** The same event was already committed: acknowledged, stored result replayed. */
+  "duplicate",
+  /** A newer event of the subject was already claimed or committed: acknowledged, nothing done. */
+  "stale",
+  /** An older event of the subject still ran after the busy policy: failed for a later redelivery. */
+  "busy",
+  /** The same event ran elsewhere after the in-flight policy: failed for a later redelivery. */
+  "inFlight",
+  /** This run took the claim from a live older run (busy policy `supersede`). */
+  "superseded",
+  /** This run's claim was taken over meanwhile: nothing committed, acknowledged. */
+  "leaseLost",
+  /** This run claimed an event whose previous holder's lease had expired (a crashed or frozen run). */
+  "tookOver",
+  /** The handler threw (or the store failed): failed for a later redelivery. */
+  "failed",
+  /** Input that is no event (typed MalformedEventError): dead-lettered via the queue, or acknowledged. */
+  "malformed",
+  /** `s3:TestEvent`: acknowledged. */
+  "testEvent",
+  /** Not processed in this invocation (an earlier record of its FIFO group failed, or no time was left). */
+  "deferred",
+] as const;
+
+export type CounterName = (typeof COUNTERS)[number];
+
+/** Value metrics: one data point per record. */
+export const RECEIVE_COUNT_METRIC = "receiveCount";
+export const HANDLER_DURATION_METRIC = "handlerDuration";
+export const PIPELINE_DIMENSION = "pipeline";
+
+export const DEFAULT_NAMESPACE = "EffectivelyOnce";
+
+/**
+ * The Powertools instance used when the user passes none: namespace and service from
+ * POWERTOOLS_METRICS_NAMESPACE / POWERTOOLS_SERVICE_NAME when set, else `EffectivelyOnce` and the pipeline.
+ */
+export function defaultMetrics(pipeline?: string): Metrics {
+  return new Metrics({
+    namespace: process.env.POWERTOOLS_METRICS_NAMESPACE || DEFAULT_NAMESPACE,
+    serviceName: process.env.POWERTOOLS_SERVICE_NAME || pipeline || "effectively-once",
+  });
+}
+
+/**
+ * Accumulates one invocation's metrics and flushes them as one EMF line. Counters are summed here
+ * rather than added per record, so a batch of ten prints `processed: 10`, not ten values.
+ */
+export class InvocationMetrics {
+  readonly #metrics: Metrics;
+  readonly #pipeline: string;
+  readonly #counts = new Map<CounterName, number>();
+  readonly #receiveCounts: number[] = [];
+  readonly #durationsMs: number[] = [];
+
+  constructor(metrics: Metrics, pipeline: string) {
+    this.#metrics = metrics;
+    this.#pipeline = pipeline;
+  }
+
+  count(name: CounterName, n = 1): void {
+    this.#counts.set(name, (this.#counts.get(name) ?? 0) + n);
+  }
+
+  receiveCount(n: number): void {
+    this.#receiveCounts.push(n);
+  }
+
+  handlerDuration(ms: number): void {
+    this.#durationsMs.push(Math.round(ms));
+  }
+
+  /** What flush() will emit, for tests and reports. */
+  snapshot(): {
+    counts: Partial<Record<CounterName, number>>;
+    receiveCounts: number[];
+    durationsMs: number[];
+  } {
+    return {
+      counts: Object.fromEntries(this.#counts),
+      receiveCounts: [...this.#receiveCounts],
+      durationsMs: [...this.#durationsMs],
+    };
+  }
+
+  /**
+   * Adds everything to the Powertools instance and publishes it (EMF on stdout). The dimension is added
+   * per flush (Powertools clears non-default dimensions on publish), so a user's instance keeps its defaults.
+   */
+  flush(): void {
+    const m = this.#metrics;
+    if (this.#counts.size + this.#receiveCounts.length + this.#durationsMs.length === 0) return;
+    m.addDimension(PIPELINE_DIMENSION, this.#pipeline);
+    for (const [name, n] of this.#counts) m.addMetric(name, MetricUnit.Count, n);
+    for (const n of this.#receiveCounts) m.addMetric(RECEIVE_COUNT_METRIC, MetricUnit.Count, n);
+    for (const ms of this.#durationsMs) m.addMetric(HANDLER_DURATION_METRIC, MetricUnit.Milliseconds, ms);
+    this.#counts.clear();
+    this.#receiveCounts.length = 0;
+    this.#durationsMs.length = 0;
+    m.publishStoredMetrics();
+  }
+}

@@ -1,0 +1,319 @@
+import { Logger } from "@aws-lambda-powertools/logger";
+import type { Metrics } from "@aws-lambda-powertools/metrics";
+import { MalformedEventError } from "../core/errors.js";
+import type { Delivery } from "../core/event.js";
+import type { GuardedEvent, GuardOutcome, GuardTrace } from "../core/guard.js";
+import { defaultMetrics, InvocationMetrics } from "./metrics.js";
+
+/**
+ * Structured logs and metrics for deliveries. Every line is one JSON object (Powertools Logger) with
+ * `correlation_id` (the delivery's: S3 request id, SQS message id, EventBridge id or a named message
+ * attribute; the Lambda request id for invocation-level lines). Messages are meant to be grepped:
+ *
+ *   processed <subject>
+ *   duplicate skipped for <subject>
+ *   stale event skipped for <subject> (<position> < <current>)
+ *   superseded older event of <subject> (<old> -> <new>)
+ *   lease lost for <subject>: ...
+ *   handler failed for <subject> ...
+ *   malformed message <id>: ...   /   malformed record acknowledged without retry: ...
+ *   s3:TestEvent acknowledged for bucket <bucket>
+ */
+export const CORRELATION_ID_KEY = "correlation_id";
+
+export interface ObserverOptions {
+  /** A Powertools Logger; default one with service POWERTOOLS_SERVICE_NAME or the pipeline. */
+  logger?: Logger;
+  /** A Powertools Metrics instance; default namespace `EffectivelyOnce` (or POWERTOOLS_METRICS_NAMESPACE). */
+  metrics?: Metrics;
+  /** Value of the `pipeline` metric dimension and a field on every line. Default: the Lambda function name. */
+  pipeline?: string;
+}
+
+type Fields = Record<string, unknown>;
+
+export class Observer {
+  readonly #pipeline: string | undefined;
+  #logger: Logger | undefined;
+  #metrics: Metrics | undefined;
+
+  constructor(options: ObserverOptions = {}) {
+    this.#pipeline = options.pipeline;
+    this.#logger = options.logger;
+    this.#metrics = options.metrics;
+  }
+
+  /**
+   * The Logger; the default one is created at the first invocation (service POWERTOOLS_SERVICE_NAME or the
+   * pipeline), so nothing is built at import time.
+   */
+  loggerFor(pipeline: string): Logger {
+    this.#logger ??= new Logger({ serviceName: process.env.POWERTOOLS_SERVICE_NAME || pipeline });
+    return this.#logger;
+  }
+
+  /** The Metrics instance; the default one is created at the first invocation (it needs the pipeline). */
+  metricsFor(pipeline: string): Metrics {
+    this.#metrics ??= defaultMetrics(pipeline);
+    return this.#metrics;
+  }
+
+  /** One invocation: `pipeline` falls back to the function name, `requestId` correlates invocation-level lines. */
+  invocation(args: { functionName?: string; requestId?: string } = {}): InvocationObserver {
+    const pipeline = this.#pipeline ?? args.functionName ?? process.env.AWS_LAMBDA_FUNCTION_NAME ?? "default";
+    const metrics = new InvocationMetrics(this.metricsFor(pipeline), pipeline);
+    return new InvocationObserver(this.loggerFor(pipeline), metrics, pipeline, args.requestId);
+  }
+}
+
+export class InvocationObserver {
+  readonly logger: Logger;
+  readonly metrics: InvocationMetrics;
+  readonly pipeline: string;
+  readonly #requestId: string;
+
+  constructor(logger: Logger, metrics: InvocationMetrics, pipeline: string, requestId = "") {
+    this.logger = logger;
+    this.metrics = metrics;
+    this.pipeline = pipeline;
+    this.#requestId = requestId;
+  }
+
+  delivery(delivery: Delivery): DeliveryObserver {
+    return new DeliveryObserver(this, delivery);
+  }
+
+  /** Input that is no known invocation at all: nothing in it can be acknowledged one by one. */
+  unknownInvocation(error: unknown): void {
+    this.metrics.count("malformed");
+    this.log("error", `unknown invocation rejected: ${messageOf(error)}`, { error });
+  }
+
+  log(level: "debug" | "info" | "warn" | "error", message: string, fields: Fields = {}): void {
+    this.logger[level](message, {
+      [CORRELATION_ID_KEY]: this.#requestId,
+      pipeline: this.pipeline,
+      ...fields,
+    });
+  }
+
+  flush(): void {
+    this.metrics.flush();
+  }
+}
+
+/** Logs and counts everything about one delivery unit, each line carrying its correlation id. */
+export class DeliveryObserver {
+  readonly #inv: InvocationObserver;
+  readonly delivery: Delivery;
+  #child: Logger | undefined;
+
+  constructor(inv: InvocationObserver, delivery: Delivery) {
+    this.#inv = inv;
+    this.delivery = delivery;
+  }
+
+  get correlationId(): string {
+    return this.delivery.correlationId;
+  }
+
+  /** A child of the user's logger with the correlation id as a persistent key: what the user's handler logs with. */
+  childLogger(): Logger {
+    this.#child ??= this.#inv.logger.createChild({
+      persistentKeys: { [CORRELATION_ID_KEY]: this.correlationId, pipeline: this.#inv.pipeline },
+    });
+    return this.#child;
+  }
+
+  log(level: "debug" | "info" | "warn" | "error", message: string, fields: Fields = {}): void {
+    const d = this.delivery;
+    const base: Fields = {
+      [CORRELATION_ID_KEY]: d.correlationId,
+      pipeline: this.#inv.pipeline,
+      envelope: d.envelope,
+      recordIndex: d.recordIndex,
+    };
+    if (d.sqs) {
+      base.messageId = d.sqs.messageId;
+      base.receiveCount = d.sqs.receiveCount;
+      if (d.sqs.messageGroupId !== undefined) base.messageGroupId = d.sqs.messageGroupId;
+    }
+    this.#inv.logger[level](message, { ...base, ...fields });
+  }
+
+  /** SQS: the receive count as a metric (alarm on its maximum) and a debug line. */
+  received(): void {
+    const sqs = this.delivery.sqs;
+    if (!sqs) return;
+    this.#inv.metrics.receiveCount(sqs.receiveCount);
+    this.log("debug", `received ${sqs.messageId} (receive ${sqs.receiveCount})`);
+  }
+
+  /** Logged once per receive; `route` says what happens to it. */
+  malformed(error: unknown, route: "dead-letter" | "acknowledge"): void {
+    this.#inv.metrics.count("malformed");
+    const text = messageOf(error);
+    error = briefError(error);
+    if (route === "acknowledge") {
+      this.log("error", `malformed record acknowledged without retry: ${text}`, {
+        status: "malformed",
+        error,
+        hint: "retrying the same bytes cannot help; the record is counted in the malformed metric",
+      });
+      return;
+    }
+    const id = this.delivery.sqs?.messageId ?? this.correlationId;
+    const receives = this.delivery.sqs?.receiveCount ?? 1;
+    this.log("error", `malformed message ${id}: ${text}`, {
+      status: "malformed",
+      error,
+      hint:
+        `reported as a batch item failure (receive ${receives}): the queue's redrive policy dead-letters it ` +
+        "after maxReceiveCount; a queue without a redrive policy retries it until its retention period ends",
+    });
+  }
+
+  testEvent(bucket: string): void {
+    this.#inv.metrics.count("testEvent");
+    this.log("info", `s3:TestEvent acknowledged for bucket ${bucket}`, { status: "test-event" });
+  }
+
+  deferred(reason: string): void {
+    this.#inv.metrics.count("deferred");
+    this.log("warn", `deferred ${this.delivery.sqs?.messageId ?? this.correlationId}: ${reason}`, {
+      status: "deferred",
+    });
+  }
+
+  handlerDuration(ms: number): void {
+    this.#inv.metrics.handlerDuration(ms);
+  }
+
+  /** The store (or something else outside the handler) failed: transient, the delivery is retried. */
+  storeFailed(subject: string, error: unknown): void {
+    this.#inv.metrics.count("failed");
+    this.log("error", `state store failed for ${subject}; delivery failed for a retry`, {
+      status: "failed",
+      error,
+    });
+  }
+
+  /** The guard's trace hook, bound to this delivery and event. */
+  trace(event: GuardedEvent): (trace: GuardTrace) => void {
+    const subject = event.subject;
+    return (t) => {
+      if (t.type === "claimed") {
+        if (t.superseded !== undefined) {
+          this.#inv.metrics.count("superseded");
+          this.log(
+            "info",
+            `superseded older event of ${subject} (${t.superseded} -> ${event.position ?? "-"})`,
+            {
+              subject,
+              fence: t.fence,
+            },
+          );
+        }
+        if (t.tookOver) {
+          this.#inv.metrics.count("tookOver");
+          this.log("warn", `took over ${subject} from a run whose lease expired (attempt ${t.attempt})`, {
+            subject,
+            fence: t.fence,
+            attempt: t.attempt,
+          });
+        }
+      } else if (t.type === "waiting") {
+        this.log("debug", `waiting for ${subject} (${t.reason}, ${t.delayMs} ms)`, { subject });
+      } else if (t.type === "heartbeat" && !t.ok) {
+        this.log("warn", `lease renewal refused for ${subject}: aborting the handler`, {
+          subject,
+          fence: t.fence,
+        });
+      }
+    };
+  }
+
+  /** One line and one counter per guard outcome. */
+  outcome(event: GuardedEvent, outcome: GuardOutcome<unknown>, durationMs: number): void {
+    const subject = event.subject;
+    const m = this.#inv.metrics;
+    const f: Fields = {
+      subject,
+      identity: event.identity,
+      status: outcome.status,
+      durationMs: Math.round(durationMs),
+    };
+    if (event.position !== undefined) f.position = event.position;
+    switch (outcome.status) {
+      case "processed":
+        m.count("processed");
+        this.log("info", `processed ${subject}`, {
+          ...f,
+          fence: outcome.fence,
+          attempt: outcome.attempt,
+          ...(outcome.writes.length > 0 ? { writes: outcome.writes } : {}),
+        });
+        return;
+      case "duplicate":
+        m.count("duplicate");
+        this.log("info", `duplicate skipped for ${subject}`, f);
+        return;
+      case "stale": {
+        m.count("stale");
+        const pos = outcome.position ?? "-";
+        const relation =
+          pos === outcome.current
+            ? `${pos} = ${outcome.current}, another event`
+            : `${pos} < ${outcome.current}`;
+        this.log("info", `stale event skipped for ${subject} (${relation})`, {
+          ...f,
+          current: outcome.current,
+        });
+        return;
+      }
+      case "busy":
+        m.count("busy");
+        this.log(
+          "warn",
+          `busy: ${subject} is held by an older event (${outcome.holder}); delivery failed for a retry`,
+          {
+            ...f,
+            holder: outcome.holder,
+          },
+        );
+        return;
+      case "in-flight":
+        m.count("inFlight");
+        this.log("warn", `in flight elsewhere: ${subject}; delivery failed for a retry`, f);
+        return;
+      case "lease-lost":
+        m.count("leaseLost");
+        this.log(
+          "warn",
+          outcome.reason === "superseded"
+            ? `lease lost for ${subject}: superseded by a newer event; this run's result was not committed`
+            : `lease lost for ${subject}: the lease expired and was taken over; this run's result was not committed`,
+          { ...f, reason: outcome.reason },
+        );
+        return;
+      case "failed":
+        m.count("failed");
+        this.log(
+          "error",
+          `handler failed for ${subject}; ${outcome.released ? "claim released" : "claim not released (it frees at lease expiry)"}, delivery failed for a retry`,
+          { ...f, released: outcome.released, error: outcome.error },
+        );
+        return;
+    }
+  }
+}
+
+/** Input errors are about the bytes, not the code: their stack is noise on a line logged once per receive. */
+function briefError(error: unknown): unknown {
+  if (!(error instanceof MalformedEventError)) return error;
+  return { name: error.name, message: error.message, path: error.path };
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

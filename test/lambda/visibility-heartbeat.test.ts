@@ -1,0 +1,288 @@
+import {
+  type ChangeMessageVisibilityBatchCommand,
+  CreateQueueCommand,
+  DeleteMessageCommand,
+  type Message,
+  ReceiveMessageCommand,
+  SendMessageCommand,
+  type SQSClient,
+} from "@aws-sdk/client-sqs";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { OptionsError } from "../../src/core/errors.js";
+import {
+  type HeartbeatProblem,
+  queueUrlFromArn,
+  type SqsSender,
+  VisibilityHeartbeat,
+} from "../../src/lambda/visibility-heartbeat.js";
+import { type LocalSqsServer, startSqsServer } from "../../src/local/sqs-server.js";
+import { sleep } from "./helpers.js";
+
+describe("queueUrlFromArn", () => {
+  it.each([
+    ["arn:aws:sqs:eu-west-1:123456789012:orders", "https://sqs.eu-west-1.amazonaws.com/123456789012/orders"],
+    [
+      "arn:aws:sqs:us-east-1:123456789012:orders.fifo",
+      "https://sqs.us-east-1.amazonaws.com/123456789012/orders.fifo",
+    ],
+    [
+      "arn:aws-cn:sqs:cn-north-1:123456789012:q_1",
+      "https://sqs.cn-north-1.amazonaws.com.cn/123456789012/q_1",
+    ],
+    [
+      "arn:aws-us-gov:sqs:us-gov-west-1:123456789012:q-2",
+      "https://sqs.us-gov-west-1.amazonaws.com/123456789012/q-2",
+    ],
+  ])("%s", (arn, url) => {
+    expect(queueUrlFromArn(arn)).toBe(url);
+  });
+
+  it.each([
+    "",
+    "arn:aws:sns:us-east-1:123456789012:topic",
+    "arn:aws:sqs:us-east-1:1234:short-account",
+    "arn:aws:sqs:us-east-1:123456789012:",
+    "arn:aws:sqs:us-east-1:123456789012:bad/name",
+    "arn:aws-iso:sqs:us-iso-east-1:123456789012:q",
+  ])("rejects %j", (arn) => {
+    expect(() => queueUrlFromArn(arn)).toThrow(OptionsError);
+  });
+});
+
+describe("VisibilityHeartbeat options", () => {
+  const client: SqsSender = { send: async () => ({}) as never };
+  it.each([
+    [{ visibilityTimeoutSeconds: 10, intervalSeconds: 10 }, /must be below visibilityTimeoutSeconds/],
+    [{ visibilityTimeoutSeconds: 10, intervalSeconds: 20 }, /must be below visibilityTimeoutSeconds/],
+    [{ visibilityTimeoutSeconds: 43_201, intervalSeconds: 20 }, /at most 43200/],
+    [{ visibilityTimeoutSeconds: 30, intervalSeconds: 0 }, /intervalSeconds must be a positive integer/],
+    [
+      { visibilityTimeoutSeconds: 1.5, intervalSeconds: 1 },
+      /visibilityTimeoutSeconds must be a positive integer/,
+    ],
+    [{ visibilityTimeoutSeconds: 30, intervalSeconds: 10, intervalMs: 5 }, /unknown option "intervalMs"/],
+    [
+      { visibilityTimeoutSeconds: 30, intervalSeconds: 10, queueUrl: "http://x" },
+      /queueUrl must be a function/,
+    ],
+  ])("rejects %j", (options, message) => {
+    expect(() => new VisibilityHeartbeat(options as never, { client })).toThrow(message);
+  });
+
+  it("requires a client", () => {
+    expect(
+      () => new VisibilityHeartbeat({ visibilityTimeoutSeconds: 30, intervalSeconds: 10 }, {} as never),
+    ).toThrow(/client/);
+  });
+});
+
+describe("VisibilityHeartbeat on fauxqs", () => {
+  let server: LocalSqsServer;
+  let sqs: SQSClient;
+  let n = 0;
+
+  beforeAll(async () => {
+    server = await startSqsServer();
+    sqs = server.client();
+  });
+  afterAll(async () => {
+    sqs?.destroy();
+    await server?.stop();
+  });
+
+  async function queueWithMessage(
+    visibilityTimeoutSeconds: number,
+  ): Promise<{ url: string; arn: string; message: Message }> {
+    const name = `hb-${++n}`;
+    const { QueueUrl } = await sqs.send(
+      new CreateQueueCommand({
+        QueueName: name,
+        Attributes: { VisibilityTimeout: String(visibilityTimeoutSeconds) },
+      }),
+    );
+    await sqs.send(new SendMessageCommand({ QueueUrl, MessageBody: "work" }));
+    const { Messages } = await sqs.send(
+      new ReceiveMessageCommand({ QueueUrl, MessageSystemAttributeNames: ["All"], MaxNumberOfMessages: 1 }),
+    );
+    expect(Messages).toHaveLength(1);
+    return { url: QueueUrl!, arn: server.queueArn(name), message: Messages![0]! };
+  }
+
+  const receive = async (url: string) =>
+    (await sqs.send(new ReceiveMessageCommand({ QueueUrl: url, MessageSystemAttributeNames: ["All"] })))
+      .Messages ?? [];
+
+  /** Counts what the heartbeat sends, passing every command to the real server. */
+  function counting(): SqsSender & { sent: string[] } {
+    const sent: string[] = [];
+    return {
+      sent,
+      send: ((command: { constructor: { name: string } }, options?: unknown) => {
+        sent.push(command.constructor.name);
+        return sqs.send(command as never, options as never);
+      }) as SQSClient["send"],
+    };
+  }
+
+  it("keeps a message invisible past the queue's timeout while running, and lets it go after stop", async () => {
+    const { url, arn, message } = await queueWithMessage(1);
+    const client = counting();
+    const heartbeat = new VisibilityHeartbeat(
+      {
+        visibilityTimeoutSeconds: 2,
+        intervalSeconds: 1,
+        queueUrl: (a) => server.queueUrl(a.split(":").pop()!),
+      },
+      { client },
+    );
+    const run = heartbeat.start([
+      { messageId: message.MessageId!, receiptHandle: message.ReceiptHandle!, eventSourceArn: arn },
+    ]);
+    try {
+      await sleep(2_600); // the queue's own timeout (1 s) passed twice
+      expect(await receive(url)).toEqual([]);
+      expect(run.extended).toBeGreaterThanOrEqual(2);
+    } finally {
+      await run.stop();
+    }
+    const sentAtStop = client.sent.length;
+    expect(client.sent.every((c) => c === "ChangeMessageVisibilityBatchCommand")).toBe(true);
+    await sleep(2_100); // the last extension (2 s) runs out; no tick after stop
+    expect(client.sent.length).toBe(sentAtStop);
+    const [again] = await receive(url);
+    expect(again?.MessageId).toBe(message.MessageId);
+    expect(again?.Attributes?.ApproximateReceiveCount).toBe("2");
+  });
+
+  it("stops extending a message once done() is called", async () => {
+    const { url, arn, message } = await queueWithMessage(1);
+    const heartbeat = new VisibilityHeartbeat(
+      {
+        visibilityTimeoutSeconds: 2,
+        intervalSeconds: 1,
+        queueUrl: (a) => server.queueUrl(a.split(":").pop()!),
+      },
+      { client: sqs },
+    );
+    const run = heartbeat.start([
+      { messageId: message.MessageId!, receiptHandle: message.ReceiptHandle!, eventSourceArn: arn },
+    ]);
+    try {
+      run.done(message.MessageId!);
+      await sleep(1_300);
+      expect(run.extended).toBe(0);
+      expect((await receive(url)).map((m) => m.MessageId)).toEqual([message.MessageId]);
+    } finally {
+      await run.stop();
+    }
+  });
+
+  it("drops a message whose extension SQS refuses and reports it once", async () => {
+    const { url, arn, message } = await queueWithMessage(30);
+    await sqs.send(new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: message.ReceiptHandle! }));
+    const problems: HeartbeatProblem[] = [];
+    const client = counting();
+    const heartbeat = new VisibilityHeartbeat(
+      {
+        visibilityTimeoutSeconds: 5,
+        intervalSeconds: 1,
+        queueUrl: (a) => server.queueUrl(a.split(":").pop()!),
+      },
+      { client, onProblem: (p) => problems.push(p) },
+    );
+    const run = heartbeat.start([
+      { messageId: message.MessageId!, receiptHandle: message.ReceiptHandle!, eventSourceArn: arn },
+    ]);
+    try {
+      await sleep(2_500);
+    } finally {
+      await run.stop();
+    }
+    expect(problems).toEqual([
+      expect.objectContaining({
+        kind: "refused",
+        code: "ReceiptHandleIsInvalid",
+        message: expect.objectContaining({ messageId: message.MessageId }),
+      }),
+    ]);
+    expect(client.sent).toEqual(["ChangeMessageVisibilityBatchCommand"]); // not retried after the refusal
+  });
+
+  it("extends up to ten receipt handles per request, per queue", async () => {
+    const name = `hb-batch-${++n}`;
+    const { QueueUrl } = await sqs.send(
+      new CreateQueueCommand({ QueueName: name, Attributes: { VisibilityTimeout: "1" } }),
+    );
+    for (let i = 0; i < 12; i++) await sqs.send(new SendMessageCommand({ QueueUrl, MessageBody: `m${i}` }));
+    const messages: Message[] = [];
+    while (messages.length < 12) {
+      const { Messages = [] } = await sqs.send(
+        new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10 }),
+      );
+      messages.push(...Messages);
+    }
+    const sizes: number[] = [];
+    const client: SqsSender = {
+      send: ((command: ChangeMessageVisibilityBatchCommand, options?: unknown) => {
+        sizes.push(command.input.Entries?.length ?? 0);
+        return sqs.send(command, options as never);
+      }) as SQSClient["send"],
+    };
+    const heartbeat = new VisibilityHeartbeat(
+      { visibilityTimeoutSeconds: 3, intervalSeconds: 1, queueUrl: () => QueueUrl! },
+      { client },
+    );
+    const run = heartbeat.start(
+      messages.map((m) => ({
+        messageId: m.MessageId!,
+        receiptHandle: m.ReceiptHandle!,
+        eventSourceArn: server.queueArn(name),
+      })),
+    );
+    try {
+      await sleep(1_500);
+      expect(await receive(QueueUrl!)).toEqual([]);
+    } finally {
+      await run.stop();
+    }
+    expect(sizes).toEqual([10, 2]);
+    expect(run.extended).toBe(12);
+  });
+
+  // A network failure is an error path the server cannot produce: a client stub.
+  it("reports a failed request, retries on the next interval, and aborts an in-flight request on stop", async () => {
+    const problems: HeartbeatProblem[] = [];
+    let calls = 0;
+    let aborted = false;
+    const client: SqsSender = {
+      send: ((_command: unknown, options?: { abortSignal?: AbortSignal }) => {
+        calls++;
+        if (calls === 1)
+          return Promise.reject(Object.assign(new Error("socket hang up"), { name: "TimeoutError" }));
+        // The second request hangs until stop() aborts it.
+        return new Promise((_resolve, reject) => {
+          options?.abortSignal?.addEventListener("abort", () => {
+            aborted = true;
+            reject(new Error("aborted"));
+          });
+        });
+      }) as SQSClient["send"],
+    };
+    const heartbeat = new VisibilityHeartbeat(
+      { visibilityTimeoutSeconds: 5, intervalSeconds: 1 },
+      { client, onProblem: (p) => problems.push(p) },
+    );
+    const run = heartbeat.start([
+      { messageId: "m1", receiptHandle: "rh", eventSourceArn: "arn:aws:sqs:us-east-1:123456789012:q" },
+    ]);
+    await sleep(2_300);
+    const started = Date.now();
+    await run.stop();
+    expect(Date.now() - started).toBeLessThan(200);
+    expect(aborted).toBe(true);
+    expect(calls).toBe(2); // the hung request blocked the third tick instead of piling up requests
+    expect(problems).toEqual([expect.objectContaining({ kind: "request", code: "TimeoutError" })]);
+    await sleep(1_200);
+    expect(calls).toBe(2);
+  });
+});

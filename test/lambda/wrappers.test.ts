@@ -1,0 +1,661 @@
+import { randomUUID } from "node:crypto";
+import {
+  CreateQueueCommand,
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
+  SendMessageCommand,
+  type SQSClient,
+} from "@aws-sdk/client-sqs";
+import middy from "@middy/core";
+import type { Context, SQSBatchResponse } from "aws-lambda";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { OptionsError } from "../../src/core/errors.js";
+import type { MessageEvent } from "../../src/core/event.js";
+import { positionFromNumber } from "../../src/core/position.js";
+import { stateKey } from "../../src/core/state-key.js";
+import {
+  DeliveryFailedError,
+  type EffectivelyOnceOptions,
+  type EventHandler,
+  eventBridgeHandler,
+  type InvocationReport,
+  LambdaDeadlineError,
+  s3Handler,
+  sqsHandler,
+} from "../../src/lambda/index.js";
+import { eachEvent, effectivelyOnce } from "../../src/lambda/middy.js";
+import { type LocalSqsServer, startSqsServer } from "../../src/local/sqs-server.js";
+import {
+  type Captured,
+  captureOutput,
+  dynamoTables,
+  eventBridgeS3,
+  fakeContext,
+  messages,
+  type PollResult,
+  pollOnce,
+  s3Event,
+  s3Record,
+  s3TestEvent,
+  sleep,
+  snsEnvelope,
+  sqsEvent,
+  type Tables,
+} from "./helpers.js";
+
+type Trigger = "s3" | "sqs" | "eventbridge";
+type Wrapped = (event: unknown, context: Context) => Promise<unknown>;
+
+/** The two forms under test: every case below runs against both (the Middy one runs the same code path). */
+const FORMS: {
+  name: string;
+  wrap(trigger: Trigger, handler: EventHandler, options: EffectivelyOnceOptions): Wrapped;
+}[] = [
+  {
+    name: "function",
+    wrap: (trigger, handler, options) => {
+      const make = trigger === "sqs" ? sqsHandler : trigger === "s3" ? s3Handler : eventBridgeHandler;
+      return make(handler, options) as Wrapped;
+    },
+  },
+  {
+    name: "middy",
+    wrap: (_trigger, handler, options) =>
+      middy().use(effectivelyOnce(options)).handler(eachEvent(handler)) as unknown as Wrapped,
+  },
+];
+
+let tables: Tables;
+let server: LocalSqsServer;
+let sqs: SQSClient;
+let out: Captured | undefined;
+
+beforeAll(async () => {
+  tables = await dynamoTables();
+  server = await startSqsServer();
+  sqs = server.client();
+});
+
+afterAll(async () => {
+  sqs?.destroy();
+  await server?.stop();
+  tables?.close();
+});
+
+afterEach(() => {
+  out?.restore();
+  out = undefined;
+});
+
+function capture(): Captured {
+  out = captureOutput();
+  return out;
+}
+
+const queueName = (arn: string) => arn.split(":").pop() as string;
+
+async function createQueue(
+  name: string,
+  attributes: Record<string, string> = {},
+): Promise<{ url: string; arn: string }> {
+  const { QueueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: name, Attributes: attributes }));
+  return { url: QueueUrl!, arn: server.queueArn(name) };
+}
+
+const body = (m: MessageEvent) => JSON.parse(m.body) as { orderId: string; version: number; id?: string };
+
+describe.each(FORMS)("$name form", (form) => {
+  const uid = () => `${form.name}-${randomUUID().slice(0, 8)}`;
+
+  it("same S3 payload invoked twice: one effect, the second run logs 'duplicate skipped' and replays the result", async () => {
+    const o = capture();
+    const key = `photos/${uid()} 1.jpg`;
+    const subject = `bucket/${key}`;
+    let calls = 0;
+    const handler = form.wrap(
+      "s3",
+      async (event, ctx) => {
+        calls++;
+        if (event.kind !== "s3") throw new Error("expected an S3 event");
+        ctx.logger.info("making a thumbnail");
+        tables.sink.putAtCommit(ctx, { pk: event.subject, value: "thumb" });
+        return { thumbnail: `${event.key}.png` };
+      },
+      { store: tables.store, pipeline: "thumbnails" },
+    );
+    const event = s3Event({ key, requestId: "REQ-DUP-1" });
+
+    const first = (await handler(event, fakeContext())) as InvocationReport;
+    const second = (await handler(structuredClone(event), fakeContext())) as InvocationReport;
+
+    expect(calls).toBe(1);
+    expect(first.deliveries[0]?.events).toEqual([
+      { status: "processed", subject, result: { thumbnail: `${key}.png` } },
+    ]);
+    expect(second.deliveries[0]?.events).toEqual([
+      { status: "duplicate", subject, result: { thumbnail: `${key}.png` } },
+    ]);
+    expect(await tables.sink.get(subject)).toMatchObject({ value: "thumb", srcFence: 1 });
+
+    const lines = messages(o);
+    expect(lines.filter((m) => m === `duplicate skipped for ${subject}`)).toHaveLength(1);
+    expect(lines.filter((m) => m === `processed ${subject}`)).toHaveLength(1);
+    // Every line, the user's own included, carries the S3 request id as correlation id.
+    expect(lines).toContain("making a thumbnail");
+    for (const line of o.logs()) expect(line.correlation_id).toBe("REQ-DUP-1");
+    expect(o.metrics()).toMatchObject({ processed: 1, duplicate: 1 });
+    expect(o.values("handlerDuration")).toHaveLength(1);
+    for (const emf of o.emf()) expect(emf.pipeline).toBe("thumbnails");
+  });
+
+  it("handler throws on the first attempt: claim released, the retry processes once", async () => {
+    const o = capture();
+    const key = `docs/${uid()}.txt`;
+    const subject = `bucket/${key}`;
+    const seq = "00000000000000A1";
+    const attempts: number[] = [];
+    const handler = form.wrap(
+      "s3",
+      async (_event, ctx) => {
+        attempts.push(ctx.attempt);
+        if (attempts.length === 1) throw new Error("transient failure");
+        tables.sink.putAtCommit(ctx, { pk: subject, value: "indexed" });
+        return "ok";
+      },
+      { store: tables.store },
+    );
+    const event = s3Event({ key, sequencer: seq });
+
+    const error = await handler(event, fakeContext()).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(DeliveryFailedError);
+    expect((error as DeliveryFailedError).failures).toEqual([
+      expect.objectContaining({ recordIndex: 0, status: "failed" }),
+    ]);
+    const k = stateKey(subject, "", true);
+    expect(await tables.store.read(k)).toMatchObject({ status: "released" });
+    expect(await tables.sink.get(subject)).toBeUndefined();
+
+    const retry = (await handler(event, fakeContext())) as InvocationReport;
+    expect(retry.deliveries[0]?.events[0]?.status).toBe("processed");
+    const again = (await handler(event, fakeContext())) as InvocationReport;
+    expect(again.deliveries[0]?.events[0]?.status).toBe("duplicate");
+
+    expect(attempts).toEqual([1, 2]);
+    expect(await tables.sink.get(subject)).toMatchObject({ value: "indexed", srcFence: 2 });
+    expect(await tables.store.read(k)).toMatchObject({ status: "done" });
+    expect(
+      messages(o).filter((m) => m.startsWith(`handler failed for ${subject}; claim released`)),
+    ).toHaveLength(1);
+    expect(o.metrics()).toMatchObject({ failed: 1, processed: 1, duplicate: 1 });
+  });
+
+  it("a direct S3 record that is malformed is acknowledged and counted, not retried", async () => {
+    const o = capture();
+    const good = `ok/${uid()}`;
+    const event = s3Event({ key: good }, { key: `bad/${uid()}`, sequencer: "NOT-HEX" });
+    const seen: string[] = [];
+    const handler = form.wrap(
+      "s3",
+      async (e) => {
+        seen.push(e.kind === "s3" ? e.key : "?");
+      },
+      { store: tables.store },
+    );
+    const report = (await handler(event, fakeContext())) as InvocationReport;
+    expect(seen).toEqual([good]);
+    expect(report.deliveries.map((d) => [d.ok, d.events[0]?.status])).toEqual([
+      [true, "processed"],
+      [true, "malformed"],
+    ]);
+    const errors = o.logs().filter((l) => l.level === "ERROR");
+    expect(errors).toHaveLength(1);
+    expect(String(errors[0]?.message)).toMatch(
+      /^malformed record acknowledged without retry: invalid S3 sequencer/,
+    );
+    expect(errors[0]?.correlation_id).toEqual(expect.any(String));
+    expect(o.metrics()).toMatchObject({ processed: 1, malformed: 1 });
+  });
+
+  it("SQS batch with s3:TestEvent and garbage: good records succeed, the report lists exactly the bad ones, which reach the DLQ", async () => {
+    const o = capture();
+    const name = `garbage-${uid()}`;
+    const dlq = await createQueue(`${name}-dlq`);
+    const q = await createQueue(name, {
+      VisibilityTimeout: "1",
+      RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.arn, maxReceiveCount: 2 }),
+    });
+    const bodies: Record<string, string> = {
+      test: JSON.stringify(s3TestEvent()),
+      notJson: "{not json",
+      good1: JSON.stringify({ Records: [s3Record({ key: `in/${uid()}` })] }),
+      badSequencer: JSON.stringify({ Records: [s3Record({ key: `in/${uid()}`, sequencer: "XYZ" })] }),
+      foreign: JSON.stringify({ orderId: 1 }),
+      good2: JSON.stringify({ Records: [s3Record({ key: `in/${uid()}` })] }),
+    };
+    const ids: Record<string, string> = {};
+    for (const [label, b] of Object.entries(bodies)) {
+      const sent = await sqs.send(new SendMessageCommand({ QueueUrl: q.url, MessageBody: b }));
+      ids[label] = sent.MessageId!;
+    }
+    const processed: string[] = [];
+    const handler = form.wrap(
+      "sqs",
+      async (e) => {
+        processed.push(e.kind === "s3" ? e.key : "?");
+      },
+      { store: tables.store, pipeline: "garbage" },
+    );
+    const bad = [ids.notJson, ids.badSequencer, ids.foreign].sort();
+
+    const first = await pollOnce(sqs, q.url, q.arn, handler);
+    expect(first.received).toHaveLength(6);
+    expect([...first.failed].sort()).toEqual(bad);
+    expect(processed).toHaveLength(2);
+    const malformedLines = o.logs().filter((l) => String(l.message).startsWith("malformed message "));
+    expect(malformedLines.map((l) => l.messageId).sort()).toEqual(bad);
+    for (const l of malformedLines) {
+      expect(l).toMatchObject({ level: "ERROR", receiveCount: 1, correlation_id: l.messageId });
+      expect(String(l.hint)).toContain("dead-letters it after maxReceiveCount");
+    }
+    expect(messages(o)).toContain("s3:TestEvent acknowledged for bucket bucket");
+    expect(o.metrics()).toMatchObject({ testEvent: 1, malformed: 3, processed: 2 });
+    expect(o.values("receiveCount")).toEqual([1, 1, 1, 1, 1, 1]);
+
+    // Redelivered after the visibility timeout: logged once per receive, with the receive count.
+    o.clear();
+    await sleep(1_100);
+    const second = await pollOnce(sqs, q.url, q.arn, handler);
+    expect(second.received.map((m) => m.MessageId).sort()).toEqual(bad);
+    expect([...second.failed].sort()).toEqual(bad);
+    expect(
+      o
+        .logs()
+        .filter((l) => String(l.message).startsWith("malformed message "))
+        .map((l) => l.receiveCount),
+    ).toEqual([2, 2, 2]);
+    expect(o.values("receiveCount")).toEqual([2, 2, 2]);
+
+    // The third receive exceeds maxReceiveCount: the queue moves them to the DLQ; nothing loops.
+    await sleep(1_100);
+    expect((await pollOnce(sqs, q.url, q.arn, handler)).received).toEqual([]);
+    const dead = await sqs.send(new ReceiveMessageCommand({ QueueUrl: dlq.url, MaxNumberOfMessages: 10 }));
+    expect((dead.Messages ?? []).map((m) => m.MessageId).sort()).toEqual(bad);
+    expect(processed).toHaveLength(2);
+  });
+
+  it("FIFO: a failure in group A fails A's later records only; B succeeds; order within A preserved", async () => {
+    const o = capture();
+    const arn = "arn:aws:sqs:us-east-1:000000000000:orders.fifo";
+    const run = uid();
+    const record = (group: string, n: number) => ({
+      body: { orderId: `${run}-${group}${n}`, group, n },
+      groupId: group,
+      arn,
+      messageId: `${group}${n}-${run}`,
+    });
+    const event = sqsEvent(
+      record("A", 1),
+      record("B", 1),
+      record("A", 2),
+      record("B", 2),
+      record("A", 3),
+      record("B", 3),
+    );
+    const started: string[] = [];
+    const finished: string[] = [];
+    const handler = form.wrap(
+      "sqs",
+      async (e) => {
+        const { group, n } = JSON.parse((e as MessageEvent).body) as { group: string; n: number };
+        started.push(`${group}${n}`);
+        if (group === "A" && n === 1) await sleep(300);
+        if (group === "A" && n === 2) throw new Error("A2 cannot be processed");
+        finished.push(`${group}${n}`);
+      },
+      { store: tables.store, messages: "accept", subject: (m) => body(m).orderId },
+    );
+    const response = (await handler(event, fakeContext())) as SQSBatchResponse;
+
+    expect(response.batchItemFailures.map((f) => f.itemIdentifier)).toEqual([`A2-${run}`, `A3-${run}`]);
+    expect(started.filter((s) => s.startsWith("A"))).toEqual(["A1", "A2"]);
+    expect(started.filter((s) => s.startsWith("B"))).toEqual(["B1", "B2", "B3"]);
+    // B did not wait for A: all of B finished while A1 was still running.
+    expect(finished.indexOf("B3")).toBeLessThan(finished.indexOf("A1"));
+    const deferred = o.logs().filter((l) => String(l.message).startsWith("deferred "));
+    expect(deferred).toHaveLength(1);
+    expect(deferred[0]).toMatchObject({
+      messageId: `A3-${run}`,
+      correlation_id: `A3-${run}`,
+      messageGroupId: "A",
+    });
+    expect(o.metrics()).toMatchObject({ processed: 4, failed: 1, deferred: 1 });
+  });
+
+  for (const heartbeat of [true, false]) {
+    it(`processing for 2x the visibility timeout with the heartbeat ${heartbeat ? "on: received once" : "off: received again"}, processed once`, async () => {
+      const o = capture();
+      const q = await createQueue(`slow-${uid()}`, { VisibilityTimeout: "2" });
+      await sqs.send(
+        new SendMessageCommand({
+          QueueUrl: q.url,
+          MessageBody: JSON.stringify({ Records: [s3Record({ key: `slow/${uid()}` })] }),
+        }),
+      );
+      let calls = 0;
+      const handler = form.wrap(
+        "sqs",
+        async () => {
+          calls++;
+          await sleep(4_000);
+          return "done";
+        },
+        {
+          store: tables.store,
+          sqsClient: sqs,
+          visibilityHeartbeat: heartbeat
+            ? {
+                visibilityTimeoutSeconds: 2,
+                intervalSeconds: 1,
+                queueUrl: (arn) => server.queueUrl(queueName(arn)),
+              }
+            : false,
+        },
+      );
+
+      // Two pollers, as two concurrent function instances of one event source mapping.
+      const received: PollResult["received"] = [];
+      let stop = false;
+      const poller = async () => {
+        while (!stop) {
+          const r = await pollOnce(sqs, q.url, q.arn, handler);
+          received.push(...r.received);
+          if (r.received.length === 0) await sleep(100);
+        }
+      };
+      const pollers = [poller(), poller()];
+      const until = Date.now() + 12_000;
+      for (;;) {
+        await sleep(200);
+        const { Attributes } = await sqs.send(
+          new GetQueueAttributesCommand({
+            QueueUrl: q.url,
+            AttributeNames: ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+          }),
+        );
+        const empty =
+          Attributes?.ApproximateNumberOfMessages === "0" &&
+          Attributes?.ApproximateNumberOfMessagesNotVisible === "0";
+        if (empty || Date.now() > until) break;
+      }
+      stop = true;
+      await Promise.all(pollers);
+
+      expect(calls).toBe(1);
+      expect(o.metrics().processed).toBe(1);
+      if (heartbeat) {
+        expect(received.map((m) => m.Attributes?.ApproximateReceiveCount)).toEqual(["1"]);
+        expect(o.metrics().duplicate).toBeUndefined();
+      } else {
+        // The failure the heartbeat fixes: a second consumer got the message while it was being processed.
+        // (Each later receive waits for the first run as in-flight, then acknowledges it as a duplicate.)
+        const counts = received.map((m) => Number(m.Attributes?.ApproximateReceiveCount)).sort();
+        expect(counts.length).toBeGreaterThanOrEqual(2);
+        expect(counts.slice(0, 2)).toEqual([1, 2]);
+        const duplicates = messages(o).filter((m) => m.startsWith("duplicate skipped for bucket/slow/"));
+        expect(duplicates).toHaveLength(counts.length - 1);
+      }
+    }, 20_000);
+  }
+
+  it("application messages: stale, superseded, lease lost and duplicate lines and counters", async () => {
+    const o = capture();
+    const orderId = `order-${uid()}`;
+    let releaseV1!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      releaseV1 = resolve;
+    });
+    let v1Started!: () => void;
+    const started = new Promise<void>((resolve) => {
+      v1Started = resolve;
+    });
+    const handler = form.wrap(
+      "sqs",
+      async (e) => {
+        const { version } = body(e as MessageEvent);
+        if (version === 1) {
+          v1Started();
+          await gate;
+        }
+        return { version };
+      },
+      {
+        store: tables.store,
+        busy: "supersede",
+        messages: "accept",
+        subject: (m) => body(m).orderId,
+        position: (m) => body(m).version,
+      },
+    );
+    const send = (version: number) =>
+      handler(sqsEvent({ body: { orderId, version } }), fakeContext()) as Promise<SQSBatchResponse>;
+
+    const v1 = send(1);
+    await started;
+    expect(await send(2)).toEqual({ batchItemFailures: [] });
+    releaseV1();
+    expect(await v1).toEqual({ batchItemFailures: [] }); // lease lost: acknowledged, v2 holds the subject
+    expect(await send(1)).toEqual({ batchItemFailures: [] }); // stale
+    expect(await send(2)).toEqual({ batchItemFailures: [] }); // same version, new message id: duplicate
+
+    const p = (n: number) => positionFromNumber(n);
+    const lines = messages(o);
+    expect(lines).toContain(`superseded older event of ${orderId} (${p(1)} -> ${p(2)})`);
+    expect(lines).toContain(
+      `lease lost for ${orderId}: superseded by a newer event; this run's result was not committed`,
+    );
+    expect(lines).toContain(`stale event skipped for ${orderId} (${p(1)} < ${p(2)})`);
+    expect(lines).toContain(`duplicate skipped for ${orderId}`);
+    expect(o.metrics()).toMatchObject({ processed: 1, superseded: 1, leaseLost: 1, stale: 1, duplicate: 1 });
+    expect(await tables.store.read(stateKey(orderId, "", true))).toMatchObject({
+      status: "done",
+      committedPosition: p(2),
+      result: JSON.stringify({ version: 2 }),
+    });
+  });
+
+  it("deadline: waiting for a busy subject gives up before the Lambda times out, and the handler's signal aborts in time", async () => {
+    const o = capture();
+    const orderId = `order-${uid()}`;
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const options: EffectivelyOnceOptions = {
+      store: tables.store,
+      messages: "accept",
+      subject: (m) => body(m).orderId,
+      position: (m) => body(m).version,
+      deadlineMarginMs: 500,
+    };
+    let abortReason: unknown;
+    const handler = form.wrap(
+      "sqs",
+      async (e, ctx) => {
+        const { version } = body(e as MessageEvent);
+        if (version === 1) await gate;
+        if (version === 3) {
+          await new Promise((resolve) => ctx.signal.addEventListener("abort", resolve, { once: true }));
+          abortReason = ctx.signal.reason;
+          throw ctx.signal.reason;
+        }
+        return version;
+      },
+      options,
+    );
+    const holder = handler(sqsEvent({ body: { orderId, version: 1 } }), fakeContext());
+    await sleep(200);
+
+    const waitStart = Date.now();
+    const busyEvent = sqsEvent({ body: { orderId, version: 2 } });
+    const busy = (await handler(busyEvent, fakeContext({ timeoutMs: 1_500 }))) as SQSBatchResponse;
+    const waitedMs = Date.now() - waitStart;
+    expect(busy.batchItemFailures).toEqual([{ itemIdentifier: busyEvent.Records[0]?.messageId }]);
+    // It waited, with back-off, but never past the budget (1 500 ms remaining - 500 ms margin).
+    expect(waitedMs).toBeGreaterThanOrEqual(100);
+    expect(waitedMs).toBeLessThan(1_100);
+    expect(messages(o).some((m) => m.startsWith(`busy: ${orderId} is held by an older event`))).toBe(true);
+    release();
+    await holder;
+
+    const other = `order-${uid()}`;
+    const abortStart = Date.now();
+    const aborted = (await handler(
+      sqsEvent({ body: { orderId: other, version: 3 } }),
+      fakeContext({ timeoutMs: 900 }),
+    )) as SQSBatchResponse;
+    expect(Date.now() - abortStart).toBeLessThan(900);
+    expect(aborted.batchItemFailures).toHaveLength(1);
+    expect(abortReason).toBeInstanceOf(LambdaDeadlineError);
+    expect(await tables.store.read(stateKey(other, "", true))).toMatchObject({ status: "released" });
+    expect(o.metrics()).toMatchObject({ busy: 1, failed: 1, processed: 1 });
+  });
+
+  it("EventBridge direct, SNS-in-SQS and EventBridge-in-SQS reach the handler as S3 events; a named attribute correlates", async () => {
+    const o = capture();
+    const seen: string[] = [];
+    const options = { store: tables.store, correlationAttribute: "traceId" };
+    const handler: EventHandler = async (e, ctx) => {
+      seen.push(`${ctx.delivery.envelope}:${e.kind === "s3" ? e.subject : "?"}`);
+    };
+    const k1 = `eb/${uid()}`;
+    const k2 = `sns/${uid()}`;
+    const k3 = `sqs-eb/${uid()}`;
+    const direct = (await form.wrap(
+      "eventbridge",
+      handler,
+      options,
+    )(eventBridgeS3(k1), fakeContext())) as InvocationReport;
+    expect(direct.deliveries[0]?.ok).toBe(true);
+
+    const sqsHandlerUnderTest = form.wrap("sqs", handler, options);
+    const batch = sqsEvent(
+      { body: snsEnvelope({ Records: [s3Record({ key: k2 })] }) },
+      { body: eventBridgeS3(k3) },
+    );
+    const first = batch.Records[0]!;
+    first.messageAttributes = {
+      traceId: { stringValue: "trace-123", dataType: "String", stringListValues: [], binaryListValues: [] },
+    };
+    expect(await sqsHandlerUnderTest(batch, fakeContext())).toEqual({ batchItemFailures: [] });
+
+    expect(seen.sort()).toEqual(
+      [`eventbridge:bucket/${k1}`, `sns-sqs-s3:bucket/${k2}`, `sqs-eventbridge:bucket/${k3}`].sort(),
+    );
+    const snsLines = o.logs().filter((l) => l.messageId === first.messageId);
+    expect(snsLines.length).toBeGreaterThan(0);
+    for (const l of snsLines) expect(l.correlation_id).toBe("trace-123");
+  });
+
+  it("standard batch: concurrency limit holds, and two events of one object run in order without a busy retry", async () => {
+    const o = capture();
+    const key = `same/${uid()}`;
+    let running = 0;
+    let maxRunning = 0;
+    const order: string[] = [];
+    const handler = form.wrap(
+      "sqs",
+      async (e) => {
+        running++;
+        maxRunning = Math.max(maxRunning, running);
+        await sleep(50);
+        order.push(e.kind === "s3" ? `${e.key}@${e.sequencer}` : "?");
+        running--;
+      },
+      { store: tables.store, concurrency: 2, busy: "retry" },
+    );
+    const notification = (k: string, seq?: string) => ({
+      body: { Records: [s3Record({ key: k, sequencer: seq })] },
+    });
+    const batch = sqsEvent(
+      notification(key, "00000000000000B1"),
+      notification(`other/${uid()}`),
+      notification(key, "00000000000000B2"),
+      notification(`other/${uid()}`),
+      notification(`other/${uid()}`),
+    );
+    expect(await handler(batch, fakeContext())).toEqual({ batchItemFailures: [] });
+    expect(maxRunning).toBe(2);
+    expect(order.filter((s) => s.startsWith(key))).toEqual([
+      `${key}@00000000000000B1`,
+      `${key}@00000000000000B2`,
+    ]);
+    expect(o.metrics()).toMatchObject({ processed: 5 });
+    expect(o.metrics().busy).toBeUndefined();
+  });
+
+  it("records not started before the deadline are deferred; a record with broken SQS metadata is failed by its messageId", async () => {
+    const o = capture();
+    const handler = form.wrap(
+      "sqs",
+      async () => {
+        await sleep(400); // ignores its signal, like a handler without cancellation
+      },
+      { store: tables.store, concurrency: 1, deadlineMarginMs: 300 },
+    );
+    const batch = sqsEvent(
+      { body: { Records: [s3Record({ key: `slow/${uid()}` })] } },
+      { body: { Records: [s3Record({ key: `late/${uid()}` })] } },
+      { body: { Records: [s3Record({ key: `broken/${uid()}` })] } },
+    );
+    const [first, second, broken] = batch.Records;
+    (broken as { receiptHandle?: string }).receiptHandle = undefined;
+    const response = (await handler(batch, fakeContext({ timeoutMs: 600 }))) as SQSBatchResponse;
+    expect(response.batchItemFailures.map((f) => f.itemIdentifier).sort()).toEqual(
+      [second?.messageId, broken?.messageId].sort(),
+    );
+    expect(response.batchItemFailures.map((f) => f.itemIdentifier)).not.toContain(first?.messageId);
+    expect(messages(o).filter((m) => m.startsWith("deferred "))).toEqual([
+      `deferred ${second?.messageId}: not started: too little time left before the Lambda times out`,
+    ]);
+    expect(o.metrics()).toMatchObject({ processed: 1, deferred: 1, malformed: 1 });
+  });
+
+  it("validates options eagerly and rejects a handler wired to the wrong trigger", async () => {
+    const h: EventHandler = async () => {};
+    const make = (options: Record<string, unknown>) => () =>
+      form.wrap("sqs", h, { store: tables.store, ...options } as EffectivelyOnceOptions);
+    expect(make({ leaseMS: 1000 })).toThrow(OptionsError);
+    expect(make({ leaseMS: 1000 })).toThrow(/unknown option "leaseMS"/);
+    expect(make({ visibilityHeartbeat: { visibilityTimeoutSeconds: 10, intervalSeconds: 10 } })).toThrow(
+      /intervalSeconds \(10\) must be below visibilityTimeoutSeconds/,
+    );
+    expect(
+      make({ visibilityHeartbeat: { visibilityTimeoutSeconds: 30, intervalSeconds: 10, every: 1 } }),
+    ).toThrow(/unknown option "every"/);
+    expect(make({ subject: () => "x" })).toThrow(/need messages: "accept"/);
+    expect(make({ concurrency: 0 })).toThrow(/concurrency must be a positive integer/);
+    expect(make({ heartbeatMs: 40_000 })).toThrow(/heartbeatMs/);
+    expect(make({ deadlineMarginMs: -1 })).toThrow(/deadlineMarginMs/);
+
+    if (form.name === "function") {
+      const o = capture();
+      const wrong = sqsHandler(h, { store: tables.store }) as Wrapped;
+      await expect(wrong(s3Event({ key: `x/${uid()}` }), fakeContext())).rejects.toThrow(
+        /sqsHandler got a direct/,
+      );
+      expect(o.metrics()).toMatchObject({ malformed: 1 });
+    }
+  });
+});
+
+describe("middy form: misuse", () => {
+  it("fails loudly when the base handler is not eachEvent, or eachEvent runs without the middleware", async () => {
+    const raw = middy()
+      .use(effectivelyOnce({ store: tables.store }))
+      .handler(async () => "raw");
+    const event = s3Event({ key: `m/${randomUUID()}` });
+    await expect(raw(event, fakeContext())).rejects.toThrow(/base handler must be eachEvent/);
+    const alone = middy().handler(eachEvent(async () => {}));
+    await expect(alone(event, fakeContext())).rejects.toThrow(/add \.use\(effectivelyOnce/);
+  });
+});
