@@ -115,7 +115,8 @@ export interface Guard {
   run<R>(event: GuardedEvent, handler: GuardHandler<R>, options?: RunOptions): Promise<GuardOutcome<R>>;
 }
 
-const GUARD_KEYS = [
+/** The guard options a wrapper passes through (the rest, `now` and `onEvent`, are the wrapper's own). */
+export const GUARD_PASS_THROUGH_KEYS = [
   "store",
   "leaseMs",
   "heartbeatMs",
@@ -125,9 +126,9 @@ const GUARD_KEYS = [
   "waitIntervalMs",
   "maxWaitIntervalMs",
   "storeResult",
-  "now",
-  "onEvent",
 ] as const;
+
+const GUARD_KEYS = [...GUARD_PASS_THROUGH_KEYS, "now", "onEvent"] as const;
 
 export function createGuard(options: GuardOptions): Guard {
   rejectUnknownKeys("createGuard", options, GUARD_KEYS);

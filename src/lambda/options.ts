@@ -6,6 +6,7 @@ import type { Delivery, MessageEvent, S3ObjectEvent } from "../core/event.js";
 import {
   type BusyPolicy,
   createGuard,
+  GUARD_PASS_THROUGH_KEYS,
   type GuardContext,
   type GuardOptions,
   type InFlightPolicy,
@@ -78,16 +79,8 @@ export interface EffectivelyOnceOptions {
 }
 
 const KEYS = [
-  "store",
+  ...GUARD_PASS_THROUGH_KEYS,
   "pipeline",
-  "leaseMs",
-  "heartbeatMs",
-  "busy",
-  "inFlight",
-  "expiresAfterSeconds",
-  "waitIntervalMs",
-  "maxWaitIntervalMs",
-  "storeResult",
   "subject",
   "identity",
   "position",
@@ -99,18 +92,6 @@ const KEYS = [
   "correlationAttribute",
   "messages",
   "deadlineMarginMs",
-] as const;
-
-const GUARD_KEYS = [
-  "store",
-  "leaseMs",
-  "heartbeatMs",
-  "busy",
-  "inFlight",
-  "expiresAfterSeconds",
-  "waitIntervalMs",
-  "maxWaitIntervalMs",
-  "storeResult",
 ] as const;
 
 export interface ResolvedOptions {
@@ -134,7 +115,7 @@ export function resolveOptions(what: string, options: EffectivelyOnceOptions): R
     throw new OptionsError(`${what}: options are required`);
   rejectUnknownKeys(what, options, KEYS);
   const guard: Omit<GuardOptions, "onEvent"> = { store: options.store };
-  for (const key of GUARD_KEYS) {
+  for (const key of GUARD_PASS_THROUGH_KEYS) {
     if (options[key] !== undefined) (guard as Record<string, unknown>)[key] = options[key];
   }
   createGuard(guard); // validates the guard options the same way createGuard will per delivery
