@@ -58,9 +58,17 @@ export class Observer {
     return this.#metrics;
   }
 
-  /** One invocation: `pipeline` falls back to the function name, `requestId` correlates invocation-level lines. */
+  /**
+   * One invocation: `pipeline` falls back to `EONCE_PIPELINE` (set by the CDK construct, so alarms and dashboards
+   * match without code), then the function name; `requestId` correlates invocation-level lines.
+   */
   invocation(args: { functionName?: string; requestId?: string } = {}): InvocationObserver {
-    const pipeline = this.#pipeline ?? args.functionName ?? process.env.AWS_LAMBDA_FUNCTION_NAME ?? "default";
+    const pipeline =
+      this.#pipeline ??
+      (process.env.EONCE_PIPELINE || undefined) ??
+      args.functionName ??
+      process.env.AWS_LAMBDA_FUNCTION_NAME ??
+      "default";
     const metrics = new InvocationMetrics(this.metricsFor(pipeline), pipeline);
     return new InvocationObserver(this.loggerFor(pipeline), metrics, pipeline, args.requestId);
   }

@@ -257,3 +257,21 @@ describe("Observer log lines", () => {
     expect(o.logs().at(-1)).not.toHaveProperty("correlation_id");
   });
 });
+
+describe("Observer pipeline name", () => {
+  const saved = process.env.EONCE_PIPELINE;
+  afterEach(() => {
+    if (saved === undefined) delete process.env.EONCE_PIPELINE;
+    else process.env.EONCE_PIPELINE = saved;
+  });
+
+  it("is the option, else EONCE_PIPELINE (set by the CDK construct), else the function name", () => {
+    process.env.EONCE_PIPELINE = "images";
+    expect(new Observer({ pipeline: "explicit" }).invocation({ functionName: "fn" }).pipeline).toBe(
+      "explicit",
+    );
+    expect(new Observer().invocation({ functionName: "fn" }).pipeline).toBe("images");
+    delete process.env.EONCE_PIPELINE;
+    expect(new Observer().invocation({ functionName: "fn" }).pipeline).toBe("fn");
+  });
+});
