@@ -1,0 +1,110 @@
+import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import type { BenchEvent } from "../events.js";
+
+/** How the handler behaves on one delivery (the harness decides; the same plan for every implementation). */
+export interface HandlerPlan {
+  /** Simulated processing time before the effect (0: the effect only). */
+  workMs: number;
+  /** Throw before the effect's write (e.g. the input could not be read) or after it (e.g. a later step failed). */
+  fail?: "before-effect" | "after-effect";
+}
+
+export type DeliveryOutcome =
+  | "processed"
+  | "duplicate"
+  | "stale"
+  /** An older event of the subject holds it (busy policy retry) or the same event runs elsewhere. */
+  | "busy"
+  | "in-flight"
+  | "failed"
+  /** The handler ran but its claim was taken over (supersede): nothing committed by this run. */
+  | "lease-lost";
+
+export interface DeliveryResult {
+  outcome: DeliveryOutcome;
+  /** false: the delivery failed and the source must redeliver it later. */
+  ack: boolean;
+}
+
+export interface RunStats {
+  handlerRuns: number;
+  /** Handler runs per event version (to count runs of versions older than the newest). */
+  runsByVersion: Map<number, number>;
+  /** Time spent waiting or backing off inside the implementation (the harness adds redelivery delays). */
+  waitMs: number;
+}
+
+export interface OpenContext {
+  client: DynamoDBClient;
+  /** Unique prefix for this run's tables. */
+  prefix: string;
+}
+
+export interface Implementation {
+  /** Key in the JSON report. */
+  readonly name: string;
+  readonly description: string;
+  open(ctx: OpenContext): Promise<Instance>;
+}
+
+/** One implementation with fresh tables, for one measured run. */
+export interface Instance {
+  /** The table the effect writes to: one row per object key, `srcPos` = position of the version written. */
+  readonly outputTable: string;
+  readonly stats: RunStats;
+  deliver(event: BenchEvent, plan: HandlerPlan): Promise<DeliveryResult>;
+  /** Deletes the tables. */
+  close(): Promise<void>;
+}
+
+export function newStats(): RunStats {
+  return { handlerRuns: 0, runsByVersion: new Map(), waitMs: 0 };
+}
+
+/** Thrown by the simulated handler when its plan says so. */
+export class PlannedFailure extends Error {
+  override readonly name = "PlannedFailure";
+}
+
+/** An effect that returns this did not write (the conditional put found the row): the handler stops there. */
+export const SKIPPED = Symbol("skipped");
+
+export interface HandlerResult {
+  key: string;
+  version: number;
+  skipped: boolean;
+}
+
+/** The user's handler: simulated work, then the effect, with the planned failure. The same for everyone. */
+export async function runHandler(
+  stats: RunStats,
+  event: BenchEvent,
+  plan: HandlerPlan,
+  effect: () => unknown,
+): Promise<HandlerResult> {
+  stats.handlerRuns++;
+  stats.runsByVersion.set(event.version, (stats.runsByVersion.get(event.version) ?? 0) + 1);
+  if (plan.workMs > 0) await sleep(plan.workMs);
+  if (plan.fail === "before-effect")
+    throw new PlannedFailure(`planned failure before the effect of ${event.identity}`);
+  const skipped = (await effect()) === SKIPPED;
+  if (plan.fail === "after-effect" && !skipped) {
+    throw new PlannedFailure(`planned failure after the effect of ${event.identity}`);
+  }
+  return { key: event.key, version: event.version, skipped };
+}
+
+/** The effect's row: one per object key. `eid` and `runId` make every applied write distinguishable. */
+export function effectItem(event: BenchEvent): Record<string, string | number> {
+  return {
+    pk: event.subject,
+    eid: event.identity,
+    version: event.version,
+    value: `thumbnail of ${event.key} v${event.version}`,
+    runId: Math.random().toString(36).slice(2),
+  };
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

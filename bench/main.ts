@@ -1,0 +1,136 @@
+/**
+ * `npm run bench`: effectively-once against Powertools idempotency and the usual fixes, on one DynamoDB Local
+ * started here, in one process. See docs/benchmarks.md for what is measured and how to read it.
+ *
+ *   tsx bench/main.ts                 all scenarios at full size, markdown tables on stdout
+ *   tsx bench/main.ts --json          the JSON shape of issue 6 on stdout
+ *   tsx bench/main.ts --quick         small numbers (the test suite's smoke run)
+ *   tsx bench/main.ts --out r.json --svg chart.svg   also keep the full report and draw the chart
+ *   tsx bench/main.ts --from r.json --svg chart.svg  redraw from a saved report, without running
+ */
+import { readFileSync, writeFileSync } from "node:fs";
+import { pathToFileURL } from "node:url";
+import { Command, InvalidArgumentError } from "commander";
+import { type Series, throughputSvg } from "./chart.js";
+import {
+  type BenchOptions,
+  FULL,
+  QUICK,
+  type Report,
+  runBench,
+  SCENARIOS,
+  type Scenario,
+} from "./harness.js";
+import { terminalProgress } from "./progress.js";
+import { rawWriteRate, renderMarkdown, reportJson, toIssueJson } from "./report.js";
+
+export interface Io {
+  stdout: (text: string) => void;
+  /** Progress bar and usage errors; the bar only draws when this is a terminal. */
+  stderr: NodeJS.WritableStream & { isTTY?: boolean };
+}
+
+const positiveInt = (value: string): number => {
+  const n = Number(value);
+  if (!Number.isSafeInteger(n) || n <= 0) throw new InvalidArgumentError("must be a positive integer");
+  return n;
+};
+
+const scenarioList = (value: string): Scenario[] => {
+  const list = value.split(",").map((s) => s.trim());
+  for (const s of list) {
+    if (!(SCENARIOS as readonly string[]).includes(s))
+      throw new InvalidArgumentError(`unknown scenario ${s}`);
+  }
+  return list as Scenario[];
+};
+
+const workerList = (value: string): number[] => value.split(",").map((s) => positiveInt(s.trim()));
+
+export async function main(argv: string[], io: Io = defaultIo()): Promise<Report> {
+  const program = new Command()
+    .name("bench")
+    .description("effectively-once vs Powertools idempotency and the usual fixes, on DynamoDB Local")
+    .option("--json", "print exactly the JSON shape of issue 6")
+    .option("--events <n>", "distinct keys per throughput run (default 10000; quick 200)", positiveInt)
+    .option("--reps <n>", "latency repetitions (default 5; quick 2)", positiveInt)
+    .option("--quick", "small numbers: a smoke run of every scenario")
+    .option("--endpoint <url>", "use this DynamoDB Local instead of starting one")
+    .option("--out <file>", "also write the full report (JSON) to this file")
+    .option("--svg <file>", "also write the throughput chart (SVG) to this file")
+    .option("--from <file>", "render a saved full report instead of running")
+    .option(
+      "--only <scenarios>",
+      `run only some scenarios (development): ${SCENARIOS.join(",")}`,
+      scenarioList,
+    )
+    .option("--workers <list>", "worker counts for throughput (default 1,4,16)", workerList)
+    .exitOverride()
+    .configureOutput({ writeOut: io.stdout, writeErr: (s) => io.stderr.write(s) });
+  program.parse(argv, { from: "user" });
+  const opts = program.opts<{
+    json?: boolean;
+    events?: number;
+    reps?: number;
+    quick?: boolean;
+    endpoint?: string;
+    out?: string;
+    svg?: string;
+    from?: string;
+    only?: Scenario[];
+    workers?: number[];
+  }>();
+
+  let report: Report;
+  if (opts.from) {
+    report = JSON.parse(readFileSync(opts.from, "utf8")) as Report;
+  } else {
+    // The SDK warns once per process about Node 20; it is noise on stderr here.
+    process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
+    const base = opts.quick ? QUICK : FULL;
+    const options: BenchOptions = {
+      ...base,
+      ...(opts.events ? { events: opts.events } : {}),
+      ...(opts.reps ? { reps: opts.reps } : {}),
+      ...(opts.endpoint ? { endpoint: opts.endpoint } : {}),
+      ...(opts.only ? { only: opts.only } : {}),
+      ...(opts.workers ? { workers: opts.workers } : {}),
+      progress: terminalProgress(io.stderr),
+    };
+    report = await runBench(options);
+  }
+  if (opts.out) writeFileSync(opts.out, reportJson(report));
+  if (opts.svg) writeFileSync(opts.svg, chartOf(report));
+  io.stdout(opts.json ? `${JSON.stringify(toIssueJson(report))}\n` : renderMarkdown(report));
+  return report;
+}
+
+export function chartOf(report: Report): string {
+  const series: Series[] = Object.entries(report.throughput).map(([name, byW]) => ({
+    name,
+    points: Object.fromEntries(Object.entries(byW).map(([w, r]) => [w, r.eventsPerSecond])),
+    bold: name === "ours",
+  }));
+  series.push({ name: "raw conditional PutItem", points: rawWriteRate(report), dashed: true });
+  const m = report.meta;
+  return throughputSvg(
+    series,
+    `Throughput vs workers, ${m.options.events} distinct keys, DynamoDB Local`,
+    `${m.date.slice(0, 10)} · ${m.nproc} cores, load average ${m.loadAverageStart[0]} at the start · Node ${m.node} · DynamoDB Local ${m.dynamodbLocal.split(" ")[0]}`,
+  );
+}
+
+function defaultIo(): Io {
+  return { stdout: (text) => process.stdout.write(text), stderr: process.stderr };
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
+  main(process.argv.slice(2)).catch((error: unknown) => {
+    const code = (error as { code?: string }).code;
+    // commander has printed help or the usage error already.
+    if (code === "commander.helpDisplayed" || code === "commander.version") process.exit(0);
+    if (typeof code === "string" && code.startsWith("commander.")) process.exit(2);
+    console.error(error);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,316 @@
+import type { Report } from "./harness.js";
+import { round } from "./stats.js";
+
+/** Exactly the shape issue 6 asks `--json` to print. */
+export interface IssueJson {
+  requestsPerEvent: Record<string, { new: number; duplicate: number; stale: number; failed: number }>;
+  overheadRatio: Record<string, { p50: number; p99: number }>;
+  hotKey: Record<string, { handlerRuns: number; staleRuns: number; waitMs: number; correct: boolean }>;
+  throughput: Record<string, Record<string, number>>;
+}
+
+export function toIssueJson(report: Report): IssueJson {
+  const requestsPerEvent: IssueJson["requestsPerEvent"] = {};
+  for (const [name, r] of Object.entries(report.requestsPerEvent)) {
+    requestsPerEvent[name] = { new: r.new, duplicate: r.duplicate, stale: r.stale, failed: r.failed };
+  }
+  const overheadRatio: IssueJson["overheadRatio"] = {};
+  for (const [name, l] of Object.entries(report.latency)) {
+    if (name !== "unguarded") overheadRatio[name] = { p50: l.ratioP50.median, p99: l.ratioP99.median };
+  }
+  const hotKey: IssueJson["hotKey"] = {};
+  for (const [name, h] of Object.entries(report.hotKey)) {
+    hotKey[name] = {
+      handlerRuns: h.handlerRuns,
+      staleRuns: h.staleRuns,
+      waitMs: h.waitMs,
+      correct: h.correct,
+    };
+  }
+  const throughput: IssueJson["throughput"] = {};
+  for (const [name, byWorkers] of Object.entries(report.throughput)) {
+    throughput[name] = Object.fromEntries(Object.entries(byWorkers).map(([w, r]) => [w, r.eventsPerSecond]));
+  }
+  throughput.rawWrite = rawWriteRate(report);
+  return { requestsPerEvent, overheadRatio, hotKey, throughput };
+}
+
+/** The ceiling per worker count: the mean of the raw runs before and after that block. */
+export function rawWriteRate(report: Report): Record<string, number> {
+  return Object.fromEntries(
+    Object.entries(report.rawWriteRuns).map(([w, runs]) => [
+      w,
+      Math.round(runs.reduce((a, r) => a + r.eventsPerSecond, 0) / runs.length),
+    ]),
+  );
+}
+
+export interface Target {
+  target: string;
+  met: boolean;
+  measured: string;
+}
+
+export function targets(report: Report): Target[] {
+  const out: Target[] = [];
+  const req = report.requestsPerEvent.ours;
+  if (req) {
+    out.push({
+      target: "ours: new event ≤ 2 requests including the DynamoDB effect (atomic commit)",
+      met: req.new <= 2,
+      measured: `${req.new} (${describe(req.breakdown.new)})`,
+    });
+    out.push({
+      target: "ours: duplicate = 1 request",
+      met: req.duplicate === 1,
+      measured: `${req.duplicate}`,
+    });
+    out.push({ target: "ours: stale = 1 request", met: req.stale === 1, measured: `${req.stale}` });
+  }
+  const ours = report.latency.ours;
+  const pt = report.latency.powertools;
+  if (ours && pt) {
+    const below = ours.ratioP50.median <= pt.ratioP50.median;
+    const withinSpread = ours.ratioP50.min <= pt.ratioP50.max;
+    out.push({
+      target:
+        "ours: p50 overhead ratio not above Powertools' (same run, within the spread of the repetitions)",
+      met: below || withinSpread,
+      measured: `ours ${fmtSpread(ours.ratioP50)} vs Powertools ${fmtSpread(pt.ratioP50)}${below ? "" : withinSpread ? " (above, but within the spread)" : ""}`,
+    });
+  }
+  const sup = report.hotKey["ours-supersede"];
+  if (sup) {
+    out.push({
+      target: "ours, hot key with supersede: no waiting and a correct final result",
+      met: sup.waitMs === 0 && sup.correct,
+      measured: `wait ${sup.waitMs} ms, final version ${sup.finalVersion}, correct ${sup.correct}`,
+    });
+  }
+  const raw = rawWriteRate(report);
+  const top = String(Math.max(...Object.keys(raw).map(Number)));
+  const guarded = report.throughput.ours?.[top]?.eventsPerSecond;
+  const ceiling = raw[top];
+  if (guarded !== undefined && ceiling) {
+    out.push({
+      target: `ours: guarded throughput at ${top} workers ≥ 45% of the raw conditional-write rate`,
+      met: guarded >= 0.45 * ceiling,
+      measured: `${guarded} / ${ceiling} events/s = ${round((100 * guarded) / ceiling, 1)}%`,
+    });
+  }
+  const oursRuns = [
+    report.requestsPerEvent.ours?.correctness,
+    ...Object.entries(report.hotKey)
+      .filter(([n]) => n.startsWith("ours") && !n.startsWith("ours-put"))
+      .map(([, h]) => h.correctness),
+    ...Object.values(report.throughput.ours ?? {}).map((r) => r.correctness),
+    report.storm.ours?.correctness,
+  ].filter((c) => c !== undefined);
+  out.push({
+    target: "ours (atomic commit): no duplicated effect, no stale final result, in every run",
+    met: oursRuns.every((c) => c.ok),
+    measured: `${oursRuns.filter((c) => c.ok).length}/${oursRuns.length} runs clean`,
+  });
+  return out;
+}
+
+const fmtSpread = (s: { median: number; min: number; max: number }) => `${s.median} (${s.min}–${s.max})`;
+
+function describe(counts: Record<string, number>): string {
+  return (
+    Object.entries(counts)
+      .map(([cmd, n]) => `${cmd} ${n}`)
+      .join(" + ") || "none"
+  );
+}
+
+function table(header: string[], rows: (string | number)[][]): string {
+  const line = (cells: (string | number)[]) => `| ${cells.join(" | ")} |`;
+  return [line(header), line(header.map(() => "---")), ...rows.map(line)].join("\n");
+}
+
+const cpuCell = (r: { clientCpuMsPerEvent: number; serverCpuMsPerEvent: number | undefined }) =>
+  r.serverCpuMsPerEvent === undefined
+    ? `${r.clientCpuMsPerEvent} + ?`
+    : `${r.clientCpuMsPerEvent} + ${r.serverCpuMsPerEvent} = ${round(r.clientCpuMsPerEvent + r.serverCpuMsPerEvent, 3)}`;
+
+const runsOk = (runs: { correctness: { ok: boolean } }[]) =>
+  runs.every((r) => r.correctness.ok) ? "ok" : "NOT ok";
+
+const correctnessCell = (c: { duplicatedEffects: number; staleFinal: number; missing: number }) =>
+  c.duplicatedEffects === 0 && c.staleFinal === 0 && c.missing === 0
+    ? "ok"
+    : [
+        c.duplicatedEffects ? `${c.duplicatedEffects} duplicated` : "",
+        c.staleFinal ? `${c.staleFinal} stale final` : "",
+        c.missing ? `${c.missing} missing` : "",
+      ]
+        .filter(Boolean)
+        .join(", ");
+
+/** All tables, as GitHub markdown (what the CLI prints without --json, and what docs/benchmarks.md quotes). */
+export function renderMarkdown(report: Report): string {
+  const parts: string[] = [];
+  const m = report.meta;
+  parts.push(
+    `Measured ${m.date} on ${m.nproc} × ${m.cpuModel}, ${m.memoryGiB} GiB, Node ${m.node}, DynamoDB Local ${m.dynamodbLocal}; ` +
+      `load average ${m.loadAverageStart.join(" ")} at the start, ${m.loadAverageEnd.join(" ")} at the end; ${m.durationS} s in all.`,
+  );
+
+  parts.push("### 1. DynamoDB requests per event\n");
+  parts.push(
+    table(
+      ["implementation", "new", "duplicate", "stale", "failed", "new: by command", "correct afterwards"],
+      Object.entries(report.requestsPerEvent).map(([name, r]) => [
+        name,
+        r.new,
+        r.duplicate,
+        r.stale,
+        r.failed,
+        describe(r.breakdown.new),
+        correctnessCell(r.correctness),
+      ]),
+    ),
+  );
+
+  parts.push(
+    `\n### 2. Latency of a new event (sequential; ${m.options.reps} repetitions × ${m.options.latencyEvents} events)\n`,
+  );
+  parts.push(
+    table(
+      ["implementation", "p50 ms", "p99 ms", "p50 / unguarded", "p99 / unguarded"],
+      Object.entries(report.latency).map(([name, l]) => [
+        name,
+        fmtSpread(l.p50Ms),
+        fmtSpread(l.p99Ms),
+        fmtSpread(l.ratioP50),
+        fmtSpread(l.ratioP99),
+      ]),
+    ),
+  );
+  parts.push("\nmedian of the repetitions (min–max).");
+
+  parts.push(
+    `\n### 3. Hot key: ${m.options.hotKeyVersions} versions of one key at once, ${m.options.hotKeyWorkers} workers\n`,
+  );
+  parts.push(
+    table(
+      [
+        "implementation",
+        "handler runs",
+        "stale runs",
+        "wait ms",
+        "redeliveries",
+        "elapsed ms",
+        "final version",
+        "correct",
+      ],
+      Object.entries(report.hotKey).map(([name, h]) => [
+        name,
+        h.handlerRuns,
+        h.staleRuns,
+        h.waitMs,
+        h.redeliveries,
+        h.elapsedMs,
+        h.finalVersion ?? "none",
+        h.correct ? "yes" : `no (${correctnessCell(h.correctness)})`,
+      ]),
+    ),
+  );
+
+  const raw = rawWriteRate(report);
+  const workers = Object.keys(raw);
+  parts.push(`\n### 4. Throughput, events/s over ${m.options.events} distinct keys\n`);
+  parts.push(
+    "rawWrite: mean of the runs right before and right after ours (each in brackets); % of raw uses that mean.\n",
+  );
+  parts.push(
+    table(
+      [
+        "implementation",
+        ...workers.map((w) => `${w} worker${w === "1" ? "" : "s"}`),
+        "requests/event",
+        `% of raw at ${workers.at(-1)}`,
+        `CPU ms/event at ${workers.at(-1)}: client + DynamoDB Local`,
+        "load avg (1 min) after each run",
+        "correct",
+      ],
+      [
+        ...Object.entries(report.throughput).map(([name, byW]) => {
+          const top = byW[workers.at(-1) ?? ""];
+          const ceiling = raw[workers.at(-1) ?? ""] ?? 0;
+          return [
+            name,
+            ...workers.map((w) => byW[w]?.eventsPerSecond ?? "–"),
+            Object.values(byW)[0]?.requestsPerEvent ?? "–",
+            top && ceiling ? `${round((100 * top.eventsPerSecond) / ceiling, 1)}%` : "–",
+            top ? cpuCell(top) : "–",
+            workers.map((w) => byW[w]?.loadAverage1m ?? "–").join(" / "),
+            Object.values(byW).every((r) => r.correctness.ok)
+              ? "ok"
+              : Object.entries(byW)
+                  .filter(([, r]) => !r.correctness.ok)
+                  .map(([w, r]) => `${w}w: ${correctnessCell(r.correctness)}`)
+                  .join("; "),
+          ];
+        }),
+        [
+          "rawWrite (ceiling)",
+          ...workers.map(
+            (w) => `${raw[w]} (${report.rawWriteRuns[w]?.map((r) => r.eventsPerSecond).join(", ")})`,
+          ),
+          1,
+          "100%",
+          (() => {
+            const runs = report.rawWriteRuns[workers.at(-1) ?? ""] ?? [];
+            return runs.map(cpuCell).join(", ");
+          })(),
+          workers
+            .map((w) => (report.rawWriteRuns[w] ?? []).map((r) => r.loadAverage1m).join(", "))
+            .join(" / "),
+          runsOk(Object.values(report.rawWriteRuns).flat()),
+        ],
+      ],
+    ),
+  );
+
+  parts.push("\n### 5. Correctness storm: duplicates, reordering and failures after the effect\n");
+  parts.push(
+    table(
+      [
+        "implementation",
+        "deliveries",
+        "handler runs",
+        "outcomes",
+        "duplicated effects",
+        "stale final",
+        "missing",
+      ],
+      Object.entries(report.storm).map(([name, s]) => [
+        name,
+        s.deliveries,
+        s.handlerRuns,
+        Object.entries(s.outcomes)
+          .map(([o, n]) => `${o} ${n}`)
+          .join(", "),
+        s.correctness.duplicatedEffects,
+        s.correctness.staleFinal,
+        s.correctness.missing,
+      ]),
+    ),
+  );
+
+  parts.push("\n### Targets (issue 6)\n");
+  parts.push(
+    table(
+      ["target", "met", "measured"],
+      targets(report).map((t) => [t.target, t.met ? "met" : "**missed**", t.measured]),
+    ),
+  );
+  return `${parts.join("\n")}\n`;
+}
+
+/** JSON of the full report; Maps (scan results kept for the checks) are left out. */
+export function reportJson(report: Report): string {
+  return JSON.stringify(report, (_k, v) => (v instanceof Map ? undefined : v), 2);
+}

@@ -1,0 +1,97 @@
+import { PassThrough } from "node:stream";
+import { beforeAll, describe, expect, inject, it } from "vitest";
+import type { Report } from "../bench/harness.js";
+import { main } from "../bench/main.js";
+import type { IssueJson } from "../bench/report.js";
+
+/*
+ * The benchmark harness in --quick mode on the suite's DynamoDB Local: the JSON shape of issue 6, the
+ * request budget, and correctness. Functional checks only: nothing here depends on how fast anything ran.
+ */
+describe("bench --quick --json", () => {
+  let json: IssueJson;
+  let report: Report;
+
+  beforeAll(async () => {
+    let stdout = "";
+    report = await main(["--quick", "--json", "--endpoint", inject("dynamodbEndpoint")], {
+      stdout: (text) => {
+        stdout += text;
+      },
+      stderr: new PassThrough(),
+    });
+    json = JSON.parse(stdout) as IssueJson;
+  }, 600_000);
+
+  it("prints exactly the shape of issue 6", () => {
+    expect(Object.keys(json).sort()).toEqual(["hotKey", "overheadRatio", "requestsPerEvent", "throughput"]);
+    for (const counts of Object.values(json.requestsPerEvent)) {
+      expect(Object.keys(counts).sort()).toEqual(["duplicate", "failed", "new", "stale"]);
+      for (const n of Object.values(counts)) expect(Number.isFinite(n)).toBe(true);
+    }
+    expect(Object.keys(json.overheadRatio)).toEqual(expect.arrayContaining(["ours", "powertools"]));
+    for (const ratio of Object.values(json.overheadRatio)) {
+      expect(Object.keys(ratio).sort()).toEqual(["p50", "p99"]);
+      expect(ratio.p50).toBeGreaterThan(0);
+      expect(ratio.p99).toBeGreaterThan(0);
+    }
+    expect(Object.keys(json.hotKey)).toEqual(
+      expect.arrayContaining(["ours-wait", "ours-retry", "ours-supersede", "powertools", "sequencer-lock"]),
+    );
+    for (const h of Object.values(json.hotKey)) {
+      expect(Object.keys(h).sort()).toEqual(["correct", "handlerRuns", "staleRuns", "waitMs"]);
+      expect(typeof h.correct).toBe("boolean");
+    }
+    expect(Object.keys(json.throughput)).toEqual(
+      expect.arrayContaining([
+        "ours",
+        "powertools",
+        "get-then-put",
+        "conditional-put",
+        "sequencer-lock",
+        "rawWrite",
+      ]),
+    );
+    for (const byWorkers of Object.values(json.throughput)) {
+      expect(Object.keys(byWorkers).sort()).toEqual(["1", "16", "4"]);
+      for (const eps of Object.values(byWorkers)) expect(eps).toBeGreaterThan(0);
+    }
+  });
+
+  it("ours stays within the request budget: new ≤ 2 including the effect, duplicate 1, stale 1", () => {
+    const ours = json.requestsPerEvent.ours;
+    expect(ours?.new).toBeLessThanOrEqual(2);
+    expect(ours?.duplicate).toBe(1);
+    expect(ours?.stale).toBe(1);
+    expect(report.requestsPerEvent.ours?.breakdown.new).toEqual({ UpdateItem: 1, TransactWriteItems: 1 });
+    // Powertools as its design says: put + update around the effect's own write.
+    expect(json.requestsPerEvent.powertools?.new).toBe(3);
+    expect(json.requestsPerEvent.powertools?.duplicate).toBe(1);
+  });
+
+  it("ours never duplicates an effect nor leaves a stale final result, in any scenario", () => {
+    expect(report.requestsPerEvent.ours?.correctness.ok).toBe(true);
+    for (const name of ["ours-wait", "ours-retry", "ours-supersede"]) {
+      expect(json.hotKey[name]?.correct, name).toBe(true);
+      expect(report.hotKey[name]?.finalVersion, name).toBe(50);
+    }
+    for (const [workers, run] of Object.entries(report.throughput.ours ?? {})) {
+      expect(run.correctness.ok, `throughput × ${workers}`).toBe(true);
+    }
+    expect(report.storm.ours?.correctness).toMatchObject({ duplicatedEffects: 0, staleFinal: 0, missing: 0 });
+  });
+
+  it("supersede never waits on the hot key", () => {
+    expect(json.hotKey["ours-supersede"]?.waitMs).toBe(0);
+    expect(report.hotKey["ours-supersede"]?.redeliveries).toBe(0);
+  });
+
+  it("the checks can fail: they catch the baselines' duplicates and stale results", () => {
+    // The storm delivers every newest version twice: an unguarded handler applies it twice.
+    expect(report.storm.unguarded?.correctness.duplicatedEffects).toBeGreaterThan(0);
+    // Powertools treats an older version as a new event and overwrites the newer result with it.
+    expect(report.requestsPerEvent.powertools?.correctness.staleFinal).toBeGreaterThan(0);
+    // A separate (non-atomic) effect is applied again when the handler fails after it.
+    expect(report.storm["ours-put"]?.correctness.duplicatedEffects).toBeGreaterThan(0);
+  });
+});
