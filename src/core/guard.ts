@@ -110,9 +110,26 @@ export type GuardTrace =
 
 export type GuardHandler<R> = (ctx: GuardContext) => Promise<R>;
 
+/** What `apply`'s compute function gets: no lease, no signal; fence 0 (the one request returns no fence). */
+export type ApplyContext = Pick<
+  GuardContext,
+  "position" | "subject" | "identity" | "stateKey" | "fence" | "atCommit"
+>;
+
 export interface Guard {
   readonly options: Readonly<Required<Omit<GuardOptions, "onEvent">>>;
+  /** Claim, run the handler under a lease, commit: for handlers with any kind of effect. New event: 2 requests. */
   run<R>(event: GuardedEvent, handler: GuardHandler<R>, options?: RunOptions): Promise<GuardOutcome<R>>;
+  /**
+   * One request per event, for handlers whose only effects are atomic writes (`ctx.atCommit`): `compute` runs first,
+   * then claim, effects and commit go in one conditional request. `compute` must have no other side effect — it also
+   * runs for a duplicate or stale delivery, whose writes are then never applied. New event with effects: 1 request.
+   */
+  apply<R>(
+    event: GuardedEvent,
+    compute: (ctx: ApplyContext) => R | Promise<R>,
+    options?: RunOptions,
+  ): Promise<GuardOutcome<R>>;
 }
 
 /** The guard options a wrapper passes through (the rest, `now` and `onEvent`, are the wrapper's own). */
@@ -177,6 +194,7 @@ export function createGuard(options: GuardOptions): Guard {
   return {
     options: opts,
     run: (event, handler, runOptions) => run(opts, trace, event, handler, runOptions ?? {}),
+    apply: (event, compute, runOptions) => apply(opts, trace, event, compute, runOptions ?? {}),
   };
 }
 
@@ -200,53 +218,10 @@ async function run<R>(
   };
 
   // Claim, waiting with back-off while busy or in flight if the policy says so.
-  let delayMs = o.waitIntervalMs;
-  let claimed: { fence: number; attempt: number; previous?: StateRecord };
-  let claimedAtMs: number;
-  for (;;) {
-    const now = o.now();
-    const req: ClaimRequest = {
-      key,
-      position,
-      identity: event.identity,
-      nowMs: now,
-      leaseUntilMs: now + o.leaseMs,
-      expiresAtSeconds: Math.ceil((now + o.leaseMs) / 1000) + o.expiresAfterSeconds,
-      supersede: o.busy === "supersede",
-    };
-    const result = await o.store.claim(req);
-    if (result.claimed) {
-      claimed = result;
-      claimedAtMs = now;
-      break;
-    }
-    const refusal = classifyRefusal(result.state, req);
-    if (!refusal) continue; // the state changed between the write and the read (GetItem fallback): try again
-    if (refusal.kind === "duplicate") {
-      return done({ status: "duplicate", result: parseResult<R>(refusal.state.result) });
-    }
-    if (refusal.kind === "stale")
-      return done({ status: "stale", position: event.position, current: refusal.current });
-    const policy = refusal.kind === "busy" ? o.busy : o.inFlight;
-    const remainingMs = deadlineMs - o.now();
-    if (policy !== "wait" || remainingMs <= 0 || runOptions.signal?.aborted) {
-      return done(
-        refusal.kind === "busy"
-          ? { status: "busy", holder: refusal.state.position }
-          : { status: "in-flight" },
-      );
-    }
-    // Jittered back-off, but never past the deadline (one last try there) nor much past the holder's lease
-    // expiry: a crashed holder frees the subject then.
-    const untilLeaseMs = (refusal.state.leaseUntilMs ?? Number.POSITIVE_INFINITY) - o.now() + 1;
-    const sleepMs = Math.max(
-      1,
-      Math.min(Math.round(delayMs * (0.5 + Math.random() / 2)), remainingMs, untilLeaseMs),
-    );
-    trace({ type: "waiting", key, reason: refusal.kind, delayMs: sleepMs });
-    await sleep(sleepMs, runOptions.signal);
-    delayMs = Math.min(delayMs * 2, o.maxWaitIntervalMs);
-  }
+  const acquired = await acquire(o, trace, key, event, runOptions, deadlineMs, (req) => o.store.claim(req));
+  if (!acquired.ok) return done(acquired.outcome as GuardOutcome<R>);
+  const claimed = acquired.value;
+  const claimedAtMs = acquired.req.nowMs;
 
   // The old state says whose claim this was: a live holder (we superseded it) or an expired one (took over).
   const previous = claimed.previous;
@@ -348,6 +323,125 @@ async function run<R>(
     ...(superseded !== undefined ? { superseded } : {}),
     ...(tookOver ? { tookOver } : {}),
   });
+}
+
+async function apply<R>(
+  o: Resolved,
+  trace: (e: GuardTrace) => void,
+  event: GuardedEvent,
+  compute: (ctx: ApplyContext) => R | Promise<R>,
+  runOptions: RunOptions,
+): Promise<GuardOutcome<R>> {
+  const started = o.now();
+  const key = stateKey(event.subject, event.identity, event.position !== undefined);
+  const done = (outcome: GuardOutcome<R>): GuardOutcome<R> => {
+    trace({ type: "outcome", key, status: outcome.status, durationMs: o.now() - started });
+    return outcome;
+  };
+  const writes: AtomicWrite[] = [];
+  const ctx: ApplyContext = {
+    position: event.position,
+    subject: event.subject,
+    identity: event.identity,
+    stateKey: key,
+    fence: 0,
+    atCommit(write) {
+      if (!o.store.canFold(write)) {
+        throw new UnsupportedAtomicWriteError(
+          `the ${o.store.engine} store cannot fold a ${write.engine} write`,
+        );
+      }
+      writes.push(write);
+    },
+  };
+  let result: R;
+  let serialized: string | undefined;
+  try {
+    result = await compute(ctx);
+    serialized = o.storeResult ? serializeResult(result) : undefined;
+  } catch (error) {
+    return done({ status: "failed", error, released: false }); // nothing was claimed
+  }
+  const acquired = await acquire(
+    o,
+    trace,
+    key,
+    event,
+    runOptions,
+    runOptions.deadlineMs ?? started + o.leaseMs,
+    (req) =>
+      o.store.claimAndCommit({
+        ...req,
+        expiresAtSeconds: Math.ceil(req.nowMs / 1000) + o.expiresAfterSeconds,
+        result: serialized,
+        writes,
+      }),
+  );
+  if (!acquired.ok) return done(acquired.outcome as GuardOutcome<R>);
+  trace({ type: "claimed", key, fence: 0, attempt: 1 });
+  return done({ status: "processed", result, fence: 0, attempt: 1, writes: acquired.value.writes });
+}
+
+type Attempt<T> = { claimed: true } & T;
+
+/**
+ * Tries `attempt` (a claim, or a one-request apply) until it succeeds or the refusal is final: duplicate, stale,
+ * or busy / in flight under the `retry` policy or past the deadline. `wait` backs off with jitter.
+ */
+async function acquire<T extends object>(
+  o: Resolved,
+  trace: (e: GuardTrace) => void,
+  key: string,
+  event: GuardedEvent,
+  runOptions: RunOptions,
+  deadlineMs: number,
+  attempt: (req: ClaimRequest) => Promise<Attempt<T> | { claimed: false; state: StateRecord }>,
+): Promise<{ ok: true; value: Attempt<T>; req: ClaimRequest } | { ok: false; outcome: GuardOutcome<never> }> {
+  let delayMs = o.waitIntervalMs;
+  for (;;) {
+    const now = o.now();
+    const req: ClaimRequest = {
+      key,
+      position: event.position ?? UNORDERED_POSITION,
+      identity: event.identity,
+      nowMs: now,
+      leaseUntilMs: now + o.leaseMs,
+      expiresAtSeconds: Math.ceil((now + o.leaseMs) / 1000) + o.expiresAfterSeconds,
+      supersede: o.busy === "supersede",
+    };
+    const result = await attempt(req);
+    if (result.claimed) return { ok: true, value: result, req };
+    const refusal = classifyRefusal(result.state, req);
+    if (!refusal) continue; // the state changed between the write and the read (GetItem fallback): try again
+    if (refusal.kind === "duplicate") {
+      return {
+        ok: false,
+        outcome: { status: "duplicate", result: parseResult<never>(refusal.state.result) },
+      };
+    }
+    if (refusal.kind === "stale") {
+      return { ok: false, outcome: { status: "stale", position: event.position, current: refusal.current } };
+    }
+    const policy = refusal.kind === "busy" ? o.busy : o.inFlight;
+    const remainingMs = deadlineMs - o.now();
+    if (policy !== "wait" || remainingMs <= 0 || runOptions.signal?.aborted) {
+      const outcome: GuardOutcome<never> =
+        refusal.kind === "busy"
+          ? { status: "busy", holder: refusal.state.position }
+          : { status: "in-flight" };
+      return { ok: false, outcome };
+    }
+    // Jittered back-off, but never past the deadline (one last try there) nor much past the holder's lease
+    // expiry: a crashed holder frees the subject then.
+    const untilLeaseMs = (refusal.state.leaseUntilMs ?? Number.POSITIVE_INFINITY) - o.now() + 1;
+    const sleepMs = Math.max(
+      1,
+      Math.min(Math.round(delayMs * (0.5 + Math.random() / 2)), remainingMs, untilLeaseMs),
+    );
+    trace({ type: "waiting", key, reason: refusal.kind, delayMs: sleepMs });
+    await sleep(sleepMs, runOptions.signal);
+    delayMs = Math.min(delayMs * 2, o.maxWaitIntervalMs);
+  }
 }
 
 function serializeResult(result: unknown): string | undefined {

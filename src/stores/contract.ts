@@ -17,6 +17,12 @@ export interface StateStore {
   renew(req: FencedRequest & { leaseUntilMs: number }): Promise<boolean>;
   /** Marks the claimed event done, with its stored result and any atomic writes, in one request. */
   commit(req: CommitRequest): Promise<CommitResult>;
+  /**
+   * Claim and commit in one request (`guard.apply`): succeeds under the claim condition, and leaves the item
+   * done with this event committed, `fence` incremented (so any older holder's commit is refused) and `writes`
+   * applied atomically. On refusal: the state it was refused on, as for `claim`.
+   */
+  claimAndCommit(req: ClaimAndCommitRequest): Promise<ClaimAndCommitResult>;
   /** Gives the claim up after a failure, so a redelivery can claim again; false when the fence no longer holds. */
   release(req: FencedRequest): Promise<boolean>;
   /** Strongly consistent read. */
@@ -49,6 +55,15 @@ export interface CommitRequest extends FencedRequest {
   /** Effects applied in the same atomic request as the commit. */
   writes?: readonly AtomicWrite[];
 }
+
+export interface ClaimAndCommitRequest extends ClaimRequest {
+  result?: string;
+  writes?: readonly AtomicWrite[];
+}
+
+export type ClaimAndCommitResult =
+  | { claimed: true; writes: WriteOutcome[] }
+  | { claimed: false; state: StateRecord };
 
 export type CommitResult =
   | { committed: true; writes: WriteOutcome[] }

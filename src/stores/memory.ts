@@ -2,6 +2,8 @@ import { UnsupportedAtomicWriteError } from "../core/errors.js";
 import { type ClaimRequest, isClaimable, type StateRecord } from "../core/state.js";
 import type {
   AtomicWrite,
+  ClaimAndCommitRequest,
+  ClaimAndCommitResult,
   ClaimResult,
   CommitRequest,
   CommitResult,
@@ -30,6 +32,11 @@ export class MemoryStore implements StateStore {
   readonly #items = new Map<string, Entry>();
 
   async claim(req: ClaimRequest): Promise<ClaimResult> {
+    return this.#claim(req);
+  }
+
+  // Synchronous, so that claimAndCommit is one atomic step like the engine's single request.
+  #claim(req: ClaimRequest): ClaimResult {
     const entry = this.#items.get(req.key);
     const old = entry ? this.#view(entry, req.identity) : undefined;
     if (!isClaimable(old, req)) return { claimed: false, state: old as StateRecord };
@@ -49,6 +56,14 @@ export class MemoryStore implements StateStore {
     return { claimed: true, fence: record.fence, attempt, previous: old };
   }
 
+  async claimAndCommit(req: ClaimAndCommitRequest): Promise<ClaimAndCommitResult> {
+    const claim = this.#claim(req);
+    if (!claim.claimed) return claim;
+    const commit = this.#commit({ ...req, fence: claim.fence });
+    if (!commit.committed) throw new Error("unreachable: a claim just taken is held");
+    return { claimed: true, writes: commit.writes };
+  }
+
   async renew(req: FencedRequest & { leaseUntilMs: number }): Promise<boolean> {
     const entry = this.#held(req);
     if (entry) entry.record.leaseUntilMs = req.leaseUntilMs;
@@ -64,6 +79,10 @@ export class MemoryStore implements StateStore {
   }
 
   async commit(req: CommitRequest): Promise<CommitResult> {
+    return this.#commit(req);
+  }
+
+  #commit(req: CommitRequest): CommitResult {
     const entry = this.#held(req);
     if (!entry) {
       const current = this.#items.get(req.key);

@@ -6,7 +6,7 @@ import {
   ResultSerializationError,
   UnsupportedAtomicWriteError,
 } from "../../src/core/errors.js";
-import { createGuard, type GuardOptions } from "../../src/core/guard.js";
+import { type ApplyContext, createGuard, type GuardOptions } from "../../src/core/guard.js";
 import { positionFromNumber } from "../../src/core/position.js";
 import { stateKey } from "../../src/core/state-key.js";
 import type { StateStore } from "../../src/stores/contract.js";
@@ -276,6 +276,62 @@ describe.each(STORES)("guard on $name", (factory) => {
     expect(out.status === "failed" && (out.error as Error).message).toBe("lambda timeout near");
   });
 
+  it("apply: one request claims, writes and commits; duplicates and stale events are refused", async () => {
+    const g = guard();
+    const s = subject();
+    const row = `row-${randomUUID()}`;
+    let computed = 0;
+    const compute = (n: number) => (ctx: ApplyContext) => {
+      computed++;
+      ctx.atCommit(t.sink.atomic(ctx, row, `v${n}`));
+      return `r${n}`;
+    };
+    expect(await g.apply(ev(s, 4), compute(4))).toMatchObject({
+      status: "processed",
+      result: "r4",
+      writes: [{ status: "applied" }],
+    });
+    expect(await g.apply(ev(s, 4), compute(4))).toEqual({ status: "duplicate", result: "r4" });
+    expect(await g.apply(ev(s, 2), compute(2))).toEqual({ status: "stale", position: p(2), current: p(4) });
+    expect(await t.sink.read(row)).toMatchObject({ value: "v4", srcPos: p(4) });
+    expect(computed).toBe(3);
+    const failing = await g.apply(ev(s, 9), () => {
+      throw new Error("compute failed");
+    });
+    expect(failing).toMatchObject({ status: "failed", released: false });
+    expect(await g.apply(ev(s, 9), compute(9))).toMatchObject({ status: "processed", result: "r9" });
+  });
+
+  it.each(["wait", "supersede", "retry"] as const)(
+    "apply: 200 shuffled positions from 16 workers (busy=%s) end on the maximum",
+    async (busy) => {
+      const s = subject();
+      const row = `row-${randomUUID()}`;
+      const g = guard({ busy, waitIntervalMs: 5, maxWaitIntervalMs: 50 });
+      const queue = shuffle(
+        Array.from({ length: 200 }, (_, i) => i + 1),
+        busy.length * 104729,
+      );
+      async function worker() {
+        for (let n = queue.shift(); n !== undefined; n = queue.shift()) {
+          const k = n;
+          const out = await g.apply(ev(s, k), (ctx) => {
+            ctx.atCommit(t.sink.atomic(ctx, row, `v${k}`));
+            return k;
+          });
+          if (out.status === "busy" || out.status === "in-flight") queue.push(k);
+        }
+      }
+      await Promise.all(Array.from({ length: 16 }, worker));
+      expect(await t.store.read(stateKey(s, `${p(200)}:created`, true))).toMatchObject({
+        status: "done",
+        committedPosition: p(200),
+      });
+      expect(await t.sink.read(row)).toMatchObject({ value: "v200", srcPos: p(200) });
+    },
+    60_000,
+  );
+
   it("an event without a position is deduplicated by identity only", async () => {
     const g = guard();
     const s = subject();
@@ -325,6 +381,29 @@ describe("guard on dynamodb: requests per outcome (SDK middleware count)", () =>
       throw new Error("x");
     });
     expect(requests.counts).toEqual({ UpdateItem: 2 });
+  });
+
+  it("apply: new with a DynamoDB effect = 1 (TransactWriteItems), duplicate = 1, stale = 1", async () => {
+    const requests = t.requests;
+    if (!requests) throw new Error("no counter");
+    const g = createGuard({ store: t.store });
+    const s = `bucket/${randomUUID()}`;
+    const row = `row-${randomUUID()}`;
+    const compute = (ctx: ApplyContext) => {
+      ctx.atCommit(t.sink.atomic(ctx, row, "v"));
+    };
+    requests.reset();
+    expect((await g.apply(ev(s, 5), compute)).status).toBe("processed");
+    expect(requests.counts).toEqual({ TransactWriteItems: 1 });
+    requests.reset();
+    expect((await g.apply(ev(s, 5), compute)).status).toBe("duplicate");
+    expect(requests.total()).toBe(1);
+    requests.reset();
+    expect((await g.apply(ev(s, 3), compute)).status).toBe("stale");
+    expect(requests.total()).toBe(1);
+    requests.reset();
+    expect((await g.apply(ev(s, 6), () => "no effect")).status).toBe("processed");
+    expect(requests.counts).toEqual({ UpdateItem: 1 });
   });
 });
 

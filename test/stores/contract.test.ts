@@ -235,4 +235,51 @@ describe.each(STORES)("store contract: $name", (factory) => {
     expect((await t.sink.read(target))?.value).toBe("v4");
     expect((await t.store.read(k2))?.status).toBe("done");
   });
+
+  it("claimAndCommit: one request that claims, applies writes and commits; refusals as for claim", async () => {
+    const k = key();
+    const target = `row-${randomUUID()}`;
+    const first = await t.store.claimAndCommit({
+      ...request(k, at(5)),
+      result: '"five"',
+      writes: [t.sink.atomic({ position: p(5), fence: 0 }, target, "v5")],
+    });
+    expect(first).toEqual({
+      claimed: true,
+      writes: [{ description: expect.any(String), status: "applied" }],
+    });
+    expect(await t.store.read(k)).toMatchObject({
+      status: "done",
+      committedPosition: p(5),
+      result: '"five"',
+      fence: 1,
+    });
+    expect(await t.sink.read(target)).toMatchObject({ value: "v5", srcPos: p(5) });
+    const dupReq = request(k, at(5));
+    const dup = await t.store.claimAndCommit({
+      ...dupReq,
+      writes: [t.sink.atomic({ position: p(5), fence: 0 }, target, "again")],
+    });
+    expect(refusal(dup as ClaimResult, dupReq)).toBe("duplicate");
+    const oldReq = request(k, at(2));
+    expect(refusal((await t.store.claimAndCommit(oldReq)) as ClaimResult, oldReq)).toBe("stale");
+    expect((await t.sink.read(target))?.value).toBe("v5");
+  });
+
+  it("claimAndCommit waits for a live holder (busy) and, with supersede, fences it out", async () => {
+    const k = key();
+    claimed(await t.store.claim(request(k, at(3))));
+    const busyReq = request(k, at(6));
+    expect(refusal((await t.store.claimAndCommit(busyReq)) as ClaimResult, busyReq)).toBe("busy");
+    const taken = await t.store.claimAndCommit(request(k, at(6, { supersede: true })));
+    expect(taken.claimed).toBe(true);
+    expect(await t.store.read(k)).toMatchObject({ status: "done", committedPosition: p(6), fence: 2 });
+    const holder = await t.store.commit({
+      key: k,
+      fence: 1,
+      identity: `${p(3)}:created`,
+      expiresAtSeconds: 9,
+    });
+    expect(holder.committed).toBe(false);
+  });
 });

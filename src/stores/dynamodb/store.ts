@@ -7,13 +7,16 @@ import {
   TransactionCanceledException,
   type TransactWriteItem,
   TransactWriteItemsCommand,
+  type Update,
   UpdateItemCommand,
 } from "@aws-sdk/client-dynamodb";
-import { StoreError } from "../../core/errors.js";
+import { StoreError, UnsupportedAtomicWriteError } from "../../core/errors.js";
 import { rejectUnknownKeys } from "../../core/options.js";
 import type { ClaimRequest, StateRecord, StateStatus } from "../../core/state.js";
 import type {
   AtomicWrite,
+  ClaimAndCommitRequest,
+  ClaimAndCommitResult,
   ClaimResult,
   CommitRequest,
   CommitResult,
@@ -75,14 +78,11 @@ export class DynamoDBStore implements StateStore {
   }
 
   async claim(req: ClaimRequest): Promise<ClaimResult> {
-    const holderGone = req.supersede
-      ? "(#st <> :running OR #lease < :now OR #pos < :pos)"
-      : "(#st <> :running OR #lease < :now)";
     const att = attemptAttribute(req.identity);
     const update =
       "SET #st = :running, #pos = :pos, #eid = :eid, #fence = if_not_exists(#fence, :zero) + :one, " +
       "#lease = :lease, #exp = :exp ADD #att :one";
-    const condition = `attribute_not_exists(#pk) OR (${holderGone} AND (attribute_not_exists(#cpos) OR #cpos < :pos))`;
+    const condition = claimCondition(req);
     try {
       const out = await this.#client.send(
         new UpdateItemCommand({
@@ -90,7 +90,7 @@ export class DynamoDBStore implements StateStore {
           Key: { [STATE_KEY_ATTRIBUTE]: S(req.key) },
           UpdateExpression: update,
           ConditionExpression: condition,
-          ExpressionAttributeNames: { ...pick(NAMES, update + condition), "#att": att },
+          ExpressionAttributeNames: { ...pick(NAMES, `${update} ${condition}`), "#att": att },
           ExpressionAttributeValues: {
             ":running": S("running"),
             ":pos": S(req.position),
@@ -122,6 +122,49 @@ export class DynamoDBStore implements StateStore {
     }
   }
 
+  async claimAndCommit(req: ClaimAndCommitRequest): Promise<ClaimAndCommitResult> {
+    const values: Item = {
+      ":done": S("done"),
+      ":running": S("running"),
+      ":pos": S(req.position),
+      ":eid": S(req.identity),
+      ":zero": N(0),
+      ":one": N(1),
+      ":exp": N(req.expiresAtSeconds),
+      ":now": N(req.nowMs),
+    };
+    let set =
+      "SET #st = :done, #pos = :pos, #eid = :eid, #cpos = :pos, #ceid = :eid, " +
+      "#fence = if_not_exists(#fence, :zero) + :one, #exp = :exp";
+    let remove = "REMOVE #lease, #att";
+    if (req.result !== undefined) {
+      set += ", #res = :res";
+      values[":res"] = S(req.result);
+    } else {
+      remove += ", #res";
+    }
+    const update = `${set} ${remove}`;
+    const condition = claimCondition(req);
+    const input = {
+      TableName: this.#table,
+      Key: { [STATE_KEY_ATTRIBUTE]: S(req.key) },
+      UpdateExpression: update,
+      ConditionExpression: condition,
+      ExpressionAttributeNames: {
+        ...pick(NAMES, `${update} ${condition}`),
+        "#att": attemptAttribute(req.identity),
+      },
+      ExpressionAttributeValues: values,
+    };
+    const refused = async (item: Item | undefined) => {
+      const state = item ? toRecord(item, req.identity) : await this.read(req.key, req.identity);
+      if (!state) throw new StoreError(`claim of ${req.key} refused but the item is gone; retry`);
+      return { claimed: false as const, state };
+    };
+    const outcome = await this.#transact("claimAndCommit", req.key, input, dynamoWrites(req.writes));
+    return outcome.ok ? { claimed: true, writes: outcome.writes } : refused(outcome.item);
+  }
+
   async renew(req: FencedRequest & { leaseUntilMs: number }): Promise<boolean> {
     return this.#fenced("renew", req, "SET #lease = :lease", { ":lease": N(req.leaseUntilMs) });
   }
@@ -131,65 +174,54 @@ export class DynamoDBStore implements StateStore {
   }
 
   async commit(req: CommitRequest): Promise<CommitResult> {
-    const update = commitUpdate(this.#table, req);
-    const writes = (req.writes ?? []).map((w) => {
-      if (!isDynamoDBAtomicWrite(w)) throw new StoreError(`DynamoDBStore cannot fold a ${w.engine} write`);
-      return w;
-    });
-    if (writes.length === 0) {
-      try {
-        await this.#client.send(
-          new UpdateItemCommand({ ...update, ReturnValuesOnConditionCheckFailure: "ALL_OLD" }),
-        );
-        return { committed: true, writes: [] };
-      } catch (error) {
-        if (error instanceof ConditionalCheckFailedException) {
-          return { committed: false, state: error.Item ? toRecord(error.Item) : undefined };
-        }
-        throw wrap("commit", req.key, error);
-      }
-    }
-    return this.#commitWithWrites(req, update, writes);
+    const outcome = await this.#transact(
+      "commit",
+      req.key,
+      commitUpdate(this.#table, req),
+      dynamoWrites(req.writes),
+    );
+    if (outcome.ok) return { committed: true, writes: outcome.writes };
+    return { committed: false, state: outcome.item ? toRecord(outcome.item) : undefined };
   }
 
   /**
-   * Commit and effects in one TransactWriteItems. A write refused by its own (fencing) condition means the
-   * target already holds a newer position: the commit goes ahead without it and the write is reported stale.
+   * The state update alone (one UpdateItem), or with effects in one TransactWriteItems. A write refused by its own
+   * (fencing) condition means its target already holds a newer position: the update goes ahead without it, and the
+   * write is reported stale. `ok: false` is the state update's own condition failing, with the old item.
    */
-  async #commitWithWrites(
-    req: CommitRequest,
-    update: ReturnType<typeof commitUpdate>,
+  async #transact(
+    op: string,
+    key: string,
+    update: Update & { TableName: string },
     writes: DynamoDBAtomicWrite[],
-  ): Promise<CommitResult> {
+  ): Promise<{ ok: true; writes: WriteOutcome[] } | { ok: false; item?: Item }> {
     let pending = writes;
     const stale: WriteOutcome[] = [];
     for (;;) {
-      const items: TransactWriteItem[] = [
-        { Update: { ...update, ReturnValuesOnConditionCheckFailure: "ALL_OLD" } },
-        ...pending.map((w) => withOldItemOnFailure(w.item)),
-      ];
-      if (pending.length === 0) {
-        const single = await this.commit({ ...req, writes: [] });
-        return single.committed ? { committed: true, writes: stale } : single;
-      }
       try {
-        await this.#client.send(new TransactWriteItemsCommand({ TransactItems: items }));
-        return {
-          committed: true,
-          writes: [
-            ...pending.map((w) => ({ description: w.description, status: "applied" as const })),
-            ...stale,
-          ],
-        };
-      } catch (error) {
-        if (!(error instanceof TransactionCanceledException)) throw wrap("commit", req.key, error);
-        const reasons = error.CancellationReasons ?? [];
-        const stateReason = reasons[0];
-        if (stateReason?.Code === "ConditionalCheckFailed") {
-          return { committed: false, state: stateReason.Item ? toRecord(stateReason.Item) : undefined };
+        if (pending.length === 0) {
+          await this.#client.send(
+            new UpdateItemCommand({ ...update, ReturnValuesOnConditionCheckFailure: "ALL_OLD" }),
+          );
+        } else {
+          await this.#client.send(
+            new TransactWriteItemsCommand({
+              TransactItems: [
+                { Update: { ...update, ReturnValuesOnConditionCheckFailure: "ALL_OLD" } },
+                ...pending.map((w) => withOldItemOnFailure(w.item)),
+              ],
+            }),
+          );
         }
+        const applied = pending.map((w) => ({ description: w.description, status: "applied" as const }));
+        return { ok: true, writes: [...applied, ...stale] };
+      } catch (error) {
+        if (error instanceof ConditionalCheckFailedException) return { ok: false, item: error.Item };
+        if (!(error instanceof TransactionCanceledException)) throw wrap(op, key, error);
+        const reasons = error.CancellationReasons ?? [];
+        if (reasons[0]?.Code === "ConditionalCheckFailed") return { ok: false, item: reasons[0].Item };
         const refused = pending.filter((_, i) => reasons[i + 1]?.Code === "ConditionalCheckFailed");
-        if (refused.length === 0) throw wrap("commit", req.key, error); // conflict or throttling: transient
+        if (refused.length === 0) throw wrap(op, key, error); // conflict or throttling: transient
         for (const w of refused) stale.push({ description: w.description, status: "stale" });
         pending = pending.filter((w) => !refused.includes(w));
       }
@@ -258,9 +290,31 @@ function commitUpdate(table: string, req: CommitRequest) {
     Key: { [STATE_KEY_ATTRIBUTE]: S(req.key) },
     UpdateExpression: update,
     ConditionExpression: condition,
-    ExpressionAttributeNames: { ...pick(NAMES, update + condition), "#att": attemptAttribute(req.identity) },
+    ExpressionAttributeNames: {
+      ...pick(NAMES, `${update} ${condition}`),
+      "#att": attemptAttribute(req.identity),
+    },
     ExpressionAttributeValues: values,
   };
+}
+
+/**
+ * The claim condition (src/core/state.ts): the item is absent, or no live holder (or, with supersede, an older one)
+ * and the position is newer than the committed one.
+ */
+function claimCondition(req: ClaimRequest): string {
+  const holderGone = req.supersede
+    ? "(#st <> :running OR #lease < :now OR #pos < :pos)"
+    : "(#st <> :running OR #lease < :now)";
+  return `attribute_not_exists(#pk) OR (${holderGone} AND (attribute_not_exists(#cpos) OR #cpos < :pos))`;
+}
+
+function dynamoWrites(writes: readonly AtomicWrite[] | undefined): DynamoDBAtomicWrite[] {
+  return (writes ?? []).map((w) => {
+    if (!isDynamoDBAtomicWrite(w))
+      throw new UnsupportedAtomicWriteError(`DynamoDBStore cannot fold a ${w.engine} write`);
+    return w;
+  });
 }
 
 /** Only the names an expression uses may be sent (DynamoDB rejects unused ones). */

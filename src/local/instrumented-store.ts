@@ -1,0 +1,77 @@
+import { classifyRefusal } from "../core/state.js";
+import type { StateStore } from "../stores/contract.js";
+import { currentInvocation } from "./invocation-scope.js";
+import type { GuardStep, Trace } from "./trace.js";
+
+/**
+ * Wraps a state store for local runs:
+ * - a run that timed out or crashed stops renewing its lease (renew throws, like a frozen or dead
+ *   process that sends nothing; the guard then keeps its lease only until it runs out), so crashed
+ *   holders really do block their subject until the lease expires, as in Lambda;
+ * - every protocol step is traced with the run it belongs to, for reports and timelines, whatever
+ *   handler wrapper drives the guard.
+ */
+export function instrumentStore(store: StateStore, trace: Trace, now: () => number = Date.now): StateStore {
+  const emit = (key: string, step: GuardStep, position: string, fence?: number) =>
+    trace.emit({
+      type: "guard",
+      atMs: now(),
+      runId: currentInvocation()?.runId ?? "",
+      key,
+      step,
+      position,
+      ...(fence !== undefined ? { fence } : {}),
+    });
+  const positions = new Map<string, string>();
+  return {
+    get engine() {
+      return store.engine;
+    },
+    async claim(req) {
+      const result = await store.claim(req);
+      if (result.claimed) {
+        const prev = result.previous;
+        const held = prev?.status === "running";
+        const live = held && (prev.leaseUntilMs ?? 0) >= req.nowMs;
+        const step: GuardStep = live ? "superseded" : held ? "took-over" : "claimed";
+        positions.set(`${req.key}#${result.fence}`, req.position);
+        emit(req.key, step, req.position, result.fence);
+      } else {
+        // No refusal kind: the state changed under the write and the guard simply claims again.
+        const refusal = classifyRefusal(result.state, req);
+        if (refusal) emit(req.key, refusal.kind, req.position);
+      }
+      return result;
+    },
+    async claimAndCommit(req) {
+      const result = await store.claimAndCommit(req);
+      if (result.claimed) emit(req.key, "committed", req.position);
+      else {
+        const refusal = classifyRefusal(result.state, req);
+        if (refusal) emit(req.key, refusal.kind, req.position);
+      }
+      return result;
+    },
+    async renew(req) {
+      if (currentInvocation()?.signal.aborted)
+        throw new Error("frozen: a timed-out or crashed run renews nothing");
+      return store.renew(req);
+    },
+    async commit(req) {
+      const result = await store.commit(req);
+      const position = positions.get(`${req.key}#${req.fence}`) ?? "";
+      positions.delete(`${req.key}#${req.fence}`);
+      emit(req.key, result.committed ? "committed" : "lease-lost", position, req.fence);
+      return result;
+    },
+    async release(req) {
+      const released = await store.release(req);
+      const position = positions.get(`${req.key}#${req.fence}`) ?? "";
+      positions.delete(`${req.key}#${req.fence}`);
+      if (released) emit(req.key, "released", position, req.fence);
+      return released;
+    },
+    read: (key) => store.read(key),
+    canFold: (write) => store.canFold(write),
+  };
+}
