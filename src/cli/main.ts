@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 import { readFileSync } from "node:fs";
 import { Command, CommanderError } from "commander";
+import { registerDemo } from "./demo.js";
 import { registerInspect } from "./inspect.js";
+import { registerRun } from "./run.js";
 
 // src/cli/main.ts and dist/cli/main.js are both two levels below package.json.
 const { version } = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as {
@@ -16,6 +18,8 @@ const program = new Command("eonce")
 
 // Each subcommand lives in its own module and registers itself here.
 registerInspect(program);
+registerDemo(program);
+registerRun(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -1,0 +1,330 @@
+import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { CreateBucketCommand, type S3Client } from "@aws-sdk/client-s3";
+import { CreateQueueCommand, GetQueueAttributesCommand, type SQSClient } from "@aws-sdk/client-sqs";
+import { Activity } from "./activity.js";
+import {
+  BucketNotifications,
+  type BucketRouteOptions,
+  type NotificationRoute,
+} from "./bucket-notifications.js";
+import { type DynamoDBLocal, dynamoDBClient, LOCAL_REGION, startDynamoDBLocal } from "./dynamodb-local.js";
+import { LocalFunction, type LocalFunctionOptions } from "./lambda-runner.js";
+import { createPrng, type Prng } from "./prng.js";
+import { S3NotificationFactory } from "./s3-notifications.js";
+import { type LocalS3Server, S3RVER_CREDENTIALS, startS3Server } from "./s3-server.js";
+import { onShutdownSignal } from "./shutdown.js";
+import { Sleeper } from "./sleeper.js";
+import { SqsEventSource, type SqsEventSourceOptions } from "./sqs-event-source.js";
+import { type LocalSqsServer, startSqsServer } from "./sqs-server.js";
+import { Trace } from "./trace.js";
+
+export interface LocalRuntimeOptions {
+  /** Seed of every fault decision. Default 1. */
+  seed?: number;
+  /** Use a running DynamoDB (e.g. the test suite's) instead of starting DynamoDB Local. */
+  dynamodbEndpoint?: string;
+  /** Which servers to start. Default all three. */
+  services?: { dynamodb?: boolean; s3?: boolean; sqs?: boolean };
+  /** Buckets to create at start. */
+  buckets?: string[];
+  /** Version ids in notifications (see S3NotificationFactory). Default false. */
+  versioned?: boolean;
+  /** Stop cleanly on SIGINT/SIGTERM, then exit (130/143). Default false; the CLI turns it on. */
+  handleSignals?: boolean;
+}
+
+export interface QueueOptions {
+  fifo?: boolean;
+  /** Seconds, as SQS takes it. Default 30. */
+  visibilityTimeoutS?: number;
+  /** Create `<name>-dlq` and redrive to it after this many receives. */
+  maxReceiveCount?: number;
+  /** FIFO content-based deduplication. Default false. */
+  contentBasedDeduplication?: boolean;
+}
+
+export interface LocalQueue {
+  name: string;
+  url: string;
+  arn: string;
+  dlq?: { name: string; url: string; arn: string };
+}
+
+export interface IdleOptions {
+  /** Give up (and throw) after this long. Default 120 000. */
+  timeoutMs?: number;
+}
+
+/**
+ * The local AWS: DynamoDB Local, s3rver and fauxqs on 127.0.0.1, S3 notifications routed to local
+ * Lambda functions directly, via EventBridge envelopes or via SQS, with seedable faults.
+ *
+ * Handlers run unchanged: `env()` gives the variables that point the AWS SDK's default endpoints here.
+ */
+export class LocalRuntime {
+  readonly trace = new Trace();
+  readonly activity = new Activity();
+  readonly sleeper = new Sleeper();
+  readonly prng: Prng;
+  readonly dynamodb?: { endpoint: string; server?: DynamoDBLocal };
+  readonly s3?: LocalS3Server;
+  readonly sqs?: LocalSqsServer;
+  readonly notifications?: BucketNotifications;
+  readonly #functions: LocalFunction[] = [];
+  readonly #sources: SqsEventSource[] = [];
+  readonly #clients: { destroy(): void }[] = [];
+  #removeSignalHandlers: (() => void) | undefined;
+  #stopped: Promise<void> | undefined;
+  #ddbClient?: DynamoDBClient;
+  #s3Client?: S3Client;
+  #sqsClient?: SQSClient;
+
+  private constructor(
+    prng: Prng,
+    parts: {
+      dynamodb?: { endpoint: string; server?: DynamoDBLocal };
+      s3?: LocalS3Server;
+      sqs?: LocalSqsServer;
+      versioned: boolean;
+    },
+  ) {
+    this.prng = prng;
+    this.dynamodb = parts.dynamodb;
+    this.s3 = parts.s3;
+    this.sqs = parts.sqs;
+    if (parts.s3) {
+      this.notifications = new BucketNotifications({
+        s3: parts.s3,
+        sqs: parts.sqs ? this.sqsClient() : undefined,
+        factory: new S3NotificationFactory({ versioned: parts.versioned }),
+        trace: this.trace,
+        activity: this.activity,
+        sleeper: this.sleeper,
+        prng: this.prng,
+      });
+    }
+  }
+
+  static async start(options: LocalRuntimeOptions = {}): Promise<LocalRuntime> {
+    const want = { dynamodb: true, s3: true, sqs: true, ...options.services };
+    const started: { stop(): Promise<void> }[] = [];
+    try {
+      // Started ones are remembered, so a failure of another stops them again.
+      const remember = <T extends { stop(): Promise<void> }>(server: T): T => {
+        started.push(server);
+        return server;
+      };
+      // The three start in parallel: DynamoDB Local (a JVM) dominates the start time.
+      const [ddb, s3, sqs] = await Promise.all([
+        want.dynamodb && !options.dynamodbEndpoint ? startDynamoDBLocal().then(remember) : undefined,
+        want.s3 ? startS3Server({ buckets: options.buckets }).then(remember) : undefined,
+        want.sqs ? startSqsServer().then(remember) : undefined,
+      ]);
+      const dynamodb = ddb
+        ? { endpoint: ddb.endpoint, server: ddb }
+        : want.dynamodb && options.dynamodbEndpoint
+          ? { endpoint: options.dynamodbEndpoint }
+          : undefined;
+      const runtime = new LocalRuntime(createPrng(options.seed ?? 1), {
+        dynamodb,
+        s3,
+        sqs,
+        versioned: options.versioned ?? false,
+      });
+      if (options.handleSignals) runtime.#removeSignalHandlers = onShutdownSignal(() => runtime.stop());
+      return runtime;
+    } catch (error) {
+      await Promise.allSettled(started.map((s) => s.stop()));
+      throw error;
+    }
+  }
+
+  /** Shared clients for the runtime's own use (setup, measuring); destroyed by stop(). */
+  dynamodbClient(): DynamoDBClient {
+    if (!this.dynamodb) throw new Error("DynamoDB is not running in this runtime");
+    this.#ddbClient ??= this.#own(dynamoDBClient(this.dynamodb.endpoint));
+    return this.#ddbClient;
+  }
+
+  s3Client(): S3Client {
+    if (!this.s3) throw new Error("S3 is not running in this runtime");
+    this.#s3Client ??= this.#own(this.s3.client());
+    return this.#s3Client;
+  }
+
+  sqsClient(): SQSClient {
+    if (!this.sqs) throw new Error("SQS is not running in this runtime");
+    this.#sqsClient ??= this.#own(this.sqs.client());
+    return this.#sqsClient;
+  }
+
+  /**
+   * Environment variables that point an unchanged handler's default AWS SDK clients at the local
+   * servers: per-service endpoint URLs, the one key pair s3rver accepts (the others accept any), the
+   * region, checksums only when required (s3rver cannot store aws-chunked bodies), and no IMDS lookups.
+   */
+  env(): Record<string, string> {
+    const env: Record<string, string> = {
+      AWS_REGION: LOCAL_REGION,
+      AWS_DEFAULT_REGION: LOCAL_REGION,
+      AWS_ACCESS_KEY_ID: S3RVER_CREDENTIALS.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: S3RVER_CREDENTIALS.secretAccessKey,
+      AWS_REQUEST_CHECKSUM_CALCULATION: "WHEN_REQUIRED",
+      AWS_RESPONSE_CHECKSUM_VALIDATION: "WHEN_REQUIRED",
+      AWS_EC2_METADATA_DISABLED: "true",
+    };
+    if (this.dynamodb) env.AWS_ENDPOINT_URL_DYNAMODB = this.dynamodb.endpoint;
+    if (this.s3) env.AWS_ENDPOINT_URL_S3 = this.s3.endpoint;
+    if (this.sqs) env.AWS_ENDPOINT_URL_SQS = this.sqs.endpoint;
+    return env;
+  }
+
+  /** Sets env() on process.env (and drops profile/session settings); returns a function restoring it. */
+  applyEnv(extra: Record<string, string> = {}): () => void {
+    const vars = { ...this.env(), ...extra };
+    const dropped = ["AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL"];
+    const saved = new Map<string, string | undefined>();
+    for (const name of [...Object.keys(vars), ...dropped]) saved.set(name, process.env[name]);
+    for (const name of dropped) delete process.env[name];
+    Object.assign(process.env, vars);
+    return () => {
+      for (const [name, value] of saved) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
+    };
+  }
+
+  async createBucket(name: string): Promise<void> {
+    try {
+      await this.s3Client().send(new CreateBucketCommand({ Bucket: name }));
+    } catch (error) {
+      if (!(error instanceof Error && /BucketAlready/.test(error.name))) throw error;
+    }
+  }
+
+  /** Creates a queue (and its dead-letter queue when `maxReceiveCount` is set). */
+  async createQueue(name: string, options: QueueOptions = {}): Promise<LocalQueue> {
+    if (!this.sqs) throw new Error("SQS is not running in this runtime");
+    const fifo = options.fifo ?? name.endsWith(".fifo");
+    const client = this.sqsClient();
+    const base: Record<string, string> = {
+      VisibilityTimeout: String(options.visibilityTimeoutS ?? 30),
+    };
+    if (fifo) {
+      base.FifoQueue = "true";
+      if (options.contentBasedDeduplication) base.ContentBasedDeduplication = "true";
+    }
+    let dlq: LocalQueue["dlq"];
+    if (options.maxReceiveCount !== undefined) {
+      const dlqName = fifo ? `${name.replace(/\.fifo$/, "")}-dlq.fifo` : `${name}-dlq`;
+      const out = await client.send(
+        new CreateQueueCommand({ QueueName: dlqName, Attributes: fifo ? { FifoQueue: "true" } : {} }),
+      );
+      dlq = {
+        name: dlqName,
+        url: out.QueueUrl ?? this.sqs.queueUrl(dlqName),
+        arn: this.sqs.queueArn(dlqName),
+      };
+      base.RedrivePolicy = JSON.stringify({
+        deadLetterTargetArn: dlq.arn,
+        maxReceiveCount: options.maxReceiveCount,
+      });
+    }
+    const out = await client.send(new CreateQueueCommand({ QueueName: name, Attributes: base }));
+    return {
+      name,
+      url: out.QueueUrl ?? this.sqs.queueUrl(name),
+      arn: this.sqs.queueArn(name),
+      ...(dlq ? { dlq } : {}),
+    };
+  }
+
+  /** Messages in a queue, visible or not (e.g. a DLQ after a run). */
+  async queueDepth(url: string): Promise<number> {
+    const out = await this.sqsClient().send(
+      new GetQueueAttributesCommand({
+        QueueUrl: url,
+        AttributeNames: ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+      }),
+    );
+    const a = out.Attributes ?? {};
+    return Number(a.ApproximateNumberOfMessages ?? 0) + Number(a.ApproximateNumberOfMessagesNotVisible ?? 0);
+  }
+
+  /** A Lambda function run by this runtime. */
+  fn(options: LocalFunctionOptions): LocalFunction {
+    const fn = new LocalFunction(options, {
+      trace: this.trace,
+      activity: this.activity,
+      sleeper: this.sleeper,
+      prng: this.prng,
+    });
+    this.#functions.push(fn);
+    return fn;
+  }
+
+  /** Routes a bucket's object events (see NotificationRoute); returns a function removing the route. */
+  notify(bucket: string, route: NotificationRoute, options?: BucketRouteOptions): () => void {
+    if (!this.notifications) throw new Error("S3 is not running in this runtime");
+    return this.notifications.route(bucket, route, options);
+  }
+
+  /** Starts polling `options.queueUrl` for `fn` (an SQS event source mapping). */
+  sqsEventSource(fn: LocalFunction, options: SqsEventSourceOptions): SqsEventSource {
+    const source = new SqsEventSource(fn, options, {
+      client: this.sqsClient(),
+      trace: this.trace,
+      activity: this.activity,
+      sleeper: this.sleeper,
+      prng: this.prng,
+    });
+    this.#sources.push(source);
+    source.start();
+    return source;
+  }
+
+  /**
+   * Resolves when everything started has settled: no delivery waiting, retrying or running, no zombie
+   * still running, every polled queue empty. Crashed runs hang until stop() and do not count.
+   */
+  async idle(options: IdleOptions = {}): Promise<void> {
+    const deadline = Date.now() + (options.timeoutMs ?? 120_000);
+    let quietChecks = 0;
+    // Two quiet checks in a row: a settling run may enqueue new work (a retry, a message) on its way out.
+    while (quietChecks < 2) {
+      if (Date.now() > deadline)
+        throw new Error(`the local runtime did not go idle (${this.activity.count} pending)`);
+      await Promise.race([this.activity.idle(), this.sleeper.sleep(200)]);
+      const drained = await Promise.all(this.#sources.map((s) => s.drained().catch(() => false)));
+      quietChecks = this.activity.count === 0 && drained.every(Boolean) ? quietChecks + 1 : 0;
+      await new Promise((r) => setTimeout(r, 25));
+    }
+  }
+
+  /** Stops polling, cuts pending delays and retries, unwinds crashed runs, closes clients and servers. */
+  stop(): Promise<void> {
+    this.#stopped ??= (async () => {
+      this.#removeSignalHandlers?.();
+      await Promise.allSettled(this.#sources.map((s) => s.stop()));
+      this.sleeper.stop();
+      for (const fn of this.#functions) fn.unwindCrashed();
+      // Let unwinding runs finish their last requests before the servers go (bounded).
+      let timer: NodeJS.Timeout | undefined;
+      try {
+        await Promise.race([this.activity.idle(), new Promise((r) => (timer = setTimeout(r, 2000)))]);
+      } finally {
+        clearTimeout(timer);
+      }
+      this.notifications?.close();
+      for (const c of this.#clients) c.destroy();
+      await Promise.allSettled([this.s3?.stop(), this.sqs?.stop(), this.dynamodb?.server?.stop()]);
+    })();
+    return this.#stopped;
+  }
+
+  #own<T extends { destroy(): void }>(client: T): T {
+    this.#clients.push(client);
+    return client;
+  }
+}
