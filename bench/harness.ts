@@ -4,7 +4,7 @@ import { type Correctness, checkOutput } from "./check.js";
 import { type BenchClient, createBenchClient } from "./client.js";
 import { type CpuMeter, cpuMeter } from "./cpu.js";
 import { type BenchEvent, makeEvent, rng, shuffle } from "./events.js";
-import { ours } from "./impls/ours.js";
+import { ours, oursApply } from "./impls/ours.js";
 import { powertools } from "./impls/powertools.js";
 import { sequencerLock } from "./impls/sequencer-lock.js";
 import type { HandlerPlan, Implementation, Instance } from "./impls/types.js";
@@ -69,8 +69,10 @@ export const QUICK: Omit<BenchOptions, "endpoint" | "progress" | "only"> = {
 // The implementations, by scenario. Busy policies only matter when one key is contended (hot key).
 const OURS = ours("ours", { busy: "wait", atomic: true });
 const OURS_PUT = ours("ours-put", { busy: "wait", atomic: false });
+const OURS_APPLY = oursApply("ours-apply", { busy: "wait" });
 export const IMPLEMENTATIONS = {
   ours: OURS,
+  "ours-apply": OURS_APPLY,
   "ours-put": OURS_PUT,
   powertools,
   "get-then-put": getThenPut,
@@ -81,6 +83,7 @@ export const IMPLEMENTATIONS = {
 } as const;
 const REQUESTS: Implementation[] = [
   OURS,
+  OURS_APPLY,
   OURS_PUT,
   powertools,
   getThenPut,
@@ -91,6 +94,7 @@ const REQUESTS: Implementation[] = [
 const LATENCY: Implementation[] = [
   unguarded,
   OURS,
+  OURS_APPLY,
   OURS_PUT,
   powertools,
   getThenPut,
@@ -102,16 +106,28 @@ const HOT_KEY: Implementation[] = [
   ours("ours-retry", { busy: "retry", atomic: true }),
   ours("ours-supersede", { busy: "supersede", atomic: true }),
   ours("ours-put-supersede", { busy: "supersede", atomic: false }),
+  oursApply("ours-apply-wait", { busy: "wait" }),
+  oursApply("ours-apply-retry", { busy: "retry" }),
+  oursApply("ours-apply-supersede", { busy: "supersede" }),
   powertools,
   getThenPut,
   conditionalPut,
   sequencerLock,
 ];
 // ours-put is left out here only to keep the full run within a few minutes: it is the same guard, measured
-// in every other scenario.
-const THROUGHPUT: Implementation[] = [OURS, powertools, getThenPut, conditionalPut, sequencerLock];
+// in every other scenario. The raw write is measured before ours, between ours and ours-apply, and after
+// ours-apply (see measureThroughput).
+const THROUGHPUT: Implementation[] = [
+  OURS,
+  OURS_APPLY,
+  powertools,
+  getThenPut,
+  conditionalPut,
+  sequencerLock,
+];
 const STORM: Implementation[] = [
   OURS,
+  OURS_APPLY,
   OURS_PUT,
   powertools,
   getThenPut,
@@ -193,7 +209,10 @@ export interface Report {
   latency: Record<string, LatencyResult>;
   hotKey: Record<string, HotKeyResult>;
   throughput: Record<string, Record<string, ThroughputRun>>;
-  /** Raw conditional-write runs right before and after ours, per worker count (the ceiling is their mean). */
+  /**
+   * Raw conditional-write runs per worker count, right before ours, between ours and ours-apply, and right after
+   * ours-apply (the ceiling is their mean).
+   */
   rawWriteRuns: Record<string, ThroughputRun[]>;
   storm: Record<string, StormResult>;
 }
@@ -505,14 +524,14 @@ async function measureThroughput(
     };
   };
   for (const workers of options.workers) {
-    // The ceiling is measured right before and right after ours, so that the ratio the target is about
-    // compares runs seconds apart on a machine whose load drifts.
+    // The ceiling is measured right before ours, between ours and ours-apply, and right after ours-apply, so
+    // that the ratios the target is about compare runs seconds apart on a machine whose load may drift.
     const raw = [await measure(rawWrite, workers)];
     for (const impl of THROUGHPUT) {
       const runs = throughput[impl.name] ?? {};
       throughput[impl.name] = runs;
       runs[String(workers)] = await measure(impl, workers);
-      if (impl === OURS) raw.push(await measure(rawWrite, workers));
+      if (impl === OURS || impl === OURS_APPLY) raw.push(await measure(rawWrite, workers));
     }
     rawWriteRuns[String(workers)] = raw;
   }

@@ -109,7 +109,7 @@ export function chartOf(report: Report): string {
   const series: Series[] = Object.entries(report.throughput).map(([name, byW]) => ({
     name,
     points: Object.fromEntries(Object.entries(byW).map(([w, r]) => [w, r.eventsPerSecond])),
-    bold: name === "ours",
+    bold: name === "ours" || name === "ours-apply",
   }));
   series.push({ name: "raw conditional PutItem", points: rawWriteRate(report), dashed: true });
   const m = report.meta;

@@ -51,65 +51,94 @@ export interface Target {
   measured: string;
 }
 
+/** The issue's targets, for each form of ours: `ours` (guard.run, the lease protocol) and `ours-apply`. */
 export function targets(report: Report): Target[] {
+  return [
+    ...targetsFor(report, {
+      impl: "ours",
+      label: "ours",
+      hotKeyPrefix: "ours-",
+      exclude: ["ours-put", "ours-apply"],
+    }),
+    ...targetsFor(report, {
+      impl: "ours-apply",
+      label: "ours (apply)",
+      hotKeyPrefix: "ours-apply-",
+      exclude: [],
+    }),
+  ];
+}
+
+function targetsFor(
+  report: Report,
+  o: {
+    /** Key in requestsPerEvent, latency, throughput and storm. */
+    impl: string;
+    label: string;
+    /** Hot-key runs of this form are named `<prefix><busy policy>`... */
+    hotKeyPrefix: string;
+    /** ...except those starting with one of these. */
+    exclude: string[];
+  },
+): Target[] {
   const out: Target[] = [];
-  const req = report.requestsPerEvent.ours;
+  const { impl, label } = o;
+  const req = report.requestsPerEvent[impl];
   if (req) {
     out.push({
-      target: "ours: new event ≤ 2 requests including the DynamoDB effect (atomic commit)",
+      target: `${label}: new event ≤ 2 requests including the DynamoDB effect (atomic commit)`,
       met: req.new <= 2,
       measured: `${req.new} (${describe(req.breakdown.new)})`,
     });
     out.push({
-      target: "ours: duplicate = 1 request",
+      target: `${label}: duplicate = 1 request`,
       met: req.duplicate === 1,
       measured: `${req.duplicate}`,
     });
-    out.push({ target: "ours: stale = 1 request", met: req.stale === 1, measured: `${req.stale}` });
+    out.push({ target: `${label}: stale = 1 request`, met: req.stale === 1, measured: `${req.stale}` });
   }
-  const ours = report.latency.ours;
+  const ours = report.latency[impl];
   const pt = report.latency.powertools;
   if (ours && pt) {
     const below = ours.ratioP50.median <= pt.ratioP50.median;
     const withinSpread = ours.ratioP50.min <= pt.ratioP50.max;
     out.push({
-      target:
-        "ours: p50 overhead ratio not above Powertools' (same run, within the spread of the repetitions)",
+      target: `${label}: p50 overhead ratio not above Powertools' (same run, within the spread of the repetitions)`,
       met: below || withinSpread,
-      measured: `ours ${fmtSpread(ours.ratioP50)} vs Powertools ${fmtSpread(pt.ratioP50)}${below ? "" : withinSpread ? " (above, but within the spread)" : ""}`,
+      measured: `${label} ${fmtSpread(ours.ratioP50)} vs Powertools ${fmtSpread(pt.ratioP50)}${below ? "" : withinSpread ? " (above, but within the spread)" : ""}`,
     });
   }
-  const sup = report.hotKey["ours-supersede"];
+  const sup = report.hotKey[`${o.hotKeyPrefix}supersede`];
   if (sup) {
     out.push({
-      target: "ours, hot key with supersede: no waiting and a correct final result",
+      target: `${label}, hot key with supersede: no waiting and a correct final result`,
       met: sup.waitMs === 0 && sup.correct,
       measured: `wait ${sup.waitMs} ms, final version ${sup.finalVersion}, correct ${sup.correct}`,
     });
   }
   const raw = rawWriteRate(report);
   const top = String(Math.max(...Object.keys(raw).map(Number)));
-  const guarded = report.throughput.ours?.[top]?.eventsPerSecond;
+  const guarded = report.throughput[impl]?.[top]?.eventsPerSecond;
   const ceiling = raw[top];
   if (guarded !== undefined && ceiling) {
     out.push({
-      target: `ours: guarded throughput at ${top} workers ≥ 45% of the raw conditional-write rate`,
+      target: `${label}: guarded throughput at ${top} workers ≥ 45% of the raw conditional-write rate`,
       met: guarded >= 0.45 * ceiling,
       measured: `${guarded} / ${ceiling} events/s = ${round((100 * guarded) / ceiling, 1)}%`,
     });
   }
-  const oursRuns = [
-    report.requestsPerEvent.ours?.correctness,
+  const runs = [
+    report.requestsPerEvent[impl]?.correctness,
     ...Object.entries(report.hotKey)
-      .filter(([n]) => n.startsWith("ours") && !n.startsWith("ours-put"))
+      .filter(([n]) => n.startsWith(o.hotKeyPrefix) && !o.exclude.some((x) => n.startsWith(x)))
       .map(([, h]) => h.correctness),
-    ...Object.values(report.throughput.ours ?? {}).map((r) => r.correctness),
-    report.storm.ours?.correctness,
+    ...Object.values(report.throughput[impl] ?? {}).map((r) => r.correctness),
+    report.storm[impl]?.correctness,
   ].filter((c) => c !== undefined);
   out.push({
-    target: "ours (atomic commit): no duplicated effect, no stale final result, in every run",
-    met: oursRuns.every((c) => c.ok),
-    measured: `${oursRuns.filter((c) => c.ok).length}/${oursRuns.length} runs clean`,
+    target: `${label}: no duplicated effect, no stale final result, in every run`,
+    met: runs.every((c) => c.ok),
+    measured: `${runs.filter((c) => c.ok).length}/${runs.length} runs clean`,
   });
   return out;
 }
@@ -222,7 +251,7 @@ export function renderMarkdown(report: Report): string {
   const workers = Object.keys(raw);
   parts.push(`\n### 4. Throughput, events/s over ${m.options.events} distinct keys\n`);
   parts.push(
-    "rawWrite: mean of the runs right before and right after ours (each in brackets); % of raw uses that mean.\n",
+    "rawWrite: mean of the runs right before ours, between ours and ours-apply, and right after ours-apply (each in brackets); % of raw uses that mean.\n",
   );
   parts.push(
     table(

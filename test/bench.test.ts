@@ -29,14 +29,25 @@ describe("bench --quick --json", () => {
       expect(Object.keys(counts).sort()).toEqual(["duplicate", "failed", "new", "stale"]);
       for (const n of Object.values(counts)) expect(Number.isFinite(n)).toBe(true);
     }
-    expect(Object.keys(json.overheadRatio)).toEqual(expect.arrayContaining(["ours", "powertools"]));
+    expect(Object.keys(json.overheadRatio)).toEqual(
+      expect.arrayContaining(["ours", "ours-apply", "powertools"]),
+    );
     for (const ratio of Object.values(json.overheadRatio)) {
       expect(Object.keys(ratio).sort()).toEqual(["p50", "p99"]);
       expect(ratio.p50).toBeGreaterThan(0);
       expect(ratio.p99).toBeGreaterThan(0);
     }
     expect(Object.keys(json.hotKey)).toEqual(
-      expect.arrayContaining(["ours-wait", "ours-retry", "ours-supersede", "powertools", "sequencer-lock"]),
+      expect.arrayContaining([
+        "ours-wait",
+        "ours-retry",
+        "ours-supersede",
+        "ours-apply-wait",
+        "ours-apply-retry",
+        "ours-apply-supersede",
+        "powertools",
+        "sequencer-lock",
+      ]),
     );
     for (const h of Object.values(json.hotKey)) {
       expect(Object.keys(h).sort()).toEqual(["correct", "handlerRuns", "staleRuns", "waitMs"]);
@@ -45,6 +56,7 @@ describe("bench --quick --json", () => {
     expect(Object.keys(json.throughput)).toEqual(
       expect.arrayContaining([
         "ours",
+        "ours-apply",
         "powertools",
         "get-then-put",
         "conditional-put",
@@ -69,6 +81,15 @@ describe("bench --quick --json", () => {
     expect(json.requestsPerEvent.powertools?.duplicate).toBe(1);
   });
 
+  it("ours-apply: new = 1 request including the DynamoDB effect, duplicate 1, stale 1, a failure before it 0", () => {
+    expect(json.requestsPerEvent["ours-apply"]).toEqual({ new: 1, duplicate: 1, stale: 1, failed: 0 });
+    const breakdown = report.requestsPerEvent["ours-apply"]?.breakdown;
+    expect(breakdown?.new).toEqual({ TransactWriteItems: 1 });
+    expect(breakdown?.duplicate).toEqual({ TransactWriteItems: 1 });
+    expect(breakdown?.stale).toEqual({ TransactWriteItems: 1 });
+    expect(report.requestsPerEvent["ours-apply"]?.correctness.ok).toBe(true);
+  });
+
   it("ours never duplicates an effect nor leaves a stale final result, in any scenario", () => {
     expect(report.requestsPerEvent.ours?.correctness.ok).toBe(true);
     for (const name of ["ours-wait", "ours-retry", "ours-supersede"]) {
@@ -79,6 +100,25 @@ describe("bench --quick --json", () => {
       expect(run.correctness.ok, `throughput × ${workers}`).toBe(true);
     }
     expect(report.storm.ours?.correctness).toMatchObject({ duplicatedEffects: 0, staleFinal: 0, missing: 0 });
+  });
+
+  it("ours-apply never duplicates an effect nor leaves a stale final result, in any scenario", () => {
+    for (const name of ["ours-apply-wait", "ours-apply-retry", "ours-apply-supersede"]) {
+      expect(json.hotKey[name]?.correct, name).toBe(true);
+      expect(report.hotKey[name]?.finalVersion, name).toBe(50);
+      expect(report.hotKey[name]?.correctness.duplicatedEffects, name).toBe(0);
+    }
+    for (const [workers, run] of Object.entries(report.throughput["ours-apply"] ?? {})) {
+      expect(run.correctness.ok, `throughput × ${workers}`).toBe(true);
+      expect(run.requestsPerEvent, `throughput × ${workers}`).toBe(1);
+    }
+    // Failures after the effect are redelivered: the failed computation wrote nothing, the retry writes once.
+    expect(report.storm["ours-apply"]?.outcomes.failed).toBeGreaterThan(0);
+    expect(report.storm["ours-apply"]?.correctness).toMatchObject({
+      duplicatedEffects: 0,
+      staleFinal: 0,
+      missing: 0,
+    });
   });
 
   it("supersede never waits on the hot key", () => {

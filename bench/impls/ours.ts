@@ -1,4 +1,4 @@
-import { type BusyPolicy, createGuard } from "../../src/core/guard.js";
+import { type BusyPolicy, createGuard, type GuardOutcomeStatus } from "../../src/core/guard.js";
 import { DynamoDBFencedSink } from "../../src/sinks/dynamodb.js";
 import { createStateTable } from "../../src/stores/dynamodb/schema.js";
 import { DynamoDBStore } from "../../src/stores/dynamodb/store.js";
@@ -11,13 +11,13 @@ export interface OursOptions {
   atomic: boolean;
 }
 
-/** effectively-once: the guard with the DynamoDB store, the effect through the fenced DynamoDB sink. */
+/** effectively-once: the guard (`guard.run`: claim, handler under a lease, commit) with the DynamoDB store. */
 export function ours(name: string, options: OursOptions): Implementation {
   return {
     name,
     description: options.atomic
-      ? `guard (busy: ${options.busy}), effect folded into the commit (sink.putAtCommit → TransactWriteItems)`
-      : `guard (busy: ${options.busy}), effect as a separate fenced sink.put`,
+      ? `guard.run (busy: ${options.busy}), effect folded into the commit (sink.putAtCommit → TransactWriteItems)`
+      : `guard.run (busy: ${options.busy}), effect as a separate fenced sink.put`,
     async open({ client, prefix }) {
       const stateTable = `${prefix}-state`;
       const out = `${prefix}-out`;
@@ -44,18 +44,64 @@ export function ours(name: string, options: OursOptions): Implementation {
                 options.atomic ? sink.putAtCommit(ctx, effectItem(event)) : sink.put(ctx, effectItem(event)),
               ),
           );
-          switch (outcome.status) {
-            case "processed":
-            case "duplicate":
-            case "stale":
-            case "lease-lost":
-              return { outcome: outcome.status, ack: true };
-            default:
-              return { outcome: outcome.status, ack: false };
-          }
+          return acknowledge(outcome.status);
         },
         close: () => dropTables(client, [stateTable, out]),
       };
     },
   };
+}
+
+/**
+ * effectively-once, one request per event: `guard.apply`. The same handler computes the effect first (work, then
+ * `ctx.atCommit(sink.atomicPut(ctx, item))`), then claim, effect and commit go in one TransactWriteItems. The
+ * handler runs before the claim, so it also runs for duplicates and stale versions (their writes are dropped).
+ */
+export function oursApply(name: string, options: { busy: BusyPolicy }): Implementation {
+  return {
+    name,
+    description: `guard.apply (busy: ${options.busy}): compute, then claim + effect (ctx.atCommit(sink.atomicPut)) + commit in one TransactWriteItems`,
+    async open({ client, prefix }) {
+      const stateTable = `${prefix}-state`;
+      const out = `${prefix}-out`;
+      await createStateTable(client, { tableName: stateTable });
+      await createTable(client, out);
+      const stats = newStats();
+      const store = new DynamoDBStore({ client, tableName: stateTable });
+      const sink = new DynamoDBFencedSink({ client, tableName: out });
+      const guard = createGuard({
+        store,
+        busy: options.busy,
+        onEvent: (trace) => {
+          if (trace.type === "waiting") stats.waitMs += trace.delayMs;
+        },
+      });
+      return {
+        outputTable: out,
+        stats,
+        async deliver(event, plan): Promise<DeliveryResult> {
+          const outcome = await guard.apply(
+            { subject: event.subject, identity: event.identity, position: event.position },
+            (ctx) =>
+              runHandler(stats, event, plan, () => ctx.atCommit(sink.atomicPut(ctx, effectItem(event)))),
+          );
+          return acknowledge(outcome.status);
+        },
+        close: () => dropTables(client, [stateTable, out]),
+      };
+    },
+  };
+}
+
+/** Done (processed, or nothing left to do) is acknowledged; busy, in flight and failed are redelivered. */
+function acknowledge(status: GuardOutcomeStatus): DeliveryResult {
+  switch (status) {
+    case "processed":
+    case "duplicate":
+    case "stale":
+    case "lease-lost":
+      return { outcome: status, ack: true };
+    default:
+      return { outcome: status, ack: false };
+  }
 }

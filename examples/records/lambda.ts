@@ -14,5 +14,5 @@ export const handler = guardedRecordsHandler({
   dynamodb,
   recordsTable: requireEnv("RECORDS_TABLE"),
   store: new DynamoDBStore({ client: dynamodb, tableName: requireEnv("STATE_TABLE") }),
-  guard: { leaseMs: numberEnv("LEASE_MS", 30_000) },
+  options: { leaseMs: numberEnv("LEASE_MS", 30_000) },
 });

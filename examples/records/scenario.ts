@@ -2,7 +2,7 @@ import { PutObjectCommand } from "@aws-sdk/client-s3";
 import type { Scenario, ScenarioResult } from "../../src/local/demo/scenario.js";
 import { createPrng } from "../../src/local/prng.js";
 import { createTableIfMissing } from "../../src/stores/dynamodb/schema.js";
-import { countBy, forEachLimited, localStateStore, scanAll } from "../shared/demo-kit.js";
+import { countBy, forEachLimited, localStateStore, quietObservability, scanAll } from "../shared/demo-kit.js";
 import { guardedRecordsHandler, naiveRecordsHandler } from "./handler.js";
 
 /** Demo sizes at scale 1: 80 files, 20 of them uploaded again later (legitimately): 100 uploads. */
@@ -31,7 +31,7 @@ export const recordsScenario: Scenario = {
       ? guardedRecordsHandler({
           ...config,
           store: await localStateStore(runtime, `${ctx.prefix}-state`),
-          guard: { leaseMs: 2000, waitIntervalMs: 50, maxWaitIntervalMs: 400 },
+          options: { leaseMs: 2000, waitIntervalMs: 50, maxWaitIntervalMs: 400, ...quietObservability() },
         })
       : naiveRecordsHandler(config);
     const fn = runtime.fn({

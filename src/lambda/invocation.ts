@@ -224,7 +224,8 @@ export class InvocationRunner {
         if (event.kind === "s3-test") items.push({ kind: "test", event });
         else if (event.kind === "s3") {
           const guarded: GuardedEvent = { subject: event.subject, identity: event.identity };
-          if (event.position !== undefined) guarded.position = event.position;
+          // Unordered S3 events keep their identity (sequencer + operation) but no position: dedupe only.
+          if (event.position !== undefined && this.#o.orderS3Events) guarded.position = event.position;
           items.push({ kind: "event", event, guarded });
         } else items.push({ kind: "event", event, guarded: this.#deriveMessage(event, unit.delivery) });
       }

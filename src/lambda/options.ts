@@ -50,6 +50,12 @@ export interface EffectivelyOnceOptions {
   maxWaitIntervalMs?: number;
   storeResult?: boolean;
   /**
+   * S3 events: order them by sequencer within `bucket/key` (default true: an older event is skipped as stale once
+   * a newer one is committed — right when the newest state wins, e.g. a thumbnail). false: deduplicate only —
+   * every distinct event is processed once and none is skipped (e.g. one record per upload, re-uploads included).
+   */
+  orderS3Events?: boolean;
+  /**
    * Application messages (`messages: "accept"`): what order and exclusivity are scoped to, e.g. the order
    * id. Default: the EventBridge id, SNS message id or SQS message id. S3 events always use `bucket/key`.
    * A throw marks the message malformed.
@@ -81,6 +87,7 @@ export interface EffectivelyOnceOptions {
 const KEYS = [
   ...GUARD_PASS_THROUGH_KEYS,
   "pipeline",
+  "orderS3Events",
   "subject",
   "identity",
   "position",
@@ -97,6 +104,7 @@ const KEYS = [
 export interface ResolvedOptions {
   guard: Omit<GuardOptions, "onEvent">;
   pipeline: string | undefined;
+  orderS3Events: boolean;
   subject: EffectivelyOnceOptions["subject"];
   identity: EffectivelyOnceOptions["identity"];
   position: EffectivelyOnceOptions["position"];
@@ -168,6 +176,7 @@ export function resolveOptions(what: string, options: EffectivelyOnceOptions): R
   return {
     guard,
     pipeline: options.pipeline,
+    orderS3Events: requireBoolean(what, "orderS3Events", options.orderS3Events ?? true),
     subject: options.subject,
     identity: options.identity,
     position: options.position,
@@ -185,4 +194,10 @@ export function resolveOptions(what: string, options: EffectivelyOnceOptions): R
     },
     deadlineMarginMs,
   };
+}
+
+function requireBoolean(what: string, name: string, value: unknown): boolean {
+  if (typeof value !== "boolean")
+    throw new OptionsError(`${what}: ${name} must be a boolean, got ${String(value)}`);
+  return value;
 }

@@ -32,6 +32,7 @@ import {
   eventBridgeS3,
   fakeContext,
   messages,
+  nextSequencer,
   type PollResult,
   pollOnce,
   s3Event,
@@ -146,6 +147,38 @@ describe.each(FORMS)("$name form", (form) => {
     expect(o.metrics()).toMatchObject({ processed: 1, duplicate: 1 });
     expect(o.values("handlerDuration")).toHaveLength(1);
     for (const emf of o.emf()) expect(emf.pipeline).toBe("thumbnails");
+  });
+
+  it("orderS3Events: by default an older upload arriving late is stale; with false, every upload is processed once", async () => {
+    const key = `uploads/${uid()}.csv`;
+    const older = nextSequencer();
+    const newer = nextSequencer();
+    for (const orderS3Events of [true, false]) {
+      const seen: string[] = [];
+      const handler = form.wrap(
+        "s3",
+        async (event) => {
+          if (event.kind === "s3") seen.push(event.sequencer ?? "");
+        },
+        { store: tables.store, pipeline: "records", orderS3Events },
+      );
+      const bucket = orderS3Events ? "ordered" : "unordered";
+      const outcomes: string[] = [];
+      for (const sequencer of [newer, older, older]) {
+        const report = (await handler(
+          s3Event({ bucket, key, sequencer }),
+          fakeContext(),
+        )) as InvocationReport;
+        outcomes.push(...(report.deliveries[0]?.events.map((e) => e.status) ?? []));
+      }
+      if (orderS3Events) {
+        expect(outcomes).toEqual(["processed", "stale", "stale"]);
+        expect(seen).toEqual([newer]);
+      } else {
+        expect(outcomes).toEqual(["processed", "processed", "duplicate"]);
+        expect(seen).toEqual([newer, older]);
+      }
+    }
   });
 
   it("handler throws on the first attempt: claim released, the retry processes once", async () => {
