@@ -86,12 +86,7 @@ export class DynamoDBStore implements StateStore {
     try {
       const out = await this.#client.send(
         new UpdateItemCommand({
-          TableName: this.#table,
-          Key: { [STATE_KEY_ATTRIBUTE]: S(req.key) },
-          UpdateExpression: update,
-          ConditionExpression: condition,
-          ExpressionAttributeNames: { ...pick(NAMES, `${update} ${condition}`), "#att": att },
-          ExpressionAttributeValues: {
+          ...stateUpdate(this.#table, req, update, condition, {
             ":running": S("running"),
             ":pos": S(req.position),
             ":eid": S(req.identity),
@@ -100,7 +95,7 @@ export class DynamoDBStore implements StateStore {
             ":lease": N(req.leaseUntilMs),
             ":exp": N(req.expiresAtSeconds),
             ":now": N(req.nowMs),
-          },
+          }),
           // The old item tells a takeover or supersede apart from a fresh claim, at no extra cost.
           ReturnValues: "ALL_OLD",
           ReturnValuesOnConditionCheckFailure: "ALL_OLD",
@@ -145,17 +140,7 @@ export class DynamoDBStore implements StateStore {
     }
     const update = `${set} ${remove}`;
     const condition = claimCondition(req);
-    const input = {
-      TableName: this.#table,
-      Key: { [STATE_KEY_ATTRIBUTE]: S(req.key) },
-      UpdateExpression: update,
-      ConditionExpression: condition,
-      ExpressionAttributeNames: {
-        ...pick(NAMES, `${update} ${condition}`),
-        "#att": attemptAttribute(req.identity),
-      },
-      ExpressionAttributeValues: values,
-    };
+    const input = stateUpdate(this.#table, req, update, condition, values);
     const refused = async (item: Item | undefined) => {
       const state = item ? toRecord(item, req.identity) : await this.read(req.key, req.identity);
       if (!state) throw new StoreError(`claim of ${req.key} refused but the item is gone; retry`);
@@ -285,6 +270,17 @@ function commitUpdate(table: string, req: CommitRequest) {
   // The attempt counter of the committed identity is dropped: it is only needed while retrying.
   const update = `${set} ${remove}, #att`;
   const condition = "#fence = :fence AND #st = :running";
+  return stateUpdate(table, req, update, condition, values);
+}
+
+/** An UpdateItem input on one state item; `#att` names the attempt counter of `req.identity`. */
+function stateUpdate(
+  table: string,
+  req: { key: string; identity: string },
+  update: string,
+  condition: string,
+  values: Item,
+): Update & { TableName: string } {
   return {
     TableName: table,
     Key: { [STATE_KEY_ATTRIBUTE]: S(req.key) },
