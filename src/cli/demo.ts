@@ -32,6 +32,8 @@ export function registerDemo(program: Command): void {
     .option("--scale <x>", "multiply the scenarios' sizes (default 1)", positiveNumber, 1)
     .option("--dynamodb-endpoint <url>", "use this running DynamoDB Local instead of starting one")
     .action(async (options: DemoOptions) => {
+      // The SDK warns once per process that its 2027 releases need Node 22; in the demo's output it is noise.
+      process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
       try {
         process.exitCode = await demo(options);
       } catch (error) {
