@@ -1,3 +1,4 @@
+import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { type BusyPolicy, createGuard, type GuardOutcomeStatus } from "../../src/core/guard.js";
 import { DynamoDBFencedSink } from "../../src/sinks/dynamodb.js";
 import { createStateTable } from "../../src/stores/dynamodb/schema.js";
@@ -19,20 +20,7 @@ export function ours(name: string, options: OursOptions): Implementation {
       ? `guard.run (busy: ${options.busy}), effect folded into the commit (sink.putAtCommit → TransactWriteItems)`
       : `guard.run (busy: ${options.busy}), effect as a separate fenced sink.put`,
     async open({ client, prefix }) {
-      const stateTable = `${prefix}-state`;
-      const out = `${prefix}-out`;
-      await createStateTable(client, { tableName: stateTable });
-      await createTable(client, out);
-      const stats = newStats();
-      const store = new DynamoDBStore({ client, tableName: stateTable });
-      const sink = new DynamoDBFencedSink({ client, tableName: out });
-      const guard = createGuard({
-        store,
-        busy: options.busy,
-        onEvent: (trace) => {
-          if (trace.type === "waiting") stats.waitMs += trace.delayMs;
-        },
-      });
+      const { stateTable, out, stats, sink, guard } = await openGuarded(client, prefix, options.busy);
       return {
         outputTable: out,
         stats,
@@ -62,20 +50,7 @@ export function oursApply(name: string, options: { busy: BusyPolicy }): Implemen
     name,
     description: `guard.apply (busy: ${options.busy}): compute, then claim + effect (ctx.atCommit(sink.atomicPut)) + commit in one TransactWriteItems`,
     async open({ client, prefix }) {
-      const stateTable = `${prefix}-state`;
-      const out = `${prefix}-out`;
-      await createStateTable(client, { tableName: stateTable });
-      await createTable(client, out);
-      const stats = newStats();
-      const store = new DynamoDBStore({ client, tableName: stateTable });
-      const sink = new DynamoDBFencedSink({ client, tableName: out });
-      const guard = createGuard({
-        store,
-        busy: options.busy,
-        onEvent: (trace) => {
-          if (trace.type === "waiting") stats.waitMs += trace.delayMs;
-        },
-      });
+      const { stateTable, out, stats, sink, guard } = await openGuarded(client, prefix, options.busy);
       return {
         outputTable: out,
         stats,
@@ -91,6 +66,25 @@ export function oursApply(name: string, options: { busy: BusyPolicy }): Implemen
       };
     },
   };
+}
+
+/** The state table, the output table and its fenced sink, and a guard that sums its waiting into the stats. */
+async function openGuarded(client: DynamoDBClient, prefix: string, busy: BusyPolicy) {
+  const stateTable = `${prefix}-state`;
+  const out = `${prefix}-out`;
+  await createStateTable(client, { tableName: stateTable });
+  await createTable(client, out);
+  const stats = newStats();
+  const store = new DynamoDBStore({ client, tableName: stateTable });
+  const sink = new DynamoDBFencedSink({ client, tableName: out });
+  const guard = createGuard({
+    store,
+    busy,
+    onEvent: (trace) => {
+      if (trace.type === "waiting") stats.waitMs += trace.delayMs;
+    },
+  });
+  return { stateTable, out, stats, sink, guard };
 }
 
 /** Done (processed, or nothing left to do) is acknowledged; busy, in flight and failed are redelivered. */
