@@ -70,7 +70,7 @@ export function guardedRecordsHandler(config: GuardedRecordsConfig) {
         processedAt: new Date().toISOString(),
       });
     },
-    { pipeline: "records", ...config.options, store: config.store, orderS3Events: false },
+    { ...config.options, store: config.store, orderS3Events: false },
   );
 }
 
