@@ -5,13 +5,12 @@ import {
 } from "@aws-lambda-powertools/idempotency";
 import { DynamoDBPersistenceLayer } from "@aws-lambda-powertools/idempotency/dynamodb";
 import { PutItemCommand } from "@aws-sdk/client-dynamodb";
-import { marshall } from "@aws-sdk/util-dynamodb";
 import type { Context, S3EventRecord } from "aws-lambda";
 import type { BenchEvent } from "../events.js";
 import { createTable, dropTables } from "../tables.js";
 import {
   type DeliveryResult,
-  effectItem,
+  effectRow,
   type HandlerPlan,
   type Implementation,
   newStats,
@@ -59,7 +58,7 @@ export const powertools: Implementation = {
           client.send(
             new PutItemCommand({
               TableName: out,
-              Item: marshall({ ...effectItem(event), srcPos: event.position }),
+              Item: effectRow(event),
             }),
           ),
         );

@@ -7,14 +7,7 @@ import {
 } from "@aws-sdk/client-dynamodb";
 import { marshall } from "@aws-sdk/util-dynamodb";
 import { createTable, dropTables } from "../tables.js";
-import {
-  type DeliveryResult,
-  effectItem,
-  type Implementation,
-  newStats,
-  runHandler,
-  sleep,
-} from "./types.js";
+import { type DeliveryResult, effectRow, type Implementation, newStats, runHandler, sleep } from "./types.js";
 
 /** Give up after the Lambda timeout (the sample loops until the function times out). */
 const FUNCTION_TIMEOUT_MS = 30_000;
@@ -119,7 +112,7 @@ export const sequencerLock: Implementation = {
               client.send(
                 new PutItemCommand({
                   TableName: out,
-                  Item: marshall({ ...effectItem(event), srcPos: event.position }),
+                  Item: effectRow(event),
                 }),
               ),
             );

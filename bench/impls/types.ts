@@ -1,4 +1,5 @@
-import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import type { AttributeValue, DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { marshall } from "@aws-sdk/util-dynamodb";
 import type { BenchEvent } from "../events.js";
 
 /** How the handler behaves on one delivery (the harness decides; the same plan for every implementation). */
@@ -103,6 +104,11 @@ export function effectItem(event: BenchEvent): Record<string, string | number> {
     value: `thumbnail of ${event.key} v${event.version}`,
     runId: Math.random().toString(36).slice(2),
   };
+}
+
+/** The effect row as the unguarded handler and the baselines write it: the effect plus its source position. */
+export function effectRow(event: BenchEvent): Record<string, AttributeValue> {
+  return marshall({ ...effectItem(event), srcPos: event.position });
 }
 
 export function sleep(ms: number): Promise<void> {

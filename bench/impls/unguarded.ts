@@ -1,7 +1,6 @@
 import { PutItemCommand } from "@aws-sdk/client-dynamodb";
-import { marshall } from "@aws-sdk/util-dynamodb";
 import { createTable, dropTables } from "../tables.js";
-import { effectItem, type Implementation, newStats, runHandler } from "./types.js";
+import { effectRow, type Implementation, newStats, runHandler } from "./types.js";
 
 /** The handler and its effect (one plain PutItem), nothing else: the baseline for latency overhead. */
 export const unguarded: Implementation = {
@@ -19,7 +18,7 @@ export const unguarded: Implementation = {
           client.send(
             new PutItemCommand({
               TableName: out,
-              Item: marshall({ ...effectItem(event), srcPos: event.position }),
+              Item: effectRow(event),
             }),
           ),
         );
@@ -44,7 +43,7 @@ export const rawWrite: Implementation = {
         await client.send(
           new PutItemCommand({
             TableName: out,
-            Item: marshall({ ...effectItem(event), srcPos: event.position }),
+            Item: effectRow(event),
             ConditionExpression: "attribute_not_exists(pk)",
           }),
         );

@@ -1,7 +1,6 @@
 import { ConditionalCheckFailedException, GetItemCommand, PutItemCommand } from "@aws-sdk/client-dynamodb";
-import { marshall } from "@aws-sdk/util-dynamodb";
 import { createTable, dropTables } from "../tables.js";
-import { effectItem, type Implementation, newStats, runHandler, SKIPPED } from "./types.js";
+import { effectRow, type Implementation, newStats, runHandler, SKIPPED } from "./types.js";
 
 /*
  * The two fixes of the "records" articles (S3 → Lambda → DynamoDB): the record table is keyed by the
@@ -29,7 +28,7 @@ export const getThenPut: Implementation = {
           client.send(
             new PutItemCommand({
               TableName: out,
-              Item: marshall({ ...effectItem(event), srcPos: event.position }),
+              Item: effectRow(event),
             }),
           ),
         );
@@ -57,7 +56,7 @@ export const conditionalPut: Implementation = {
             await client.send(
               new PutItemCommand({
                 TableName: out,
-                Item: marshall({ ...effectItem(event), srcPos: event.position }),
+                Item: effectRow(event),
                 ConditionExpression: "attribute_not_exists(pk)",
               }),
             );
