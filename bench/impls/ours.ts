@@ -1,5 +1,6 @@
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { type BusyPolicy, createGuard, type GuardOutcomeStatus } from "../../src/core/guard.js";
+import { isAcknowledged } from "../../src/core/outcomes.js";
 import { DynamoDBFencedSink } from "../../src/sinks/dynamodb.js";
 import { createStateTable } from "../../src/stores/dynamodb/schema.js";
 import { DynamoDBStore } from "../../src/stores/dynamodb/store.js";
@@ -87,15 +88,7 @@ async function openGuarded(client: DynamoDBClient, prefix: string, busy: BusyPol
   return { stateTable, out, stats, sink, guard };
 }
 
-/** Done (processed, or nothing left to do) is acknowledged; busy, in flight and failed are redelivered. */
+/** Acknowledged as the guard's outcome table says (src/core/outcomes.ts); the rest are redelivered. */
 function acknowledge(status: GuardOutcomeStatus): DeliveryResult {
-  switch (status) {
-    case "processed":
-    case "duplicate":
-    case "stale":
-    case "lease-lost":
-      return { outcome: status, ack: true };
-    default:
-      return { outcome: status, ack: false };
-  }
+  return { outcome: status, ack: isAcknowledged(status) };
 }

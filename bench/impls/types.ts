@@ -19,7 +19,9 @@ export type DeliveryOutcome =
   | "in-flight"
   | "failed"
   /** The handler ran but its claim was taken over (supersede): nothing committed by this run. */
-  | "lease-lost";
+  | "lease-lost"
+  /** The store did not confirm a step (an outage): redelivered. */
+  | "unconfirmed";
 
 export interface DeliveryResult {
   outcome: DeliveryOutcome;

@@ -39,7 +39,7 @@ export class SubjectTooLongError extends EffectivelyOnceError {}
 /** Options that fail validation at construction: unknown keys, wrong types, inconsistent values. */
 export class OptionsError extends EffectivelyOnceError {}
 
-/** The claim was taken over (lease expired and another run claimed, or superseded): this run must not commit. */
+/** The claim was taken over (another run holds a newer fence: lease expired and claimed, or superseded). */
 export class LeaseLostError extends EffectivelyOnceError {
   readonly stateKey: string;
   readonly fence: number;
@@ -50,8 +50,32 @@ export class LeaseLostError extends EffectivelyOnceError {
   }
 }
 
-/** The state store failed (throttling, network, unexpected response). Transient: retry the delivery. */
-export class StoreError extends EffectivelyOnceError {}
+/**
+ * The lease could not be confirmed: renewals failed (a store outage) until the last confirmed lease ended. Nobody
+ * is known to hold the claim, so the delivery is not acknowledged: it is retried.
+ */
+export class LeaseUnconfirmedError extends EffectivelyOnceError {
+  readonly stateKey: string;
+  readonly fence: number;
+  constructor(stateKey: string, fence: number, options?: { cause?: unknown }) {
+    super(`lease of ${stateKey} (fence ${fence}) could not be renewed before it ended`, options);
+    this.stateKey = stateKey;
+    this.fence = fence;
+  }
+}
+
+/**
+ * The state store failed. `retryable` (the default): throttling, network, an unknown response; the request may
+ * or may not have landed, so the guard retries it, recognising its own landed attempt. `retryable: false`: the
+ * engine will never accept this request (e.g. an item over its size limit).
+ */
+export class StoreError extends EffectivelyOnceError {
+  readonly retryable: boolean;
+  constructor(message: string, options?: { cause?: unknown; retryable?: boolean }) {
+    super(message, options);
+    this.retryable = options?.retryable ?? true;
+  }
+}
 
 /** An atomic write handed to a store that cannot fold it into its commit. */
 export class UnsupportedAtomicWriteError extends EffectivelyOnceError {}

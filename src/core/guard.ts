@@ -1,22 +1,24 @@
 import type { AtomicWrite, StateStore, WriteOutcome } from "../stores/contract.js";
-import {
-  LeaseLostError,
-  OptionsError,
-  ResultSerializationError,
-  UnsupportedAtomicWriteError,
-} from "./errors.js";
+import { acquire, type NotAcquired } from "./acquire.js";
+import { type Clock, clockReading, systemClock } from "./clock.js";
+import { OptionsError, StoreError, UnsupportedAtomicWriteError } from "./errors.js";
+import { holdLease } from "./lease.js";
 import { rejectUnknownKeys, requireOneOf, requirePositiveInteger } from "./options.js";
-import type { Position } from "./position.js";
-import { type ClaimRequest, classifyRefusal, type StateRecord, UNORDERED_POSITION } from "./state.js";
+import type { GuardOutcomeStatus } from "./outcomes.js";
+import { assertPosition, type Position, positionBefore } from "./position.js";
+import { parseResult, type StoredResult, storeResult } from "./result.js";
+import { describeClaim, type StateRecord, UNORDERED_POSITION } from "./state.js";
 import { stateKey } from "./state-key.js";
 
 /**
- * The guard: claim → run the handler under a lease (renewed by heartbeats) → commit, or release on failure.
- * The protocol and its state machine are documented in state.ts; outcomes below.
+ * The guard: acquire (claim) → hold the lease (heartbeats) while the handler runs → commit, or release on failure.
+ * `run` and `apply` share the phases; the protocol and its state machine are in state.ts, the outcomes and which
+ * of them are acknowledged in outcomes.ts, the failure model in docs/architecture.md.
  */
 
 export type BusyPolicy = "wait" | "retry" | "supersede";
 export type InFlightPolicy = "wait" | "retry";
+export type { GuardOutcomeStatus } from "./outcomes.js";
 
 export interface GuardOptions {
   store: StateStore;
@@ -35,8 +37,18 @@ export interface GuardOptions {
   maxWaitIntervalMs?: number;
   /** Store the handler's result (JSON) for replay to duplicates. Default true. */
   storeResult?: boolean;
-  /** Clock, for tests. Default Date.now. */
+  /** Results larger than this (UTF-8 bytes of JSON) are not stored; the outcome says so. Default: the store's limit. */
+  maxStoredResultBytes?: number;
+  /**
+   * The most that two workers' clocks may differ. A lease is taken over only this long after it ended by the
+   * claimer's clock, so a live, heartbeating holder is never taken over while clocks agree within it.
+   * Default min(1000, leaseMs / 10).
+   */
+  clockSkewMs?: number;
+  /** Clock reading, for tests (sleeps stay real). Default Date.now. */
   now?: () => number;
+  /** Clock and sleep, for simulations on virtual time. Default the system clock. */
+  clock?: Clock;
   /** Called on every guard step, for logs and metrics (see src/observe). */
   onEvent?: (event: GuardTrace) => void;
 }
@@ -47,7 +59,7 @@ export interface GuardedEvent {
   subject: string;
   /** What makes two deliveries the same event, unique within the subject. */
   identity: string;
-  /** Order within the subject; absent: deduplicate only. */
+  /** Order within the subject (printable ASCII, see position.ts); absent: deduplicate only. */
   position?: Position;
 }
 
@@ -59,11 +71,11 @@ export interface RunOptions {
 }
 
 export interface GuardContext {
-  /** Aborted when the lease is lost (renewal refused) or the outer signal aborts. */
+  /** Aborted when the lease is lost or cannot be confirmed, or the outer signal aborts. */
   signal: AbortSignal;
   fence: number;
   position: Position | undefined;
-  /** 1 on the first claim of this event, 2 after one failed or crashed run, … */
+  /** 1 on the first claim of this event, 2 after one failed or crashed run, … (consecutive claims of it). */
   attempt: number;
   subject: string;
   identity: string;
@@ -83,17 +95,19 @@ export type GuardOutcome<R> =
       superseded?: Position;
       /** The claim was taken from a holder whose lease had expired (crashed or frozen run). */
       tookOver?: boolean;
+      /** The result was too large to store (its size in bytes): duplicates will get no result. */
+      resultOmittedBytes?: number;
     }
-  | { status: "duplicate"; result: R | undefined }
+  | { status: "duplicate"; result: R | undefined; resultOmittedBytes?: number }
   | { status: "stale"; position: Position | undefined; current: Position }
   | { status: "busy"; holder: Position }
   | { status: "in-flight" }
-  /** The handler ran, but its claim was taken over meanwhile: nothing was committed by this run. */
+  /** The handler ran, but another claim holds a newer fence: nothing was committed by this run; that holder will. */
   | { status: "lease-lost"; reason: "superseded" | "expired"; current?: StateRecord }
-  /** The handler threw; the claim was released (unless the lease was lost meanwhile). */
-  | { status: "failed"; error: unknown; released: boolean };
-
-export type GuardOutcomeStatus = GuardOutcome<unknown>["status"];
+  /** The handler threw (or the store refused its commit for good); the claim was released where possible. */
+  | { status: "failed"; error: unknown; released: boolean }
+  /** The store did not confirm the claim, lease or commit (an outage): the delivery must be retried. */
+  | { status: "unconfirmed"; phase: "claim" | "commit" | "release"; error: unknown };
 
 export type GuardTrace =
   | {
@@ -104,26 +118,32 @@ export type GuardTrace =
       superseded?: Position;
       tookOver?: boolean;
     }
-  | { type: "waiting"; key: string; reason: "busy" | "in-flight"; delayMs: number }
-  | { type: "heartbeat"; key: string; fence: number; ok: boolean }
+  | {
+      type: "waiting";
+      key: string;
+      reason: "busy" | "in-flight" | "store-error" | "changed";
+      delayMs: number;
+    }
+  | { type: "heartbeat"; key: string; fence: number; ok: boolean; error?: unknown }
   | { type: "outcome"; key: string; status: GuardOutcomeStatus; durationMs: number };
 
 export type GuardHandler<R> = (ctx: GuardContext) => Promise<R>;
 
-/** What `apply`'s compute function gets: no lease, no signal; fence 0 (the one request returns no fence). */
+/** What `apply`'s compute function gets: no lease, no signal; the fence its one request will take. */
 export type ApplyContext = Pick<
   GuardContext,
   "position" | "subject" | "identity" | "stateKey" | "fence" | "atCommit"
 >;
 
 export interface Guard {
-  readonly options: Readonly<Required<Omit<GuardOptions, "onEvent">>>;
+  readonly options: Readonly<Resolved>;
   /** Claim, run the handler under a lease, commit: for handlers with any kind of effect. New event: 2 requests. */
   run<R>(event: GuardedEvent, handler: GuardHandler<R>, options?: RunOptions): Promise<GuardOutcome<R>>;
   /**
    * One request per event, for handlers whose only effects are atomic writes (`ctx.atCommit`): `compute` runs first,
    * then claim, effects and commit go in one conditional request. `compute` must have no other side effect — it also
-   * runs for a duplicate or stale delivery, whose writes are then never applied. New event with effects: 1 request.
+   * runs for a duplicate or stale delivery, whose writes are then never applied, and again when the request is
+   * retried with another fence. New event with effects: 1 request.
    */
   apply<R>(
     event: GuardedEvent,
@@ -132,7 +152,7 @@ export interface Guard {
   ): Promise<GuardOutcome<R>>;
 }
 
-/** The guard options a wrapper passes through (the rest, `now` and `onEvent`, are the wrapper's own). */
+/** The guard options a wrapper passes through (the rest, `now`, `clock` and `onEvent`, are the wrapper's own). */
 export const GUARD_PASS_THROUGH_KEYS = [
   "store",
   "leaseMs",
@@ -143,52 +163,89 @@ export const GUARD_PASS_THROUGH_KEYS = [
   "waitIntervalMs",
   "maxWaitIntervalMs",
   "storeResult",
+  "maxStoredResultBytes",
+  "clockSkewMs",
 ] as const;
 
-const GUARD_KEYS = [...GUARD_PASS_THROUGH_KEYS, "now", "onEvent"] as const;
+const GUARD_KEYS = [...GUARD_PASS_THROUGH_KEYS, "now", "clock", "onEvent"] as const;
+
+/** Tries of a commit or release whose outcome the store did not confirm, before giving up (`unconfirmed`). */
+const SETTLE_TRIES = 4;
+
+interface Resolved {
+  store: StateStore;
+  leaseMs: number;
+  heartbeatMs: number;
+  busy: BusyPolicy;
+  inFlight: InFlightPolicy;
+  expiresAfterSeconds: number;
+  waitIntervalMs: number;
+  maxWaitIntervalMs: number;
+  storeResult: boolean;
+  maxStoredResultBytes: number;
+  clockSkewMs: number;
+  clock: Clock;
+}
 
 export function createGuard(options: GuardOptions): Guard {
+  if (typeof options !== "object" || options === null)
+    throw new OptionsError("createGuard: options are required");
   rejectUnknownKeys("createGuard", options, GUARD_KEYS);
   if (!options.store || typeof options.store.claim !== "function") {
     throw new OptionsError("createGuard: store is required");
   }
-  const leaseMs = requirePositiveInteger("createGuard", "leaseMs", options.leaseMs ?? 30_000);
+  const what = "createGuard";
+  const leaseMs = requirePositiveInteger(what, "leaseMs", options.leaseMs ?? 30_000);
   const heartbeatMs = requirePositiveInteger(
-    "createGuard",
+    what,
     "heartbeatMs",
     options.heartbeatMs ?? Math.floor(leaseMs / 3),
   );
   if (heartbeatMs >= leaseMs) {
     throw new OptionsError(`createGuard: heartbeatMs (${heartbeatMs}) must be below leaseMs (${leaseMs})`);
   }
-  const opts = {
+  const clockSkewMs = options.clockSkewMs ?? Math.min(1000, Math.floor(leaseMs / 10));
+  if (typeof clockSkewMs !== "number" || !Number.isSafeInteger(clockSkewMs) || clockSkewMs < 0) {
+    throw new OptionsError("createGuard: clockSkewMs must be a non-negative integer");
+  }
+  const storeLimit = options.store.maxResultBytes;
+  const maxStoredResultBytes = requirePositiveInteger(
+    what,
+    "maxStoredResultBytes",
+    options.maxStoredResultBytes ?? storeLimit,
+  );
+  if (maxStoredResultBytes > storeLimit) {
+    throw new OptionsError(
+      `createGuard: maxStoredResultBytes (${maxStoredResultBytes}) exceeds the ${options.store.engine} store's limit (${storeLimit})`,
+    );
+  }
+  if (options.now !== undefined && options.clock !== undefined) {
+    throw new OptionsError("createGuard: give now or clock, not both");
+  }
+  if (options.now !== undefined && typeof options.now !== "function") {
+    throw new OptionsError("createGuard: now must be a function");
+  }
+  const opts: Resolved = {
     store: options.store,
     leaseMs,
     heartbeatMs,
-    busy: requireOneOf("createGuard", "busy", options.busy ?? "wait", [
-      "wait",
-      "retry",
-      "supersede",
-    ] as const),
-    inFlight: requireOneOf("createGuard", "inFlight", options.inFlight ?? "wait", ["wait", "retry"] as const),
+    busy: requireOneOf(what, "busy", options.busy ?? "wait", ["wait", "retry", "supersede"] as const),
+    inFlight: requireOneOf(what, "inFlight", options.inFlight ?? "wait", ["wait", "retry"] as const),
     expiresAfterSeconds: requirePositiveInteger(
-      "createGuard",
+      what,
       "expiresAfterSeconds",
       options.expiresAfterSeconds ?? 7 * 24 * 3600,
     ),
-    waitIntervalMs: requirePositiveInteger("createGuard", "waitIntervalMs", options.waitIntervalMs ?? 50),
-    maxWaitIntervalMs: requirePositiveInteger(
-      "createGuard",
-      "maxWaitIntervalMs",
-      options.maxWaitIntervalMs ?? 1000,
-    ),
+    waitIntervalMs: requirePositiveInteger(what, "waitIntervalMs", options.waitIntervalMs ?? 50),
+    maxWaitIntervalMs: requirePositiveInteger(what, "maxWaitIntervalMs", options.maxWaitIntervalMs ?? 1000),
     storeResult: options.storeResult ?? true,
-    now: options.now ?? Date.now,
+    maxStoredResultBytes,
+    clockSkewMs,
+    clock: options.clock ?? (options.now ? clockReading(options.now) : systemClock),
   };
-  if (opts.expiresAfterSeconds * 1000 <= leaseMs) {
-    throw new OptionsError(
-      "createGuard: expiresAfterSeconds must outlast leaseMs, or fences could be reused",
-    );
+  // Renewals keep the item's expiry ahead of the lease; this keeps a claim that is never renewed safe too.
+  if (opts.expiresAfterSeconds * 1000 <= leaseMs + clockSkewMs) {
+    throw new OptionsError("createGuard: expiresAfterSeconds must outlast leaseMs + clockSkewMs");
   }
   const trace = options.onEvent ?? (() => {});
   return {
@@ -198,283 +255,264 @@ export function createGuard(options: GuardOptions): Guard {
   };
 }
 
-type Resolved = Guard["options"];
+type Trace = (e: GuardTrace) => void;
+
+/** The state key, after checking the position orders alike in every store. */
+function keyOf(event: GuardedEvent): string {
+  if (event.position !== undefined) assertPosition(event.position);
+  return stateKey(event.subject, event.identity, event.position !== undefined);
+}
+
+function finisher<R>(o: Resolved, trace: Trace, key: string) {
+  const started = o.clock.now();
+  return (outcome: GuardOutcome<R>): GuardOutcome<R> => {
+    trace({ type: "outcome", key, status: outcome.status, durationMs: o.clock.now() - started });
+    return outcome;
+  };
+}
+
+function atCommitFor(o: Resolved, writes: AtomicWrite[]): (write: AtomicWrite) => void {
+  return (write) => {
+    if (!o.store.canFold(write)) {
+      throw new UnsupportedAtomicWriteError(
+        `the ${o.store.engine} store cannot fold a ${write.engine} write`,
+      );
+    }
+    writes.push(write);
+  };
+}
 
 async function run<R>(
   o: Resolved,
-  trace: (e: GuardTrace) => void,
+  trace: Trace,
   event: GuardedEvent,
   handler: GuardHandler<R>,
   runOptions: RunOptions,
 ): Promise<GuardOutcome<R>> {
-  const started = o.now();
-  const ordered = event.position !== undefined;
-  const key = stateKey(event.subject, event.identity, ordered);
-  const position = event.position ?? UNORDERED_POSITION;
-  const deadlineMs = runOptions.deadlineMs ?? started + o.leaseMs;
-  const done = (outcome: GuardOutcome<R>): GuardOutcome<R> => {
-    trace({ type: "outcome", key, status: outcome.status, durationMs: o.now() - started });
-    return outcome;
-  };
+  const key = keyOf(event);
+  const done = finisher<R>(o, trace, key);
+  const deadlineMs = runOptions.deadlineMs ?? o.clock.now() + o.leaseMs;
 
-  // Claim, waiting with back-off while busy or in flight if the policy says so.
-  const acquired = await acquire(o, trace, key, event, runOptions, deadlineMs, (req) => o.store.claim(req));
-  if (!acquired.ok) return done(acquired.outcome as GuardOutcome<R>);
-  const claimed = acquired.value;
-  const claimedAtMs = acquired.req.nowMs;
+  // 1. Acquire: claim, waiting with back-off while busy or in flight if the policy says so.
+  const acquired = await acquire(
+    o,
+    { key, position: event.position, identity: event.identity },
+    deadlineMs,
+    runOptions.signal,
+    (req) => o.store.claim(req),
+    (w) => trace({ type: "waiting", key, ...w }),
+  );
+  if (!acquired.ok) return done(notAcquired<R>(acquired.why, event, "claim"));
+  const claim = acquired.value;
+  const how = describeClaim(claim.previous, acquired.req);
+  trace({ type: "claimed", key, fence: claim.fence, attempt: claim.attempt, ...how });
 
-  // The old state says whose claim this was: a live holder (we superseded it) or an expired one (took over).
-  const previous = claimed.previous;
-  const heldBefore = previous?.status === "running";
-  const liveBefore = heldBefore && (previous.leaseUntilMs ?? 0) >= claimedAtMs;
-  const superseded = liveBefore ? previous.position : undefined;
-  const tookOver = heldBefore && !liveBefore;
-  const nowAtClaim = o.now();
-  trace({ type: "claimed", key, fence: claimed.fence, attempt: claimed.attempt, superseded, tookOver });
-
-  // Run the handler under heartbeats; a refused renewal aborts it.
-  const controller = new AbortController();
-  const onOuterAbort = () => controller.abort(runOptions.signal?.reason);
-  runOptions.signal?.addEventListener("abort", onOuterAbort, { once: true });
-  // The outer signal may have aborted while the claim was in flight: no event will come for that.
-  if (runOptions.signal?.aborted) controller.abort(runOptions.signal.reason);
+  // 2. Lease: heartbeats while the handler runs; 3. execute.
+  const lease = holdLease(o, key, claim.fence, claim.leaseUntilMs, runOptions.signal, (h) =>
+    trace({ type: "heartbeat", key, fence: claim.fence, ...h }),
+  );
   const writes: AtomicWrite[] = [];
   const ctx: GuardContext = {
-    signal: controller.signal,
-    fence: claimed.fence,
+    signal: lease.signal,
+    fence: claim.fence,
     position: event.position,
-    attempt: claimed.attempt,
+    attempt: claim.attempt,
     subject: event.subject,
     identity: event.identity,
     stateKey: key,
-    atCommit(write) {
-      if (!o.store.canFold(write)) {
-        throw new UnsupportedAtomicWriteError(
-          `the ${o.store.engine} store cannot fold a ${write.engine} write`,
-        );
-      }
-      writes.push(write);
-    },
+    atCommit: atCommitFor(o, writes),
   };
-  let leaseUntilMs = nowAtClaim + o.leaseMs;
-  let renewing: Promise<void> = Promise.resolve();
-  const timer = setInterval(() => {
-    renewing = renewing.then(async () => {
-      if (controller.signal.aborted) return;
-      const next = o.now() + o.leaseMs;
-      let ok: boolean;
-      try {
-        ok = await o.store.renew({ key, fence: claimed.fence, leaseUntilMs: next });
-      } catch {
-        // A transient store error: keep running while the lease we hold is still valid.
-        ok = o.now() < leaseUntilMs;
-      }
-      if (ok) leaseUntilMs = Math.max(leaseUntilMs, next);
-      trace({ type: "heartbeat", key, fence: claimed.fence, ok });
-      if (!ok) controller.abort(new LeaseLostError(key, claimed.fence));
-    });
-  }, o.heartbeatMs);
-
   let result: R;
-  let serialized: string | undefined;
+  let stored: StoredResult;
   try {
     result = await handler(ctx);
     // Serialized here so that an unserializable result fails (and releases) like a throwing handler.
-    serialized = o.storeResult ? serializeResult(result) : undefined;
+    stored = storeResult(result, o.storeResult, o.maxStoredResultBytes);
   } catch (error) {
-    clearInterval(timer);
-    await renewing;
-    let released = false;
-    try {
-      released = await o.store.release({ key, fence: claimed.fence });
-    } catch {
-      // The lease expires anyway; the redelivery claims after it.
-    }
-    return done({ status: "failed", error, released });
+    lease.stop();
+    return done(await release<R>(o, key, claim.fence, event, error));
   } finally {
-    clearInterval(timer);
-    runOptions.signal?.removeEventListener("abort", onOuterAbort);
+    lease.stop();
   }
-  await renewing;
 
-  const now = o.now();
-  const commit = await o.store.commit({
-    key,
-    fence: claimed.fence,
-    identity: event.identity,
-    result: serialized,
-    expiresAtSeconds: Math.ceil(now / 1000) + o.expiresAfterSeconds,
-    writes,
-  });
+  // 4. Commit (or release, when the store refuses the commit for good).
+  const settled = await settle(o, () =>
+    o.store.commit({
+      key,
+      fence: claim.fence,
+      identity: event.identity,
+      result: stored.json,
+      ...(stored.omittedBytes !== undefined ? { resultOmittedBytes: stored.omittedBytes } : {}),
+      expiresAtSeconds: Math.ceil(o.clock.now() / 1000) + o.expiresAfterSeconds,
+      writes,
+    }),
+  );
+  if (!settled.ok) {
+    if (settled.retryable) return done({ status: "unconfirmed", phase: "commit", error: settled.error });
+    return done(await release<R>(o, key, claim.fence, event, settled.error));
+  }
+  const commit = settled.value;
   if (!commit.committed) {
-    const current = commit.state;
-    const reason =
-      current && current.identity !== event.identity && current.position > position
-        ? "superseded"
-        : "expired";
-    return done({ status: "lease-lost", reason, current });
+    const lost = refusedBy<R>(commit.state, claim.fence, event);
+    const gone = new StoreError(
+      "the commit was refused but no newer claim holds the subject (the item is gone)",
+    );
+    return done(lost ?? { status: "unconfirmed", phase: "commit", error: gone });
   }
   return done({
     status: "processed",
     result,
-    fence: claimed.fence,
-    attempt: claimed.attempt,
+    fence: claim.fence,
+    attempt: claim.attempt,
     writes: commit.writes,
-    ...(superseded !== undefined ? { superseded } : {}),
-    ...(tookOver ? { tookOver } : {}),
+    ...how,
+    ...(stored.omittedBytes !== undefined ? { resultOmittedBytes: stored.omittedBytes } : {}),
   });
 }
 
 async function apply<R>(
   o: Resolved,
-  trace: (e: GuardTrace) => void,
+  trace: Trace,
   event: GuardedEvent,
   compute: (ctx: ApplyContext) => R | Promise<R>,
   runOptions: RunOptions,
 ): Promise<GuardOutcome<R>> {
-  const started = o.now();
-  const key = stateKey(event.subject, event.identity, event.position !== undefined);
-  const done = (outcome: GuardOutcome<R>): GuardOutcome<R> => {
-    trace({ type: "outcome", key, status: outcome.status, durationMs: o.now() - started });
-    return outcome;
+  const key = keyOf(event);
+  const done = finisher<R>(o, trace, key);
+  // Compute runs for the fence its request takes (again only when a retry takes another fence).
+  let computed: { fence: number; result: R; stored: StoredResult; writes: AtomicWrite[] } | undefined;
+  let computeError: { error: unknown } | undefined;
+  const computeFor = async (fence: number) => {
+    if (computed?.fence === fence) return computed;
+    const writes: AtomicWrite[] = [];
+    const ctx: ApplyContext = {
+      position: event.position,
+      subject: event.subject,
+      identity: event.identity,
+      stateKey: key,
+      fence,
+      atCommit: atCommitFor(o, writes),
+    };
+    try {
+      const result = await compute(ctx);
+      computed = {
+        fence,
+        result,
+        stored: storeResult(result, o.storeResult, o.maxStoredResultBytes),
+        writes,
+      };
+      return computed;
+    } catch (error) {
+      computeError = { error };
+      throw error;
+    }
   };
-  const writes: AtomicWrite[] = [];
-  const ctx: ApplyContext = {
-    position: event.position,
-    subject: event.subject,
-    identity: event.identity,
-    stateKey: key,
-    fence: 0,
-    atCommit(write) {
-      if (!o.store.canFold(write)) {
-        throw new UnsupportedAtomicWriteError(
-          `the ${o.store.engine} store cannot fold a ${write.engine} write`,
-        );
-      }
-      writes.push(write);
-    },
-  };
-  let result: R;
-  let serialized: string | undefined;
-  try {
-    result = await compute(ctx);
-    serialized = o.storeResult ? serializeResult(result) : undefined;
-  } catch (error) {
-    return done({ status: "failed", error, released: false }); // nothing was claimed
-  }
   const acquired = await acquire(
     o,
-    trace,
-    key,
-    event,
-    runOptions,
-    runOptions.deadlineMs ?? started + o.leaseMs,
-    (req) =>
-      o.store.claimAndCommit({
+    { key, position: event.position, identity: event.identity },
+    runOptions.deadlineMs ?? o.clock.now() + o.leaseMs,
+    runOptions.signal,
+    async (req) => {
+      const c = await computeFor(req.fence);
+      return o.store.claimAndCommit({
         ...req,
         expiresAtSeconds: Math.ceil(req.nowMs / 1000) + o.expiresAfterSeconds,
-        result: serialized,
-        writes,
-      }),
+        result: c.stored.json,
+        ...(c.stored.omittedBytes !== undefined ? { resultOmittedBytes: c.stored.omittedBytes } : {}),
+        writes: c.writes,
+      });
+    },
+    (w) => trace({ type: "waiting", key, ...w }),
   );
-  if (!acquired.ok) return done(acquired.outcome as GuardOutcome<R>);
-  trace({ type: "claimed", key, fence: 0, attempt: 1 });
-  return done({ status: "processed", result, fence: 0, attempt: 1, writes: acquired.value.writes });
+  if (computeError) return done({ status: "failed", error: computeError.error, released: false }); // nothing claimed
+  if (!acquired.ok) return done(notAcquired<R>(acquired.why, event, "claim"));
+  const c = computed as NonNullable<typeof computed>;
+  trace({ type: "claimed", key, fence: c.fence, attempt: 1 });
+  return done({
+    status: "processed",
+    result: c.result,
+    fence: c.fence,
+    attempt: 1,
+    writes: acquired.value.writes,
+    ...(c.stored.omittedBytes !== undefined ? { resultOmittedBytes: c.stored.omittedBytes } : {}),
+  });
 }
 
-type Attempt<T> = { claimed: true } & T;
+/** Releases the claim after the handler failed (or its commit was refused for good). */
+async function release<R>(
+  o: Resolved,
+  key: string,
+  fence: number,
+  event: GuardedEvent,
+  error: unknown,
+): Promise<GuardOutcome<R>> {
+  const settled = await settle(o, () => o.store.release({ key, fence }));
+  if (!settled.ok) return { status: "failed", error, released: false }; // it frees at lease expiry
+  if (settled.value.ok) return { status: "failed", error, released: true };
+  return refusedBy<R>(settled.value.state, fence, event) ?? { status: "failed", error, released: false };
+}
 
 /**
- * Tries `attempt` (a claim, or a one-request apply) until it succeeds or the refusal is final: duplicate, stale,
- * or busy / in flight under the `retry` policy or past the deadline. `wait` backs off with jitter.
+ * A commit or release refused by the store. Another claim with a newer fence holds the subject (it took over, or
+ * superseded this run): that holder commits or retries, so this delivery is done (`lease-lost`). Otherwise nobody
+ * holds it (the item is gone): undefined, for the caller to report as not acknowledged.
  */
-async function acquire<T extends object>(
-  o: Resolved,
-  trace: (e: GuardTrace) => void,
-  key: string,
+function refusedBy<R>(
+  current: StateRecord | undefined,
+  fence: number,
   event: GuardedEvent,
-  runOptions: RunOptions,
-  deadlineMs: number,
-  attempt: (req: ClaimRequest) => Promise<Attempt<T> | { claimed: false; state: StateRecord }>,
-): Promise<{ ok: true; value: Attempt<T>; req: ClaimRequest } | { ok: false; outcome: GuardOutcome<never> }> {
+): GuardOutcome<R> | undefined {
+  if (!current || current.fence <= fence) return undefined;
+  const position = event.position ?? UNORDERED_POSITION;
+  const superseded = current.identity !== event.identity && positionBefore(position, current.position);
+  return { status: "lease-lost", reason: superseded ? "superseded" : "expired", current };
+}
+
+/**
+ * Sends a commit or release until the store answers, up to SETTLE_TRIES with back-off. The store recognises its
+ * own landed attempt, so a retry after a lost response is answered as done.
+ */
+async function settle<T>(
+  o: Resolved,
+  send: () => Promise<T>,
+): Promise<{ ok: true; value: T } | { ok: false; error: unknown; retryable: boolean }> {
   let delayMs = o.waitIntervalMs;
-  for (;;) {
-    const now = o.now();
-    const req: ClaimRequest = {
-      key,
-      position: event.position ?? UNORDERED_POSITION,
-      identity: event.identity,
-      nowMs: now,
-      leaseUntilMs: now + o.leaseMs,
-      expiresAtSeconds: Math.ceil((now + o.leaseMs) / 1000) + o.expiresAfterSeconds,
-      supersede: o.busy === "supersede",
-    };
-    const result = await attempt(req);
-    if (result.claimed) return { ok: true, value: result, req };
-    const refusal = classifyRefusal(result.state, req);
-    if (!refusal) continue; // the state changed between the write and the read (GetItem fallback): try again
-    if (refusal.kind === "duplicate") {
+  for (let tries = 1; ; tries++) {
+    try {
+      return { ok: true, value: await send() };
+    } catch (error) {
+      const retryable = !(error instanceof StoreError) || error.retryable;
+      if (!(error instanceof StoreError) || !retryable || tries >= SETTLE_TRIES) {
+        return { ok: false, error, retryable };
+      }
+      await o.clock.sleep(delayMs);
+      delayMs = Math.min(delayMs * 2, o.maxWaitIntervalMs);
+    }
+  }
+}
+
+function notAcquired<R>(why: NotAcquired, event: GuardedEvent, phase: "claim"): GuardOutcome<R> {
+  switch (why.kind) {
+    case "duplicate": {
+      const omitted = why.state.resultOmittedBytes;
       return {
-        ok: false,
-        outcome: { status: "duplicate", result: parseResult<never>(refusal.state.result) },
+        status: "duplicate",
+        result: parseResult<R>(why.state.result),
+        ...(omitted !== undefined ? { resultOmittedBytes: omitted } : {}),
       };
     }
-    if (refusal.kind === "stale") {
-      return { ok: false, outcome: { status: "stale", position: event.position, current: refusal.current } };
+    case "stale":
+      return { status: "stale", position: event.position, current: why.current };
+    case "busy":
+      return { status: "busy", holder: why.holder };
+    case "in-flight":
+      return { status: "in-flight" };
+    case "store-error": {
+      const retryable = !(why.error instanceof StoreError) || why.error.retryable;
+      if (why.error instanceof StoreError && retryable)
+        return { status: "unconfirmed", phase, error: why.error };
+      if (why.error instanceof StoreError) return { status: "failed", error: why.error, released: false };
+      throw why.error; // not a store failure: a bug or bad input, for the caller to route
     }
-    const policy = refusal.kind === "busy" ? o.busy : o.inFlight;
-    const remainingMs = deadlineMs - o.now();
-    if (policy !== "wait" || remainingMs <= 0 || runOptions.signal?.aborted) {
-      const outcome: GuardOutcome<never> =
-        refusal.kind === "busy"
-          ? { status: "busy", holder: refusal.state.position }
-          : { status: "in-flight" };
-      return { ok: false, outcome };
-    }
-    // Jittered back-off, but never past the deadline (one last try there) nor much past the holder's lease
-    // expiry: a crashed holder frees the subject then.
-    const untilLeaseMs = (refusal.state.leaseUntilMs ?? Number.POSITIVE_INFINITY) - o.now() + 1;
-    const sleepMs = Math.max(
-      1,
-      Math.min(Math.round(delayMs * (0.5 + Math.random() / 2)), remainingMs, untilLeaseMs),
-    );
-    trace({ type: "waiting", key, reason: refusal.kind, delayMs: sleepMs });
-    await sleep(sleepMs, runOptions.signal);
-    delayMs = Math.min(delayMs * 2, o.maxWaitIntervalMs);
   }
-}
-
-function serializeResult(result: unknown): string | undefined {
-  if (result === undefined) return undefined;
-  try {
-    return JSON.stringify(result);
-  } catch (cause) {
-    throw new ResultSerializationError(
-      "the handler's result is not JSON-serializable (or set storeResult: false)",
-      {
-        cause,
-      },
-    );
-  }
-}
-
-function parseResult<R>(json: string | undefined): R | undefined {
-  if (json === undefined) return undefined;
-  try {
-    return JSON.parse(json) as R;
-  } catch {
-    return undefined;
-  }
-}
-
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", done);
-      resolve();
-    }
-    signal?.addEventListener("abort", done, { once: true });
-  });
 }

@@ -1,11 +1,33 @@
 import { InvalidPositionError, InvalidSequencerError } from "./errors.js";
 
 /**
- * A position orders the events of one subject. It is always a string, and positions compare as plain
- * strings (`<` in JavaScript, `<` in a DynamoDB condition, `<` on a SQL text column with C collation), so
+ * A position orders the events of one subject. It is always a string of printable ASCII, and positions compare as
+ * plain strings (`<` in JavaScript, `<` in a DynamoDB condition, `<` on a SQL text column with C collation), so
  * every encoder below produces fixed-width values whose string order equals their numeric order.
+ *
+ * Why ASCII only: JavaScript compares UTF-16 code units, DynamoDB (and SQL with C collation) compare UTF-8 bytes,
+ * and the two disagree outside the Basic Multilingual Plane ("\u{1F600}" < "\uFF01" in bytes, not in UTF-16).
+ * Within printable ASCII every engine agrees, so the guard, the memory store and every engine order alike.
  */
 export type Position = string;
+
+/** 1..256 printable ASCII characters (the empty position is reserved for unordered events). */
+const POSITION_PATTERN = /^[\x20-\x7E]{1,256}$/;
+
+/** Whether `a` orders strictly before `b` (the one comparison every store implements natively). */
+export function positionBefore(a: Position, b: Position): boolean {
+  return a < b;
+}
+
+/** Throws `InvalidPositionError` unless `value` is a position every store orders the same way. */
+export function assertPosition(value: unknown): asserts value is Position {
+  if (typeof value !== "string" || !POSITION_PATTERN.test(value)) {
+    throw new InvalidPositionError(
+      `position must be 1..${MAX_POSITION_LENGTH} printable ASCII characters (encode others, e.g. as hex)` +
+        (typeof value === "string" ? `, got ${value.length} characters` : `, got a ${typeof value}`),
+    );
+  }
+}
 
 /**
  * S3 sequencers are hex strings of varying length. The S3 docs: compare two sequencers of the same key
@@ -33,7 +55,7 @@ export function compareSequencers(a: string, b: string): number {
 }
 
 export function comparePositions(a: Position, b: Position): number {
-  return a < b ? -1 : a > b ? 1 : 0;
+  return positionBefore(a, b) ? -1 : positionBefore(b, a) ? 1 : 0;
 }
 
 /** Non-negative integers up to 2^64-1 as 20 zero-padded decimal digits (a version number, a timestamp in ms). */
@@ -59,13 +81,12 @@ export const MAX_POSITION_LENGTH = 256;
 
 /**
  * Accepts what a user's `position()` derivation returns: a number or bigint (encoded), a Date (ms),
- * or a string that already compares correctly (used as is).
+ * or a string of printable ASCII that already compares correctly (used as is: "10" sorts before "9",
+ * so pad numbers or pass them as numbers).
  */
 export function toPosition(value: number | bigint | Date | string): Position {
   if (typeof value === "number" || typeof value === "bigint") return positionFromNumber(value);
   if (value instanceof Date) return positionFromDate(value);
-  if (typeof value !== "string" || value.length === 0 || value.length > MAX_POSITION_LENGTH) {
-    throw new InvalidPositionError(`position strings must have 1..${MAX_POSITION_LENGTH} characters`);
-  }
+  assertPosition(value);
   return value;
 }

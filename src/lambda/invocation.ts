@@ -1,12 +1,8 @@
 import type { Context, SQSBatchResponse } from "aws-lambda";
-import {
-  InvalidPositionError,
-  LeaseLostError,
-  MalformedEventError,
-  SubjectTooLongError,
-} from "../core/errors.js";
+import { InvalidPositionError, MalformedEventError, SubjectTooLongError } from "../core/errors.js";
 import type { Delivery, EnvelopeKind, MessageEvent, S3TestEvent } from "../core/event.js";
 import { createGuard, type GuardedEvent, type GuardOutcome } from "../core/guard.js";
+import { type GuardOutcomeStatus, isAcknowledged, OUTCOMES } from "../core/outcomes.js";
 import { toPosition } from "../core/position.js";
 import { type DeliveryObserver, type InvocationObserver, Observer } from "../observe/observer.js";
 import { parseInvocation } from "../sources/parse-invocation.js";
@@ -53,14 +49,11 @@ export type InvocationResult<R> =
 /** Which invocations a typed wrapper accepts: `sqs` batches, `direct` S3/EventBridge invokes, or `any`. */
 export type Trigger = "sqs" | "direct" | "any";
 
-const OK_STATUSES: ReadonlySet<DeliveryStatus> = new Set([
-  "processed",
-  "duplicate",
-  "stale",
-  "lease-lost",
-  "test-event",
-  "empty",
-]);
+/** Acknowledged: the guard's outcomes its table says so (src/core/outcomes.ts), test events and empty deliveries. */
+function acknowledged(status: DeliveryStatus): boolean {
+  if (status in OUTCOMES) return isAcknowledged(status as GuardOutcomeStatus);
+  return status === "test-event" || status === "empty";
+}
 
 type Item =
   | { kind: "test"; event: S3TestEvent }
@@ -184,7 +177,7 @@ export class InvocationRunner {
         failures.map((f) => ({
           correlationId: f.correlationId,
           recordIndex: f.recordIndex,
-          status: f.events.find((e) => !OK_STATUSES.has(e.status))?.status ?? "failed",
+          status: f.events.find((e) => !acknowledged(e.status))?.status ?? "failed",
         })),
         reports.length,
       );
@@ -285,7 +278,7 @@ export class InvocationRunner {
         return report(unit, !env.sqs, events);
       }
       // The rest of the delivery is redelivered with it; what did succeed comes back as duplicates.
-      if (!OK_STATUSES.has(r.status)) return report(unit, false, events);
+      if (!acknowledged(r.status)) return report(unit, false, events);
     }
     return report(unit, true, events);
   }
@@ -298,7 +291,6 @@ export class InvocationRunner {
   ): Promise<EventReport<R>> {
     const subject = guarded.subject;
     const guard = createGuard({ ...this.#o.guard, onEvent: obs.trace(guarded) });
-    let leaseLost = false;
     const started = performance.now();
     let outcome: GuardOutcome<R>;
     try {
@@ -318,7 +310,6 @@ export class InvocationRunner {
             return await env.handler(event, ctx as HandlerContext);
           } finally {
             obs.handlerDuration(performance.now() - handlerStarted);
-            leaseLost = gctx.signal.aborted && gctx.signal.reason instanceof LeaseLostError;
             combined.dispose();
           }
         },
@@ -335,10 +326,6 @@ export class InvocationRunner {
       }
       obs.storeFailed(subject, error);
       return { status: "failed", subject };
-    }
-    // A handler aborted by a refused renewal: another run holds the claim, so this delivery is done.
-    if (outcome.status === "failed" && leaseLost && !outcome.released) {
-      outcome = { status: "lease-lost", reason: "expired" };
     }
     obs.outcome(guarded, outcome, performance.now() - started);
     const r: EventReport<R> = { status: outcome.status, subject };

@@ -49,6 +49,10 @@ export interface EffectivelyOnceOptions {
   waitIntervalMs?: number;
   maxWaitIntervalMs?: number;
   storeResult?: boolean;
+  /** Results larger than this are not stored for replay; see the guard. Default: the store's limit. */
+  maxStoredResultBytes?: number;
+  /** The most that workers' clocks may differ; see the guard. Default min(1000, leaseMs / 10). */
+  clockSkewMs?: number;
   /**
    * S3 events: order them by sequencer within `bucket/key` (default true: an older event is skipped as stale once
    * a newer one is committed — right when the newest state wins, e.g. a thumbnail). false: deduplicate only —

@@ -1,4 +1,4 @@
-import { classifyRefusal } from "../core/state.js";
+import { classifyRefusal, describeClaim, type Refusal } from "../core/state.js";
 import type { StateStore } from "../stores/contract.js";
 import { currentInvocation } from "./invocation-scope.js";
 import type { GuardStep, Trace } from "./trace.js";
@@ -22,24 +22,28 @@ export function instrumentStore(store: StateStore, trace: Trace, now: () => numb
       position,
       ...(fence !== undefined ? { fence } : {}),
     });
+  // No step for a fence refusal or none at all: the guard simply claims again.
+  const emitRefusal = (key: string, refusal: Refusal | undefined, position: string) => {
+    if (refusal && refusal.kind !== "fence") emit(key, refusal.kind, position);
+  };
   const positions = new Map<string, string>();
   return {
     get engine() {
       return store.engine;
     },
+    get maxResultBytes() {
+      return store.maxResultBytes;
+    },
     async claim(req) {
       const result = await store.claim(req);
       if (result.claimed) {
-        const prev = result.previous;
-        const held = prev?.status === "running";
-        const live = held && (prev.leaseUntilMs ?? 0) >= req.nowMs;
-        const step: GuardStep = live ? "superseded" : held ? "took-over" : "claimed";
+        const how = describeClaim(result.previous, req);
+        const step: GuardStep =
+          how.superseded !== undefined ? "superseded" : how.tookOver ? "took-over" : "claimed";
         positions.set(`${req.key}#${result.fence}`, req.position);
         emit(req.key, step, req.position, result.fence);
       } else {
-        // No refusal kind: the state changed under the write and the guard simply claims again.
-        const refusal = classifyRefusal(result.state, req);
-        if (refusal) emit(req.key, refusal.kind, req.position);
+        emitRefusal(req.key, classifyRefusal(result.state, req), req.position);
       }
       return result;
     },
@@ -47,8 +51,7 @@ export function instrumentStore(store: StateStore, trace: Trace, now: () => numb
       const result = await store.claimAndCommit(req);
       if (result.claimed) emit(req.key, "committed", req.position);
       else {
-        const refusal = classifyRefusal(result.state, req);
-        if (refusal) emit(req.key, refusal.kind, req.position);
+        emitRefusal(req.key, classifyRefusal(result.state, req), req.position);
       }
       return result;
     },
@@ -68,7 +71,7 @@ export function instrumentStore(store: StateStore, trace: Trace, now: () => numb
       const released = await store.release(req);
       const position = positions.get(`${req.key}#${req.fence}`) ?? "";
       positions.delete(`${req.key}#${req.fence}`);
-      if (released) emit(req.key, "released", position, req.fence);
+      if (released.ok) emit(req.key, "released", position, req.fence);
       return released;
     },
     read: (key) => store.read(key),

@@ -24,8 +24,10 @@ export const COUNTERS = [
   "leaseLost",
   /** This run claimed an event whose previous holder's lease had expired (a crashed or frozen run). */
   "tookOver",
-  /** The handler threw (or the store failed): failed for a later redelivery. */
+  /** The handler threw (or the store refused its commit for good): failed for a later redelivery. */
   "failed",
+  /** The store did not confirm a claim, lease or commit (an outage): not acknowledged, redelivered. */
+  "unconfirmed",
   /** Input that is no event (typed MalformedEventError): dead-lettered via the queue, or acknowledged. */
   "malformed",
   /** `s3:TestEvent`: acknowledged. */

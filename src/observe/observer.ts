@@ -233,10 +233,13 @@ export class DeliveryObserver {
       } else if (t.type === "waiting") {
         this.log("debug", `waiting for ${subject} (${t.reason}, ${t.delayMs} ms)`, { subject });
       } else if (t.type === "heartbeat" && !t.ok) {
-        this.log("warn", `lease renewal refused for ${subject}: aborting the handler`, {
-          subject,
-          fence: t.fence,
-        });
+        this.log(
+          "warn",
+          t.error === undefined
+            ? `lease renewal refused for ${subject}: aborting the handler`
+            : `lease renewal failed for ${subject}: retried; the handler is aborted if the lease ends unconfirmed`,
+          { subject, fence: t.fence, ...(t.error !== undefined ? { error: t.error } : {}) },
+        );
       }
     };
   }
@@ -260,6 +263,9 @@ export class DeliveryObserver {
           fence: outcome.fence,
           attempt: outcome.attempt,
           ...(outcome.writes.length > 0 ? { writes: outcome.writes } : {}),
+          ...(outcome.resultOmittedBytes !== undefined
+            ? { resultOmittedBytes: outcome.resultOmittedBytes }
+            : {}),
         });
         return;
       case "duplicate":
@@ -310,6 +316,14 @@ export class DeliveryObserver {
           "error",
           `handler failed for ${subject}; ${outcome.released ? "claim released" : "claim not released (it frees at lease expiry)"}, delivery failed for a retry`,
           { ...f, released: outcome.released, error: outcome.error },
+        );
+        return;
+      case "unconfirmed":
+        m.count("unconfirmed");
+        this.log(
+          "error",
+          `state store did not confirm the ${outcome.phase} for ${subject}; delivery failed for a retry`,
+          { ...f, phase: outcome.phase, error: outcome.error },
         );
         return;
     }

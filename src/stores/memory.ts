@@ -1,5 +1,6 @@
-import { UnsupportedAtomicWriteError } from "../core/errors.js";
-import { type ClaimRequest, isClaimable, type StateRecord } from "../core/state.js";
+import { OptionsError, UnsupportedAtomicWriteError } from "../core/errors.js";
+import { rejectUnknownKeys, requirePositiveInteger } from "../core/options.js";
+import { type ClaimRequest, claimAllowed, isOwnClaim, type StateRecord } from "../core/state.js";
 import type {
   AtomicWrite,
   ClaimAndCommitRequest,
@@ -8,9 +9,13 @@ import type {
   CommitRequest,
   CommitResult,
   FencedRequest,
+  FencedResult,
+  RenewRequest,
   StateStore,
   WriteOutcome,
 } from "./contract.js";
+import { unknownWrites } from "./contract.js";
+import { DYNAMODB_MAX_RESULT_BYTES } from "./dynamodb/limits.js";
 
 /** An effect the memory store applies inside its commit: `apply` returns false when its fencing refuses it. */
 export interface MemoryAtomicWrite extends AtomicWrite {
@@ -18,111 +23,167 @@ export interface MemoryAtomicWrite extends AtomicWrite {
   apply(): boolean;
 }
 
-interface Entry {
-  record: StateRecord;
-  attempts: Map<string, number>;
+export interface MemoryStoreOptions {
+  /** Largest stored result; default the DynamoDB store's, so local runs behave as deployed ones. */
+  maxResultBytes?: number;
 }
 
 /**
  * The reference store: the state machine of src/core/state.ts in a Map, one process only. It passes the
  * same contract suite as the DynamoDB store; use it for unit tests of handlers, never for production.
+ * Every operation is synchronous inside, so each is one atomic step like the engine's single request.
  */
 export class MemoryStore implements StateStore {
   readonly engine = "memory";
-  readonly #items = new Map<string, Entry>();
+  readonly maxResultBytes: number;
+  readonly #items = new Map<string, StateRecord>();
+
+  constructor(options: MemoryStoreOptions = {}) {
+    if (typeof options !== "object" || options === null)
+      throw new OptionsError("MemoryStore: options must be an object");
+    rejectUnknownKeys("MemoryStore", options, ["maxResultBytes"]);
+    this.maxResultBytes = requirePositiveInteger(
+      "MemoryStore",
+      "maxResultBytes",
+      options.maxResultBytes ?? DYNAMODB_MAX_RESULT_BYTES,
+    );
+  }
 
   async claim(req: ClaimRequest): Promise<ClaimResult> {
     return this.#claim(req);
   }
 
-  // Synchronous, so that claimAndCommit is one atomic step like the engine's single request.
   #claim(req: ClaimRequest): ClaimResult {
-    const entry = this.#items.get(req.key);
-    const old = entry ? this.#view(entry, req.identity) : undefined;
-    if (!isClaimable(old, req)) return { claimed: false, state: old as StateRecord };
-    const attempts = entry?.attempts ?? new Map<string, number>();
-    const attempt = (attempts.get(req.identity) ?? 0) + 1;
-    attempts.set(req.identity, attempt);
+    const old = this.#items.get(req.key);
+    if (!claimAllowed(old, req)) {
+      const state = { ...(old as StateRecord) };
+      // A retry of a claim that landed: ours, not a refusal.
+      if (isOwnClaim(state, req) && state.status === "running") {
+        return {
+          claimed: true,
+          fence: state.fence,
+          attempt: state.attempts,
+          leaseUntilMs: state.leaseUntilMs ?? req.leaseUntilMs,
+        };
+      }
+      return { claimed: false, state };
+    }
+    const attempt = old && old.identity === req.identity ? old.attempts + 1 : 1;
     const record: StateRecord = {
-      ...(old ?? { key: req.key, attempts: 0 }),
+      ...(old ?? { key: req.key }),
       status: "running",
       position: req.position,
       identity: req.identity,
-      fence: (old?.fence ?? 0) + 1,
+      fence: req.fence,
+      token: req.token,
       leaseUntilMs: req.leaseUntilMs,
       expiresAtSeconds: req.expiresAtSeconds,
+      attempts: attempt,
     };
-    this.#items.set(req.key, { record, attempts });
-    return { claimed: true, fence: record.fence, attempt, previous: old };
+    this.#items.set(req.key, record);
+    return {
+      claimed: true,
+      fence: req.fence,
+      attempt,
+      leaseUntilMs: req.leaseUntilMs,
+      previous: old ? { ...old } : undefined,
+    };
   }
 
   async claimAndCommit(req: ClaimAndCommitRequest): Promise<ClaimAndCommitResult> {
+    const old = this.#items.get(req.key);
+    if (old && isOwnClaim(old, req) && old.status === "done") {
+      return { claimed: true, writes: unknownWrites(req.writes) };
+    }
+    const writes = memoryWrites(req.writes);
     const claim = this.#claim(req);
     if (!claim.claimed) return claim;
-    const commit = this.#commit({ ...req, fence: claim.fence });
+    const commit = this.#commit({ ...req, fence: claim.fence }, writes);
     if (!commit.committed) throw new Error("unreachable: a claim just taken is held");
     return { claimed: true, writes: commit.writes };
   }
 
-  async renew(req: FencedRequest & { leaseUntilMs: number }): Promise<boolean> {
-    const entry = this.#held(req);
-    if (entry) entry.record.leaseUntilMs = req.leaseUntilMs;
-    return entry !== undefined;
+  async renew(req: RenewRequest): Promise<FencedResult> {
+    const held = this.#held(req);
+    if (!held) return { ok: false, state: this.#copy(req.key) };
+    held.leaseUntilMs = req.leaseUntilMs;
+    held.expiresAtSeconds = Math.max(held.expiresAtSeconds ?? 0, req.expiresAtSeconds);
+    return { ok: true };
   }
 
-  async release(req: FencedRequest): Promise<boolean> {
-    const entry = this.#held(req);
-    if (!entry) return false;
-    entry.record.status = "released";
-    delete entry.record.leaseUntilMs;
-    return true;
+  async release(req: FencedRequest): Promise<FencedResult> {
+    const held = this.#held(req);
+    if (!held) {
+      const state = this.#copy(req.key);
+      // A retry of a release that landed.
+      if (state?.fence === req.fence && state.status === "released") return { ok: true };
+      return { ok: false, state };
+    }
+    held.status = "released";
+    delete held.leaseUntilMs;
+    return { ok: true };
   }
 
   async commit(req: CommitRequest): Promise<CommitResult> {
-    return this.#commit(req);
+    const state = this.#items.get(req.key);
+    // A retry of a commit that landed: the fence committed it, and no one else holds that fence.
+    if (state && state.fence === req.fence && state.status === "done") {
+      return { committed: true, writes: unknownWrites(req.writes) };
+    }
+    return this.#commit(req, memoryWrites(req.writes));
   }
 
-  #commit(req: CommitRequest): CommitResult {
-    const entry = this.#held(req);
-    if (!entry) {
-      const current = this.#items.get(req.key);
-      return { committed: false, state: current ? this.#view(current) : undefined };
-    }
-    const writes: WriteOutcome[] = (req.writes ?? []).map((w) => {
-      if (!isMemoryWrite(w))
-        throw new UnsupportedAtomicWriteError(`MemoryStore cannot fold a ${w.engine} write`);
-      return { description: w.description, status: w.apply() ? "applied" : "stale" };
-    });
-    const r = entry.record;
+  #commit(req: CommitRequest, writes: MemoryAtomicWrite[]): CommitResult {
+    const r = this.#held(req);
+    if (!r) return { committed: false, state: this.#copy(req.key) };
+    const outcomes: WriteOutcome[] = writes.map((w) => ({
+      description: w.description,
+      status: w.apply() ? "applied" : "stale",
+    }));
     r.status = "done";
     r.committedPosition = r.position;
     r.committedIdentity = r.identity;
     r.expiresAtSeconds = req.expiresAtSeconds;
+    r.attempts = 0;
     delete r.leaseUntilMs;
     if (req.result !== undefined) r.result = req.result;
     else delete r.result;
-    entry.attempts.delete(req.identity);
-    return { committed: true, writes };
+    if (req.resultOmittedBytes !== undefined) r.resultOmittedBytes = req.resultOmittedBytes;
+    else delete r.resultOmittedBytes;
+    return { committed: true, writes: outcomes };
   }
 
   async read(key: string): Promise<StateRecord | undefined> {
-    const entry = this.#items.get(key);
-    return entry ? this.#view(entry) : undefined;
+    return this.#copy(key);
+  }
+
+  /** Removes the item, as TTL would (for tests and the fault simulator). */
+  forget(key: string): void {
+    this.#items.delete(key);
   }
 
   canFold(write: AtomicWrite): boolean {
     return isMemoryWrite(write);
   }
 
-  #held(req: FencedRequest): Entry | undefined {
-    const entry = this.#items.get(req.key);
-    return entry && entry.record.fence === req.fence && entry.record.status === "running" ? entry : undefined;
+  #held(req: FencedRequest): StateRecord | undefined {
+    const r = this.#items.get(req.key);
+    return r && r.fence === req.fence && r.status === "running" ? r : undefined;
   }
 
   /** A copy, so callers never mutate the store's state. */
-  #view(entry: Entry, identity?: string): StateRecord {
-    return { ...entry.record, attempts: entry.attempts.get(identity ?? entry.record.identity) ?? 0 };
+  #copy(key: string): StateRecord | undefined {
+    const r = this.#items.get(key);
+    return r ? { ...r } : undefined;
   }
+}
+
+function memoryWrites(writes: readonly AtomicWrite[] | undefined): MemoryAtomicWrite[] {
+  return (writes ?? []).map((w) => {
+    if (!isMemoryWrite(w))
+      throw new UnsupportedAtomicWriteError(`MemoryStore cannot fold a ${w.engine} write`);
+    return w;
+  });
 }
 
 function isMemoryWrite(write: AtomicWrite): write is MemoryAtomicWrite {

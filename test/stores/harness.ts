@@ -1,5 +1,12 @@
 import { randomUUID } from "node:crypto";
+import {
+  type AttributeValue,
+  DeleteItemCommand,
+  type DynamoDBClient,
+  GetItemCommand,
+} from "@aws-sdk/client-dynamodb";
 import { inject } from "vitest";
+import { StoreError } from "../../src/core/errors.js";
 import { dynamoDBClient } from "../../src/local/dynamodb-local.js";
 import { countRequests, type RequestCounter } from "../../src/observe/request-counter.js";
 import { DynamoDBFencedSink } from "../../src/sinks/dynamodb.js";
@@ -19,6 +26,15 @@ export interface StoreUnderTest {
   store: StateStore;
   sink: TestSink;
   requests?: RequestCounter;
+  /** Deletes a state item, as TTL would. */
+  forget(key: string): Promise<void>;
+  /**
+   * The next `count` requests land, but their responses are lost: the SDK retries them (DynamoDB), or the store
+   * call throws a retryable StoreError after applying (memory: the guard retries).
+   */
+  loseResponses(count: number): void;
+  /** The state item as stored, for size checks: its attribute names and its size in bytes. */
+  rawItem(key: string): Promise<{ attributes: string[]; bytes: number } | undefined>;
   close(): Promise<void>;
 }
 
@@ -36,6 +52,7 @@ export const STORES: StoreFactory[] = [
       await createStateTable(client, { tableName });
       await createTableIfMissing(client, sinkTable, "pk");
       const requests = countRequests(client);
+      const lost = loseResponses(client);
       const sink = new DynamoDBFencedSink({ client, tableName: sinkTable });
       return {
         name: "dynamodb",
@@ -50,6 +67,17 @@ export const STORES: StoreFactory[] = [
               : undefined;
           },
         },
+        forget: async (key) => {
+          await client.send(new DeleteItemCommand({ TableName: tableName, Key: { pk: { S: key } } }));
+        },
+        loseResponses: (count) => lost.lose(count),
+        rawItem: async (key) => {
+          const out = await client.send(
+            new GetItemCommand({ TableName: tableName, Key: { pk: { S: key } }, ConsistentRead: true }),
+          );
+          if (!out.Item) return undefined;
+          return { attributes: Object.keys(out.Item).sort(), bytes: itemBytes(out.Item) };
+        },
         close: async () => client.destroy(),
       };
     },
@@ -58,9 +86,40 @@ export const STORES: StoreFactory[] = [
     name: "memory",
     async make() {
       const rows = new Map<string, { value: string; srcPos: string; srcFence: number }>();
+      const memory = new MemoryStore();
+      let toLose = 0;
+      // Applied, then the caller sees a retryable error: what a lost response looks like to the guard.
+      const store = new Proxy(memory, {
+        get(target, prop) {
+          const value = Reflect.get(target, prop, target);
+          if (
+            typeof value !== "function" ||
+            !["claim", "claimAndCommit", "renew", "commit", "release"].includes(String(prop))
+          )
+            return typeof value === "function" ? value.bind(target) : value;
+          return async (...args: unknown[]) => {
+            const out = await value.apply(target, args);
+            if (toLose > 0) {
+              toLose--;
+              throw new StoreError(`${String(prop)}: response lost (injected)`);
+            }
+            return out;
+          };
+        },
+      });
       return {
         name: "memory",
-        store: new MemoryStore(),
+        store,
+        forget: async (key) => memory.forget(key),
+        loseResponses: (count) => {
+          toLose += count;
+        },
+        rawItem: async (key) => {
+          const r = await memory.read(key);
+          return r
+            ? { attributes: Object.keys(r).sort(), bytes: Buffer.byteLength(JSON.stringify(r)) }
+            : undefined;
+        },
         sink: {
           atomic: (ctx, key, value): MemoryAtomicWrite => ({
             engine: "memory",
@@ -81,3 +140,39 @@ export const STORES: StoreFactory[] = [
     },
   },
 ];
+
+/**
+ * Loses responses at the SDK's deserialize step, inside its retry loop: the request lands, the client sees a
+ * timeout, and the SDK sends it again (the guard never knows). What a dropped connection does on AWS.
+ */
+export function loseResponses(client: DynamoDBClient): { lose(count: number): void } {
+  let toLose = 0;
+  client.middlewareStack.add(
+    (next) => async (args) => {
+      const out = await next(args);
+      if (toLose > 0) {
+        toLose--;
+        throw Object.assign(new Error("response lost (injected)"), { name: "TimeoutError", $metadata: {} });
+      }
+      return out;
+    },
+    { step: "deserialize", name: "eonceLoseResponses", priority: "low" },
+  );
+  return {
+    lose(count) {
+      toLose += count;
+    },
+  };
+}
+
+/** DynamoDB's item size: attribute names plus values (strings and numbers as their text). */
+export function itemBytes(item: Record<string, AttributeValue>): number {
+  let bytes = 0;
+  for (const [name, value] of Object.entries(item)) {
+    bytes += Buffer.byteLength(name);
+    if (value.S !== undefined) bytes += Buffer.byteLength(value.S);
+    else if (value.N !== undefined) bytes += value.N.length;
+    else bytes += Buffer.byteLength(JSON.stringify(value));
+  }
+  return bytes;
+}

@@ -15,12 +15,14 @@ import {
  * | status     | S    | running / done / released                                               |
  * | pos        | S    | position of the current or last claim ("" when unordered)               |
  * | eid        | S    | identity of the current or last claim                                   |
- * | fence      | N    | incremented by every successful claim; commit/renew/release check it    |
+ * | fence      | N    | taken by each claim, above the old one; commit/renew/release check it   |
  * | leaseUntil | N    | epoch ms; present while running                                         |
  * | cpos, ceid | S    | position and identity of the last committed event                       |
  * | result     | S    | JSON result of the committed event, replayed to duplicates              |
  * | expiresAt  | N    | epoch seconds; the table's TTL attribute                                |
- * | n_<hash>   | N    | claims so far of one identity (attempt number); removed at its commit   |
+ * | tok        | S    | token of the claim that holds (or last held) the item                   |
+ * | att        | N    | consecutive claims of the current identity; removed at commit           |
+ * | resultOmitted | N | size of a committed result too large to store                           |
  *
  * Only `pk` is a key: the table needs no index. Billing on demand; TTL on `expiresAt`.
  */

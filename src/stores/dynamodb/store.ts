@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import {
   type AttributeValue,
   ConditionalCheckFailedException,
@@ -10,21 +9,31 @@ import {
   type Update,
   UpdateItemCommand,
 } from "@aws-sdk/client-dynamodb";
-import { StoreError, UnsupportedAtomicWriteError } from "../../core/errors.js";
+import { OptionsError, StoreError, UnsupportedAtomicWriteError } from "../../core/errors.js";
 import { rejectUnknownKeys } from "../../core/options.js";
-import type { ClaimRequest, StateRecord, StateStatus } from "../../core/state.js";
-import type {
-  AtomicWrite,
-  ClaimAndCommitRequest,
-  ClaimAndCommitResult,
-  ClaimResult,
-  CommitRequest,
-  CommitResult,
-  FencedRequest,
-  StateStore,
-  WriteOutcome,
+import {
+  type ClaimRequest,
+  claimAllowed,
+  isOwnClaim,
+  type StateRecord,
+  type StateStatus,
+} from "../../core/state.js";
+import {
+  type AtomicWrite,
+  type ClaimAndCommitRequest,
+  type ClaimAndCommitResult,
+  type ClaimResult,
+  type CommitRequest,
+  type CommitResult,
+  type FencedRequest,
+  type FencedResult,
+  type RenewRequest,
+  type StateStore,
+  unknownWrites,
+  type WriteOutcome,
 } from "../contract.js";
 import { type DynamoDBAtomicWrite, isDynamoDBAtomicWrite } from "./atomic-write.js";
+import { DYNAMODB_MAX_RESULT_BYTES } from "./limits.js";
 import { STATE_KEY_ATTRIBUTE, TTL_ATTRIBUTE } from "./schema.js";
 
 export interface DynamoDBStoreOptions {
@@ -40,35 +49,42 @@ const NAMES = {
   "#pos": "pos",
   "#eid": "eid",
   "#fence": "fence",
+  "#tok": "tok",
   "#lease": "leaseUntil",
   "#cpos": "cpos",
   "#ceid": "ceid",
   "#res": "result",
+  "#rskip": "resultOmitted",
   "#exp": TTL_ATTRIBUTE,
+  "#att": "att",
 };
 
 const S = (s: string): AttributeValue => ({ S: s });
 const N = (n: number): AttributeValue => ({ N: String(n) });
 
-/** Attempts are counted per identity in an attribute named after it, so one UpdateItem both claims and counts. */
-export function attemptAttribute(identity: string): string {
-  return `n_${createHash("sha256").update(identity).digest("base64url").slice(0, 16)}`;
-}
-
 /**
- * The state store on DynamoDB. Each operation is one request: a conditional UpdateItem that returns the
- * old item on refusal (`ReturnValuesOnConditionCheckFailure: ALL_OLD`), so refusals cost no extra read.
- * A consistent GetItem is the fallback only when the refusal carries no item.
+ * The state store on DynamoDB. Each operation is one conditional request that returns the old item on refusal
+ * (`ReturnValuesOnConditionCheckFailure: ALL_OLD`), so refusals cost no extra read; a consistent GetItem is the
+ * fallback only when a refusal carries no item.
+ *
+ * Attempts are one attribute for the current identity, so an item stays bounded whatever happens to its subject.
+ * A claim first assumes another identity held the item (the common case: a new event) and resets the counter; when
+ * the refusal shows the same identity could claim, a second write counts on from it.
  */
 export class DynamoDBStore implements StateStore {
   readonly engine = "dynamodb";
+  readonly maxResultBytes = DYNAMODB_MAX_RESULT_BYTES;
   readonly #client: DynamoDBClient;
   readonly #table: string;
 
   constructor(options: DynamoDBStoreOptions) {
+    if (typeof options !== "object" || options === null)
+      throw new OptionsError("DynamoDBStore: options are required");
     rejectUnknownKeys("DynamoDBStore", options, ["client", "tableName"]);
-    if (!options.client) throw new StoreError("DynamoDBStore: client is required");
-    if (!options.tableName) throw new StoreError("DynamoDBStore: tableName is required");
+    if (!options.client) throw new OptionsError("DynamoDBStore: client is required");
+    if (typeof options.tableName !== "string" || !options.tableName) {
+      throw new OptionsError("DynamoDBStore: tableName is required");
+    }
     this.#client = options.client;
     this.#table = options.tableName;
   }
@@ -78,23 +94,37 @@ export class DynamoDBStore implements StateStore {
   }
 
   async claim(req: ClaimRequest): Promise<ClaimResult> {
-    const att = attemptAttribute(req.identity);
+    const first = await this.#claimOnce(req, false);
+    if ("claimed" in first) return first;
+    const state = first.refused;
+    // Claimable by this identity again (a retry after a failure or a crash): count on from its attempts.
+    if (state.identity === req.identity && claimAllowed(state, req)) {
+      const second = await this.#claimOnce(req, true);
+      if ("claimed" in second) return second;
+      return { claimed: false, state: second.refused };
+    }
+    return { claimed: false, state };
+  }
+
+  async #claimOnce(
+    req: ClaimRequest,
+    sameIdentity: boolean,
+  ): Promise<ClaimResult | { refused: StateRecord }> {
     const update =
-      "SET #st = :running, #pos = :pos, #eid = :eid, #fence = if_not_exists(#fence, :zero) + :one, " +
-      "#lease = :lease, #exp = :exp ADD #att :one";
-    const condition = claimCondition(req);
+      "SET #st = :running, #pos = :pos, #eid = :eid, #fence = :fence, #tok = :tok, #lease = :lease, #exp = :exp, " +
+      (sameIdentity ? "#att = if_not_exists(#att, :zero) + :one" : "#att = :one");
+    const condition = `${claimCondition(req)} AND ${sameIdentity ? "#eid = :eid" : "(attribute_not_exists(#pk) OR #eid <> :eid)"}`;
     try {
       const out = await this.#client.send(
         new UpdateItemCommand({
-          ...stateUpdate(this.#table, req, update, condition, {
+          ...stateUpdate(this.#table, req.key, update, condition, {
+            ...claimValues(req),
             ":running": S("running"),
-            ":pos": S(req.position),
-            ":eid": S(req.identity),
-            ":zero": N(0),
-            ":one": N(1),
+            ":tok": S(req.token),
             ":lease": N(req.leaseUntilMs),
             ":exp": N(req.expiresAtSeconds),
-            ":now": N(req.nowMs),
+            ":zero": N(0),
+            ":one": N(1),
           }),
           // The old item tells a takeover or supersede apart from a fresh claim, at no extra cost.
           ReturnValues: "ALL_OLD",
@@ -102,71 +132,80 @@ export class DynamoDBStore implements StateStore {
         }),
       );
       const old = out.Attributes && Object.keys(out.Attributes).length > 0 ? out.Attributes : undefined;
-      const previous = old ? toRecord(old, req.identity) : undefined;
-      const oldAttempts = old?.[att]?.N ? Number(old[att].N) : 0;
-      return { claimed: true, fence: (previous?.fence ?? 0) + 1, attempt: oldAttempts + 1, previous };
+      const previous = old ? toRecord(old) : undefined;
+      const attempt = sameIdentity ? (previous?.attempts ?? 0) + 1 : 1;
+      return { claimed: true, fence: req.fence, attempt, leaseUntilMs: req.leaseUntilMs, previous };
     } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) {
-        const state = error.Item
-          ? toRecord(error.Item, req.identity)
-          : await this.read(req.key, req.identity);
-        if (!state) throw new StoreError(`claim of ${req.key} refused but the item is gone; retry`);
-        return { claimed: false, state };
+      if (!(error instanceof ConditionalCheckFailedException)) throw wrap("claim", req.key, error);
+      const state = await this.#refusedState("claim", req.key, error.Item);
+      // The SDK (or the guard) retried a claim that had landed: it is ours.
+      if (isOwnClaim(state, req) && state.status === "running") {
+        return {
+          claimed: true,
+          fence: state.fence,
+          attempt: state.attempts,
+          leaseUntilMs: state.leaseUntilMs ?? req.leaseUntilMs,
+        };
       }
-      throw wrap("claim", req.key, error);
+      return { refused: state };
     }
   }
 
   async claimAndCommit(req: ClaimAndCommitRequest): Promise<ClaimAndCommitResult> {
+    const writes = dynamoWrites(req.writes);
     const values: Item = {
+      ...claimValues(req),
       ":done": S("done"),
       ":running": S("running"),
-      ":pos": S(req.position),
-      ":eid": S(req.identity),
-      ":zero": N(0),
-      ":one": N(1),
+      ":tok": S(req.token),
       ":exp": N(req.expiresAtSeconds),
-      ":now": N(req.nowMs),
     };
     let set =
-      "SET #st = :done, #pos = :pos, #eid = :eid, #cpos = :pos, #ceid = :eid, " +
-      "#fence = if_not_exists(#fence, :zero) + :one, #exp = :exp";
-    let remove = "REMOVE #lease, #att";
-    if (req.result !== undefined) {
-      set += ", #res = :res";
-      values[":res"] = S(req.result);
-    } else {
-      remove += ", #res";
-    }
-    const update = `${set} ${remove}`;
-    const condition = claimCondition(req);
-    const input = stateUpdate(this.#table, req, update, condition, values);
-    const refused = async (item: Item | undefined) => {
-      const state = item ? toRecord(item, req.identity) : await this.read(req.key, req.identity);
-      if (!state) throw new StoreError(`claim of ${req.key} refused but the item is gone; retry`);
-      return { claimed: false as const, state };
-    };
-    const outcome = await this.#transact("claimAndCommit", req.key, input, dynamoWrites(req.writes));
-    return outcome.ok ? { claimed: true, writes: outcome.writes } : refused(outcome.item);
+      "SET #st = :done, #pos = :pos, #eid = :eid, #cpos = :pos, #ceid = :eid, #fence = :fence, #tok = :tok, #exp = :exp";
+    const remove = ["#lease", "#att"];
+    set += resultUpdate(req, values, remove);
+    const input = stateUpdate(
+      this.#table,
+      req.key,
+      `${set} REMOVE ${remove.join(", ")}`,
+      claimCondition(req),
+      values,
+    );
+    const outcome = await this.#transact("claimAndCommit", req.key, input, writes);
+    if (outcome.ok) return { claimed: true, writes: outcome.writes };
+    const state = await this.#refusedState("claimAndCommit", req.key, outcome.item);
+    // A retry of a claim-and-commit that landed.
+    if (isOwnClaim(state, req) && state.status === "done")
+      return { claimed: true, writes: unknownWrites(writes) };
+    return { claimed: false, state };
   }
 
-  async renew(req: FencedRequest & { leaseUntilMs: number }): Promise<boolean> {
-    return this.#fenced("renew", req, "SET #lease = :lease", { ":lease": N(req.leaseUntilMs) });
+  async renew(req: RenewRequest): Promise<FencedResult> {
+    return this.#fenced("renew", req, "SET #lease = :lease, #exp = :exp", {
+      ":lease": N(req.leaseUntilMs),
+      ":exp": N(req.expiresAtSeconds),
+    });
   }
 
-  async release(req: FencedRequest): Promise<boolean> {
-    return this.#fenced("release", req, "SET #st = :released REMOVE #lease", { ":released": S("released") });
+  async release(req: FencedRequest): Promise<FencedResult> {
+    const r = await this.#fenced("release", req, "SET #st = :released REMOVE #lease", {
+      ":released": S("released"),
+    });
+    // A retry of a release that landed.
+    if (!r.ok && r.state?.fence === req.fence && r.state.status === "released") return { ok: true };
+    return r;
   }
 
   async commit(req: CommitRequest): Promise<CommitResult> {
-    const outcome = await this.#transact(
-      "commit",
-      req.key,
-      commitUpdate(this.#table, req),
-      dynamoWrites(req.writes),
-    );
+    const writes = dynamoWrites(req.writes);
+    const outcome = await this.#transact("commit", req.key, commitUpdate(this.#table, req), writes);
     if (outcome.ok) return { committed: true, writes: outcome.writes };
-    return { committed: false, state: outcome.item ? toRecord(outcome.item) : undefined };
+    const state = outcome.item ? toRecord(outcome.item) : await this.read(req.key);
+    // A retry of a commit that landed: only the holder of this fence could have committed it.
+    if (state?.fence === req.fence && state.status === "done") {
+      return { committed: true, writes: unknownWrites(writes) };
+    }
+    return { committed: false, state };
   }
 
   /**
@@ -206,14 +245,14 @@ export class DynamoDBStore implements StateStore {
         const reasons = error.CancellationReasons ?? [];
         if (reasons[0]?.Code === "ConditionalCheckFailed") return { ok: false, item: reasons[0].Item };
         const refused = pending.filter((_, i) => reasons[i + 1]?.Code === "ConditionalCheckFailed");
-        if (refused.length === 0) throw wrap(op, key, error); // conflict or throttling: transient
+        if (refused.length === 0) throw wrap(op, key, error); // conflict, throttling or validation
         for (const w of refused) stale.push({ description: w.description, status: "stale" });
         pending = pending.filter((w) => !refused.includes(w));
       }
     }
   }
 
-  async #fenced(op: string, req: FencedRequest, expression: string, values: Item): Promise<boolean> {
+  async #fenced(op: string, req: FencedRequest, expression: string, values: Item): Promise<FencedResult> {
     try {
       await this.#client.send(
         new UpdateItemCommand({
@@ -223,16 +262,26 @@ export class DynamoDBStore implements StateStore {
           ConditionExpression: "#fence = :fence AND #st = :running",
           ExpressionAttributeNames: pick(NAMES, `${expression} #fence #st`),
           ExpressionAttributeValues: { ...values, ":fence": N(req.fence), ":running": S("running") },
+          ReturnValuesOnConditionCheckFailure: "ALL_OLD",
         }),
       );
-      return true;
+      return { ok: true };
     } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return false;
+      if (error instanceof ConditionalCheckFailedException) {
+        return { ok: false, state: error.Item ? toRecord(error.Item) : await this.read(req.key) };
+      }
       throw wrap(op, req.key, error);
     }
   }
 
-  async read(key: string, identity?: string): Promise<StateRecord | undefined> {
+  /** The state a refusal was decided on: the old item it returned, else a consistent read. */
+  async #refusedState(op: string, key: string, item: Item | undefined): Promise<StateRecord> {
+    const state = item && Object.keys(item).length > 0 ? toRecord(item) : await this.read(key);
+    if (!state) throw new StoreError(`${op} of ${key} refused but the item is gone; retry`);
+    return state;
+  }
+
+  async read(key: string): Promise<StateRecord | undefined> {
     try {
       const out = await this.#client.send(
         new GetItemCommand({
@@ -241,7 +290,7 @@ export class DynamoDBStore implements StateStore {
           ConsistentRead: true,
         }),
       );
-      return out.Item ? toRecord(out.Item, identity) : undefined;
+      return out.Item ? toRecord(out.Item) : undefined;
     } catch (error) {
       throw wrap("read", key, error);
     }
@@ -252,6 +301,34 @@ export class DynamoDBStore implements StateStore {
   }
 }
 
+function claimValues(req: ClaimRequest): Item {
+  return {
+    ":pos": S(req.position),
+    ":eid": S(req.identity),
+    ":fence": N(req.fence),
+    ":running": S("running"),
+    ":expiredBefore": N(req.nowMs - req.leaseGraceMs),
+  };
+}
+
+/** Sets (or removes) the stored result and the omitted-result size; returns the SET clauses to append. */
+function resultUpdate(
+  req: { result?: string; resultOmittedBytes?: number },
+  values: Item,
+  remove: string[],
+): string {
+  let set = "";
+  if (req.result !== undefined) {
+    set += ", #res = :res";
+    values[":res"] = S(req.result);
+  } else remove.push("#res");
+  if (req.resultOmittedBytes !== undefined) {
+    set += ", #rskip = :rskip";
+    values[":rskip"] = N(req.resultOmittedBytes);
+  } else remove.push("#rskip");
+  return set;
+}
+
 function commitUpdate(table: string, req: CommitRequest) {
   const values: Item = {
     ":done": S("done"),
@@ -259,50 +336,51 @@ function commitUpdate(table: string, req: CommitRequest) {
     ":fence": N(req.fence),
     ":exp": N(req.expiresAtSeconds),
   };
-  let set = "SET #st = :done, #cpos = #pos, #ceid = #eid, #exp = :exp";
-  let remove = "REMOVE #lease";
-  if (req.result !== undefined) {
-    set += ", #res = :res";
-    values[":res"] = S(req.result);
-  } else {
-    remove += ", #res";
-  }
-  // The attempt counter of the committed identity is dropped: it is only needed while retrying.
-  const update = `${set} ${remove}, #att`;
-  const condition = "#fence = :fence AND #st = :running";
-  return stateUpdate(table, req, update, condition, values);
+  // The attempt counter is dropped at commit: it is only needed while retrying.
+  const remove = ["#lease", "#att"];
+  const set = `SET #st = :done, #cpos = #pos, #ceid = #eid, #exp = :exp${resultUpdate(req, values, remove)}`;
+  return stateUpdate(
+    table,
+    req.key,
+    `${set} REMOVE ${remove.join(", ")}`,
+    "#fence = :fence AND #st = :running",
+    values,
+  );
 }
 
-/** An UpdateItem input on one state item; `#att` names the attempt counter of `req.identity`. */
+/** An UpdateItem input on one state item. */
 function stateUpdate(
   table: string,
-  req: { key: string; identity: string },
+  key: string,
   update: string,
   condition: string,
   values: Item,
 ): Update & { TableName: string } {
+  const expressions = `${update} ${condition}`;
+  const used = new Set(expressions.match(/:\w+/g));
   return {
     TableName: table,
-    Key: { [STATE_KEY_ATTRIBUTE]: S(req.key) },
+    Key: { [STATE_KEY_ATTRIBUTE]: S(key) },
     UpdateExpression: update,
     ConditionExpression: condition,
-    ExpressionAttributeNames: {
-      ...pick(NAMES, `${update} ${condition}`),
-      "#att": attemptAttribute(req.identity),
-    },
-    ExpressionAttributeValues: values,
+    ExpressionAttributeNames: pick(NAMES, expressions),
+    // Only the values an expression uses may be sent (DynamoDB rejects unused ones).
+    ExpressionAttributeValues: Object.fromEntries(Object.entries(values).filter(([k]) => used.has(k))),
   };
 }
 
 /**
- * The claim condition (src/core/state.ts): the item is absent, or no live holder (or, with supersede, an older one)
- * and the position is newer than the committed one.
+ * The claim condition (src/core/state.ts): the item is absent, or no live holder (or, with supersede, an older one),
+ * the position is newer than the committed one, and the fence is above the item's.
  */
 function claimCondition(req: ClaimRequest): string {
   const holderGone = req.supersede
-    ? "(#st <> :running OR #lease < :now OR #pos < :pos)"
-    : "(#st <> :running OR #lease < :now)";
-  return `attribute_not_exists(#pk) OR (${holderGone} AND (attribute_not_exists(#cpos) OR #cpos < :pos))`;
+    ? "(#st <> :running OR #lease < :expiredBefore OR #pos < :pos)"
+    : "(#st <> :running OR #lease < :expiredBefore)";
+  return (
+    `(attribute_not_exists(#pk) OR (${holderGone} AND (attribute_not_exists(#cpos) OR #cpos < :pos) ` +
+    "AND #fence < :fence))"
+  );
 }
 
 function dynamoWrites(writes: readonly AtomicWrite[] | undefined): DynamoDBAtomicWrite[] {
@@ -325,33 +403,44 @@ function withOldItemOnFailure(item: TransactWriteItem): TransactWriteItem {
   return item;
 }
 
+/**
+ * A DynamoDB failure as a `StoreError`. Validation (an item over 400 KB, a transaction over its limits) and a
+ * missing table are permanent: retrying the same request cannot succeed.
+ */
 function wrap(op: string, key: string, error: unknown): StoreError {
+  const name = error instanceof Error ? error.name : "";
   const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-  return new StoreError(`DynamoDB ${op} of ${key} failed: ${message}`, { cause: error });
+  const reasons = error instanceof TransactionCanceledException ? (error.CancellationReasons ?? []) : [];
+  const permanent =
+    name === "ValidationException" ||
+    name === "ResourceNotFoundException" ||
+    reasons.some((r) => r.Code === "ValidationError");
+  return new StoreError(`DynamoDB ${op} of ${key} failed: ${message.slice(0, 500)}`, {
+    cause: error,
+    retryable: !permanent,
+  });
 }
 
-export function toRecord(item: Item, identity?: string): StateRecord {
+export function toRecord(item: Item): StateRecord {
   const str = (name: string) => item[name]?.S;
   const num = (name: string) => (item[name]?.N !== undefined ? Number(item[name]?.N) : undefined);
-  const eid = str("eid") ?? "";
-  const attempts = num(attemptAttribute(identity ?? eid)) ?? 0;
   const record: StateRecord = {
     key: str(STATE_KEY_ATTRIBUTE) ?? "",
     status: (str("status") ?? "released") as StateStatus,
     position: str("pos") ?? "",
-    identity: eid,
+    identity: str("eid") ?? "",
     fence: num("fence") ?? 0,
-    attempts,
+    attempts: num("att") ?? 0,
   };
-  const lease = num("leaseUntil");
-  if (lease !== undefined) record.leaseUntilMs = lease;
-  const cpos = str("cpos");
-  if (cpos !== undefined) record.committedPosition = cpos;
-  const ceid = str("ceid");
-  if (ceid !== undefined) record.committedIdentity = ceid;
-  const result = str("result");
-  if (result !== undefined) record.result = result;
-  const exp = num(TTL_ATTRIBUTE);
-  if (exp !== undefined) record.expiresAtSeconds = exp;
+  const optional = {
+    token: str("tok"),
+    leaseUntilMs: num("leaseUntil"),
+    committedPosition: str("cpos"),
+    committedIdentity: str("ceid"),
+    result: str("result"),
+    resultOmittedBytes: num("resultOmitted"),
+    expiresAtSeconds: num(TTL_ATTRIBUTE),
+  };
+  for (const [k, v] of Object.entries(optional)) if (v !== undefined) Object.assign(record, { [k]: v });
   return record;
 }
