@@ -76,7 +76,7 @@ export const LOG_QUERIES = {
   },
   problems: {
     fields: ["@timestamp", "level", "status", "subject", "correlation_id", "message", "error.message"],
-    filter: 'status in ["failed", "lease-lost", "busy", "in-flight", "malformed"] or level = "ERROR"',
+    filter: 'status in ["failed", "unconfirmed", "lease-lost", "busy", "in-flight", "malformed"] or level = "ERROR"',
     sort: "@timestamp desc",
     limit: 200,
   },
@@ -500,7 +500,7 @@ export class EffectivelyOncePipeline extends Construct {
       }),
       new cloudwatch.GraphWidget({
         title: "Needs attention (sum / 5 min)",
-        left: sums(["failed", "leaseLost", "busy", "inFlight", "tookOver", "malformed"]),
+        left: sums(["failed", "unconfirmed", "leaseLost", "busy", "inFlight", "tookOver", "malformed"]),
         width: 12,
       }),
     );

@@ -32,9 +32,13 @@ type Attempt<T> = ({ claimed: true } & T) | { claimed: false; state: StateRecord
 /** Immediate retries after a fence refusal (another claim in the same microsecond, or a clock behind). */
 const MAX_FENCE_RETRIES = 3;
 
-/** Microseconds: fences start from the clock so that a deleted item never hands out an old fence again. */
-export function clockFence(nowMs: number): number {
-  return Math.floor(nowMs) * 1000;
+/**
+ * Fences start from the clock, in microseconds, so that an item deleted (by TTL, at least a lease after its last
+ * write) never hands out an old fence again. The sub-millisecond digits are random: two claimers of one deleted
+ * item within the same millisecond still differ (999 times in 1000), and a living item refuses any repeat anyway.
+ */
+export function clockFence(nowMs: number, random: () => number): number {
+  return Math.floor(nowMs) * 1000 + Math.floor(random() * 1000);
 }
 
 /** A token unique to one guard call, written by its claim (see src/core/state.ts). */
@@ -57,6 +61,7 @@ export async function acquire<T extends object>(
   onWait: (w: WaitTrace) => void,
 ): Promise<{ ok: true; value: { claimed: true } & T; req: ClaimRequest } | { ok: false; why: NotAcquired }> {
   const token = claimToken();
+  const random = () => o.clock.random?.() ?? Math.random();
   let delayMs = o.waitIntervalMs;
   let fenceFloor = 0;
   let fenceRetries = 0;
@@ -70,7 +75,7 @@ export async function acquire<T extends object>(
       leaseUntilMs: now + o.leaseMs,
       expiresAtSeconds: Math.ceil((now + o.leaseMs) / 1000) + o.expiresAfterSeconds,
       supersede: o.busy === "supersede",
-      fence: Math.max(clockFence(now), fenceFloor),
+      fence: Math.max(clockFence(now, random), fenceFloor),
       token,
       leaseGraceMs: o.clockSkewMs,
     };
@@ -122,7 +127,7 @@ export async function acquire<T extends object>(
     // Jittered back-off, never past the deadline (one last try there).
     const sleepMs = Math.max(
       1,
-      Math.min(Math.round(delayMs * (0.5 + (o.clock.random?.() ?? Math.random()) / 2)), remainingMs, untilMs),
+      Math.min(Math.round(delayMs * (0.5 + random() / 2)), remainingMs, untilMs),
     );
     onWait({ reason: waitReason, delayMs: sleepMs });
     await o.clock.sleep(sleepMs, signal);

@@ -5,11 +5,12 @@ import {
   GetItemCommand,
   type Put,
   PutItemCommand,
+  UpdateItemCommand,
 } from "@aws-sdk/client-dynamodb";
 import { marshall, unmarshall } from "@aws-sdk/util-dynamodb";
 import { OptionsError, StoreError } from "../core/errors.js";
 import { rejectUnknownKeys } from "../core/options.js";
-import type { Position } from "../core/position.js";
+import { assertPosition, type Position } from "../core/position.js";
 import { UNORDERED_POSITION } from "../core/state.js";
 import type { DynamoDBAtomicWrite } from "../stores/dynamodb/atomic-write.js";
 
@@ -28,6 +29,12 @@ export interface DynamoDBFencedSinkOptions {
   positionAttribute?: string;
   /** Where the writing claim's fence is kept (tie-break between two runs of one event). Default `srcFence`. */
   fenceAttribute?: string;
+  /**
+   * A row without a position attribute was written by something else (a backfill, another writer). `overwrite`
+   * (default): it counts as older than any event, so the first fenced write replaces it and fences it from then on.
+   * `keep`: it is never overwritten, and the write is reported `stale`.
+   */
+  unfencedRows?: "overwrite" | "keep";
 }
 
 export type SinkWriteStatus = "applied" | "stale";
@@ -36,7 +43,14 @@ export type SinkWriteStatus = "applied" | "stale";
  * Writes to a DynamoDB table so that results land in position order whatever the arrival order:
  * every put is conditional on the row holding an older position (or the same position from an older
  * claim), so a late or zombie run can never overwrite newer work. One row must be written by one
- * subject only: positions and fences are only comparable within a subject.
+ * subject only: positions are only comparable within a subject.
+ *
+ * Edges, defined:
+ * - a row without a position (written by something else): see `unfencedRows`;
+ * - events without a position write the empty position, which every positioned write overwrites; between two
+ *   of them the later claim wins (fences come from the claimer's clock: see src/core/state.ts);
+ * - a removal without a position (`tombstone` with no position) marks the row deleted where it stands, keeping the
+ *   row's position, so a newer positioned write still replaces it and an older one still cannot.
  */
 export class DynamoDBFencedSink {
   readonly #client: DynamoDBClient;
@@ -44,6 +58,7 @@ export class DynamoDBFencedSink {
   readonly #key: string;
   readonly #pos: string;
   readonly #fence: string;
+  readonly #overwriteUnfenced: boolean;
 
   constructor(options: DynamoDBFencedSinkOptions) {
     rejectUnknownKeys("DynamoDBFencedSink", options, [
@@ -52,6 +67,7 @@ export class DynamoDBFencedSink {
       "keyAttribute",
       "positionAttribute",
       "fenceAttribute",
+      "unfencedRows",
     ]);
     if (!options.client || !options.tableName)
       throw new OptionsError("DynamoDBFencedSink: client and tableName are required");
@@ -60,6 +76,11 @@ export class DynamoDBFencedSink {
     this.#key = options.keyAttribute ?? "pk";
     this.#pos = options.positionAttribute ?? "srcPos";
     this.#fence = options.fenceAttribute ?? "srcFence";
+    const unfenced = options.unfencedRows ?? "overwrite";
+    if (unfenced !== "overwrite" && unfenced !== "keep") {
+      throw new OptionsError('DynamoDBFencedSink: unfencedRows must be "overwrite" or "keep"');
+    }
+    this.#overwriteUnfenced = unfenced === "overwrite";
   }
 
   get tableName(): string {
@@ -72,15 +93,15 @@ export class DynamoDBFencedSink {
     if (typeof key !== "string" || key.length === 0) {
       throw new OptionsError(`DynamoDBFencedSink: item needs a string "${this.#key}"`);
     }
-    const position = ctx.position ?? UNORDERED_POSITION;
+    const position = fencedPosition(ctx);
+    const unfenced = this.#overwriteUnfenced ? " OR attribute_not_exists(#p)" : "";
     return {
       TableName: this.#table,
       Item: marshall(
         { ...item, [this.#pos]: position, [this.#fence]: ctx.fence },
         { removeUndefinedValues: true, convertClassInstanceToMap: true },
       ) as Record<string, AttributeValue>,
-      ConditionExpression:
-        "attribute_not_exists(#k) OR #p < :p OR (#p = :p AND (attribute_not_exists(#f) OR #f < :f))",
+      ConditionExpression: `attribute_not_exists(#k)${unfenced} OR #p < :p OR (#p = :p AND (attribute_not_exists(#f) OR #f < :f))`,
       ExpressionAttributeNames: { "#k": this.#key, "#p": this.#pos, "#f": this.#fence },
       ExpressionAttributeValues: { ":p": { S: position }, ":f": { N: String(ctx.fence) } },
     };
@@ -88,8 +109,9 @@ export class DynamoDBFencedSink {
 
   /** A fenced put now, in its own request. `stale` when the row already holds newer work. */
   async put(ctx: FenceSource, item: Record<string, unknown>): Promise<SinkWriteStatus> {
+    const request = this.putRequest(ctx, item); // bad input throws here, not as a store failure
     try {
-      await this.#client.send(new PutItemCommand(this.putRequest(ctx, item)));
+      await this.#client.send(new PutItemCommand(request));
       return "applied";
     } catch (error) {
       if (error instanceof ConditionalCheckFailedException) return "stale";
@@ -124,7 +146,37 @@ export class DynamoDBFencedSink {
     key: string,
     attributes: Record<string, unknown> = {},
   ): Promise<SinkWriteStatus> {
-    return this.put(ctx, { ...attributes, [this.#key]: key, deleted: true });
+    if (ctx.position !== undefined) return this.put(ctx, { ...attributes, [this.#key]: key, deleted: true });
+    // No position: delete what stands, at its position, if no later claim wrote it since.
+    fencedPosition(ctx);
+    const values = marshall(
+      { ...attributes, deleted: true },
+      { removeUndefinedValues: true, convertClassInstanceToMap: true },
+    );
+    const names: Record<string, string> = { "#f": this.#fence };
+    const exprValues: Record<string, AttributeValue> = { ":f": { N: String(ctx.fence) } };
+    const sets = ["#f = :f"];
+    Object.entries(values).forEach(([name, value], i) => {
+      names[`#a${i}`] = name;
+      exprValues[`:a${i}`] = value as AttributeValue;
+      sets.push(`#a${i} = :a${i}`);
+    });
+    try {
+      await this.#client.send(
+        new UpdateItemCommand({
+          TableName: this.#table,
+          Key: { [this.#key]: { S: key } },
+          UpdateExpression: `SET ${sets.join(", ")}`,
+          ConditionExpression: "attribute_not_exists(#f) OR #f < :f",
+          ExpressionAttributeNames: names,
+          ExpressionAttributeValues: exprValues,
+        }),
+      );
+      return "applied";
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return "stale";
+      throw new StoreError(`fenced tombstone in ${this.#table} failed`, { cause: error });
+    }
   }
 
   async get(key: string): Promise<Record<string, unknown> | undefined> {
@@ -133,4 +185,16 @@ export class DynamoDBFencedSink {
     );
     return out.Item ? unmarshall(out.Item) : undefined;
   }
+}
+
+/** The position a write carries, after checking the context: a valid position (or none) and a real fence. */
+function fencedPosition(ctx: FenceSource): Position {
+  if (!Number.isSafeInteger(ctx.fence) || ctx.fence <= 0) {
+    throw new OptionsError(
+      `DynamoDBFencedSink: a fenced write needs the claim's fence, got ${String(ctx.fence)}`,
+    );
+  }
+  if (ctx.position === undefined) return UNORDERED_POSITION;
+  assertPosition(ctx.position);
+  return ctx.position;
 }

@@ -9,7 +9,7 @@ import {
 import middy from "@middy/core";
 import type { Context, SQSBatchResponse } from "aws-lambda";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { OptionsError } from "../../src/core/errors.js";
+import { OptionsError, StoreError } from "../../src/core/errors.js";
 import type { MessageEvent } from "../../src/core/event.js";
 import { positionFromNumber } from "../../src/core/position.js";
 import { stateKey } from "../../src/core/state-key.js";
@@ -25,6 +25,7 @@ import {
 } from "../../src/lambda/index.js";
 import { eachEvent, effectivelyOnce } from "../../src/lambda/middy.js";
 import { type LocalSqsServer, startSqsServer } from "../../src/local/sqs-server.js";
+import { wrapStore } from "../stores/harness.js";
 import {
   type Captured,
   captureOutput,
@@ -108,6 +109,34 @@ const body = (m: MessageEvent) => JSON.parse(m.body) as { orderId: string; versi
 describe.each(FORMS)("$name form", (form) => {
   const uid = () => `${form.name}-${randomUUID().slice(0, 8)}`;
 
+  it("a state store outage while the handler runs is never acknowledged: the message is retried", async () => {
+    const o = capture();
+    // Renewals hang, then fail; the release fails too: nobody is known to hold the claim.
+    const down = wrapStore(tables.store, {
+      renew: async () => {
+        await sleep(100);
+        throw new StoreError("renew: network down (injected)");
+      },
+      release: async () => {
+        throw new StoreError("release: network down (injected)");
+      },
+    });
+    const handler = form.wrap(
+      "sqs",
+      async (_event, ctx) => {
+        await new Promise((_, reject) =>
+          ctx.signal.addEventListener("abort", () => reject(ctx.signal.reason)),
+        );
+      },
+      { store: down, leaseMs: 300, heartbeatMs: 100, messages: "accept", subject: () => uid() },
+    );
+    const event = sqsEvent({ body: { orderId: uid() }, messageId: "m-outage" });
+    const response = (await handler(event, fakeContext())) as SQSBatchResponse;
+    expect(response.batchItemFailures).toEqual([{ itemIdentifier: "m-outage" }]);
+    expect(o.metrics().leaseLost ?? 0).toBe(0);
+    expect(o.metrics()).toMatchObject({ failed: 1 });
+  });
+
   it("same S3 payload invoked twice: one effect, the second run logs 'duplicate skipped' and replays the result", async () => {
     const o = capture();
     const key = `photos/${uid()} 1.jpg`;
@@ -136,7 +165,8 @@ describe.each(FORMS)("$name form", (form) => {
     expect(second.deliveries[0]?.events).toEqual([
       { status: "duplicate", subject, result: { thumbnail: `${key}.png` } },
     ]);
-    expect(await tables.sink.get(subject)).toMatchObject({ value: "thumb", srcFence: 1 });
+    const committed = await tables.store.read(stateKey(subject, "", true));
+    expect(await tables.sink.get(subject)).toMatchObject({ value: "thumb", srcFence: committed?.fence });
 
     const lines = messages(o);
     expect(lines.filter((m) => m === `duplicate skipped for ${subject}`)).toHaveLength(1);
@@ -205,7 +235,8 @@ describe.each(FORMS)("$name form", (form) => {
       expect.objectContaining({ recordIndex: 0, status: "failed" }),
     ]);
     const k = stateKey(subject, "", true);
-    expect(await tables.store.read(k)).toMatchObject({ status: "released" });
+    const released = await tables.store.read(k);
+    expect(released).toMatchObject({ status: "released" });
     expect(await tables.sink.get(subject)).toBeUndefined();
 
     const retry = (await handler(event, fakeContext())) as InvocationReport;
@@ -214,8 +245,10 @@ describe.each(FORMS)("$name form", (form) => {
     expect(again.deliveries[0]?.events[0]?.status).toBe("duplicate");
 
     expect(attempts).toEqual([1, 2]);
-    expect(await tables.sink.get(subject)).toMatchObject({ value: "indexed", srcFence: 2 });
-    expect(await tables.store.read(k)).toMatchObject({ status: "done" });
+    const done = await tables.store.read(k);
+    expect(done).toMatchObject({ status: "done" });
+    expect(done?.fence).toBeGreaterThan(released?.fence ?? Number.POSITIVE_INFINITY);
+    expect(await tables.sink.get(subject)).toMatchObject({ value: "indexed", srcFence: done?.fence });
     expect(
       messages(o).filter((m) => m.startsWith(`handler failed for ${subject}; claim released`)),
     ).toHaveLength(1);

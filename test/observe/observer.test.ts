@@ -110,6 +110,7 @@ describe("InvocationMetrics (EMF through Powertools)", () => {
       "leaseLost",
       "tookOver",
       "failed",
+      "unconfirmed",
       "malformed",
       "testEvent",
       "deferred",
@@ -177,6 +178,12 @@ describe("Observer log lines", () => {
       "ERROR",
       "handler failed for bucket/a.jpg; claim released, delivery failed for a retry",
       "failed",
+    ],
+    [
+      { status: "unconfirmed", phase: "commit", error: new Error("network down") },
+      "ERROR",
+      "state store did not confirm the commit for bucket/a.jpg; delivery failed for a retry",
+      "unconfirmed",
     ],
   ];
 

@@ -18,6 +18,12 @@ import { type MemoryAtomicWrite, MemoryStore } from "../../src/stores/memory.js"
 /** A fenced target row that can be written atomically with a commit, per engine. */
 export interface TestSink {
   atomic(ctx: { position: string | undefined; fence: number }, key: string, value: string): AtomicWrite;
+  /** The same fenced write in its own request (a handler's non-atomic effect). */
+  put(
+    ctx: { position: string | undefined; fence: number },
+    key: string,
+    value: string,
+  ): Promise<"applied" | "stale">;
   read(key: string): Promise<{ value: string; srcPos: string; srcFence: number } | undefined>;
 }
 
@@ -60,6 +66,7 @@ export const STORES: StoreFactory[] = [
         requests,
         sink: {
           atomic: (ctx, key, value) => sink.atomicPut(ctx, { pk: key, value }),
+          put: (ctx, key, value) => sink.put(ctx, { pk: key, value }),
           read: async (key) => {
             const row = await sink.get(key);
             return row
@@ -87,6 +94,17 @@ export const STORES: StoreFactory[] = [
     async make() {
       const rows = new Map<string, { value: string; srcPos: string; srcFence: number }>();
       const memory = new MemoryStore();
+      const fencedPut = (
+        ctx: { position: string | undefined; fence: number },
+        key: string,
+        value: string,
+      ) => {
+        const pos = ctx.position ?? "";
+        const old = rows.get(key);
+        if (old && (old.srcPos > pos || (old.srcPos === pos && old.srcFence >= ctx.fence))) return false;
+        rows.set(key, { value, srcPos: pos, srcFence: ctx.fence });
+        return true;
+      };
       let toLose = 0;
       // Applied, then the caller sees a retryable error: what a lost response looks like to the guard.
       const store = new Proxy(memory, {
@@ -124,15 +142,9 @@ export const STORES: StoreFactory[] = [
           atomic: (ctx, key, value): MemoryAtomicWrite => ({
             engine: "memory",
             description: `put ${key}`,
-            apply: () => {
-              const pos = ctx.position ?? "";
-              const old = rows.get(key);
-              if (old && (old.srcPos > pos || (old.srcPos === pos && old.srcFence >= ctx.fence)))
-                return false;
-              rows.set(key, { value, srcPos: pos, srcFence: ctx.fence });
-              return true;
-            },
+            apply: () => fencedPut(ctx, key, value),
           }),
+          put: async (ctx, key, value) => (fencedPut(ctx, key, value) ? "applied" : "stale"),
           read: async (key) => rows.get(key),
         },
         close: async () => {},
@@ -175,4 +187,24 @@ export function itemBytes(item: Record<string, AttributeValue>): number {
     else bytes += Buffer.byteLength(JSON.stringify(value));
   }
   return bytes;
+}
+
+/** A store whose chosen operations are replaced, the rest delegated (the contract's methods only). */
+export function wrapStore(store: StateStore, overrides: Partial<StateStore>): StateStore {
+  return {
+    get engine() {
+      return store.engine;
+    },
+    get maxResultBytes() {
+      return store.maxResultBytes;
+    },
+    claim: (r) => store.claim(r),
+    claimAndCommit: (r) => store.claimAndCommit(r),
+    renew: (r) => store.renew(r),
+    commit: (r) => store.commit(r),
+    release: (r) => store.release(r),
+    read: (k) => store.read(k),
+    canFold: (w) => store.canFold(w),
+    ...overrides,
+  };
 }
