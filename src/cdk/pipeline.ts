@@ -76,7 +76,8 @@ export const LOG_QUERIES = {
   },
   problems: {
     fields: ["@timestamp", "level", "status", "subject", "correlation_id", "message", "error.message"],
-    filter: 'status in ["failed", "unconfirmed", "lease-lost", "busy", "in-flight", "malformed"] or level = "ERROR"',
+    filter:
+      'status in ["failed", "unconfirmed", "lease-lost", "busy", "in-flight", "malformed"] or level = "ERROR"',
     sort: "@timestamp desc",
     limit: 200,
   },

@@ -125,10 +125,7 @@ export async function acquire<T extends object>(
       };
     }
     // Jittered back-off, never past the deadline (one last try there).
-    const sleepMs = Math.max(
-      1,
-      Math.min(Math.round(delayMs * (0.5 + random() / 2)), remainingMs, untilMs),
-    );
+    const sleepMs = Math.max(1, Math.min(Math.round(delayMs * (0.5 + random() / 2)), remainingMs, untilMs));
     onWait({ reason: waitReason, delayMs: sleepMs });
     await o.clock.sleep(sleepMs, signal);
     delayMs = Math.min(delayMs * 2, o.maxWaitIntervalMs);

@@ -84,6 +84,7 @@ export class InvocationRunner {
       : undefined;
   }
 
+  /** Parse → run every delivery (lanes, heartbeat, guard) → respond: batch item failures, or throw for a retry. */
   async run<R>(
     handler: EventHandler<R>,
     input: unknown,
@@ -94,9 +95,16 @@ export class InvocationRunner {
       functionName: context?.functionName,
       requestId: context?.awsRequestId,
     });
-    let units: DeliveryUnit[];
+    const units = this.#parse(input, trigger, inv);
+    const sqs = units.every((u) => isSqsEnvelope(u.delivery.envelope));
+    const reports = await this.#execute(units, { handler, inv, context, sqs });
+    return this.#respond(reports, input, inv, sqs);
+  }
+
+  /** The invocation's deliveries; an invocation the wrapper cannot take is logged, counted and thrown. */
+  #parse(input: unknown, trigger: Trigger, inv: InvocationObserver): DeliveryUnit[] {
     try {
-      units = parseInvocation(input, this.#o.parse);
+      const units = parseInvocation(input, this.#o.parse);
       const sqs = units.every((u) => isSqsEnvelope(u.delivery.envelope));
       if ((trigger === "sqs" && !sqs) || (trigger === "direct" && sqs)) {
         throw new MalformedEventError(
@@ -105,32 +113,38 @@ export class InvocationRunner {
           "",
         );
       }
+      return units;
     } catch (error) {
       if (error instanceof MalformedEventError) inv.unknownInvocation(error);
       flush(inv);
       throw error;
     }
+  }
 
-    const sqs = units.every((u) => isSqsEnvelope(u.delivery.envelope));
-    const deadline = lambdaDeadline(context, this.#o.deadlineMarginMs);
+  /** Runs every delivery: lanes by subject (FIFO: by group), the visibility heartbeat, a deadline from the context. */
+  async #execute<R>(units: DeliveryUnit[], env: Omit<UnitEnv<R>, "deadline">): Promise<DeliveryReport<R>[]> {
+    const { inv, sqs } = env;
+    const deadline = lambdaDeadline(env.context, this.#o.deadlineMarginMs);
     const reports: DeliveryReport<R>[] = [];
     let heartbeat: HeartbeatRun | undefined;
+    const done = (unit: DeliveryUnit) => {
+      const id = unit.delivery.sqs?.messageId;
+      if (id !== undefined) heartbeat?.done(id);
+    };
     try {
       heartbeat = sqs ? this.#startHeartbeat(units, inv) : undefined;
       const plans = units.map((unit, index) => this.#plan(unit, index));
       const fifo = sqs && units.some((u) => u.delivery.sqs?.messageGroupId !== undefined || isFifoArn(u));
       const lanes = groupLanes(plans, (p) => laneKey(p, fifo), fifo);
-      const env: UnitEnv<R> = { handler, inv, deadline, context, sqs };
       await runLanes(
         lanes,
         this.#o.concurrency,
         async (plan) => {
           const obs = inv.delivery(plan.unit.delivery);
           try {
-            reports[plan.index] = await this.#runUnit(plan, obs, env);
+            reports[plan.index] = await this.#runUnit(plan, obs, { ...env, deadline });
           } finally {
-            const id = plan.unit.delivery.sqs?.messageId;
-            if (id !== undefined) heartbeat?.done(id);
+            done(plan.unit);
           }
           return reports[plan.index]?.ok ?? false;
         },
@@ -141,8 +155,7 @@ export class InvocationRunner {
             `not processed: an earlier message of group ${plan.unit.delivery.sqs?.messageGroupId ?? "?"} failed in this batch`,
           );
           reports[plan.index] = report(plan.unit, false, [{ status: "deferred" }]);
-          const id = plan.unit.delivery.sqs?.messageId;
-          if (id !== undefined) heartbeat?.done(id);
+          done(plan.unit);
         },
       );
     } finally {
@@ -150,7 +163,16 @@ export class InvocationRunner {
       deadline.dispose();
       flush(inv);
     }
+    return reports;
+  }
 
+  /** SQS: the failed records as batch item failures. Direct invokes: throw when any record failed (Lambda retries). */
+  #respond<R>(
+    reports: DeliveryReport<R>[],
+    input: unknown,
+    inv: InvocationObserver,
+    sqs: boolean,
+  ): InvocationResult<R> {
     const invocationReport: InvocationReport<R> = { deliveries: reports };
     if (sqs) {
       const batchItemFailures: SQSBatchResponse["batchItemFailures"] = [];

@@ -196,15 +196,18 @@ describe.each(STORES)("guard under faults on $name", (factory) => {
     const started = Date.now();
     let abortedAfterMs = -1;
     let tookOverAfterMs = -1;
+    const holderStarted = deferred();
     const holder = createGuard({ store: failing, leaseMs, heartbeatMs: 100, clockSkewMs: 100 }).run(
       ev(s, 1),
       async (ctx) => {
+        holderStarted.resolve();
         await new Promise((r) => ctx.signal.addEventListener("abort", r));
         abortedAfterMs = Date.now() - started;
         await sleep(400); // keeps running after the abort, as a careless handler would
         return "late";
       },
     );
+    await holderStarted.promise;
     const taker = guard({ clockSkewMs: 100, waitIntervalMs: 10, maxWaitIntervalMs: 20 }).run(
       ev(s, 1),
       async () => {
