@@ -1,4 +1,5 @@
 import type { Context, SQSBatchResponse } from "aws-lambda";
+import { describeError, describeValue } from "../core/describe-value.js";
 import {
   InvalidPositionError,
   LeaseLostError,
@@ -233,7 +234,7 @@ export class InvocationRunner {
       const malformed =
         error instanceof MalformedEventError
           ? error
-          : new MalformedEventError(`cannot derive the message's keys: ${messageOf(error)}`, "", {
+          : new MalformedEventError(`cannot derive the message's keys: ${describeError(error)}`, "", {
               cause: error,
             });
       return { unit, index, error: malformed, items: [] };
@@ -393,7 +394,7 @@ function rawMessageId(input: unknown, index: number): string | undefined {
 function requireKey(name: string, value: unknown): asserts value is string {
   if (typeof value !== "string" || value.length === 0) {
     throw new MalformedEventError(
-      `${name} derivation returned ${JSON.stringify(value)}, not a non-empty string`,
+      `${name} derivation returned ${describeValue(value)}, not a non-empty string`,
       "",
     );
   }
