@@ -405,12 +405,8 @@ function flush(inv: InvocationObserver): void {
     inv.flush();
   } catch (error) {
     // Metrics must never turn a good batch into a failed one.
-    inv.log("warn", `metrics could not be published: ${messageOf(error)}`, { error });
+    inv.log("warn", `metrics could not be published: ${describeError(error)}`, { error });
   }
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }
 
 async function defaultSqsClient(): Promise<SqsSender> {

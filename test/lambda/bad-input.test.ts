@@ -129,6 +129,38 @@ describe("deeply nested input through the Lambda adapters", () => {
   });
 });
 
+describe("a subject derivation that throws a value with no primitive conversion", () => {
+  it("makes that message malformed (DLQ route), not the batch failed", async () => {
+    const o = capture();
+    const event = sqsEvent({ body: { orderId: "ok" } }, { body: { orderId: "odd" } });
+    const oddId = event.Records[1]?.messageId;
+    const bodies: string[] = [];
+    const handler = sqsHandler(
+      async (e) => {
+        if (e.kind === "message") bodies.push(e.body);
+      },
+      {
+        store: tables.store,
+        messages: "accept",
+        subject: (m) => {
+          const { orderId } = JSON.parse(m.body) as { orderId: string };
+          // String() of this throws TypeError: the message must still say something.
+          if (orderId === "odd") throw Object.create(null);
+          return `order-${orderId}-${uid()}`;
+        },
+      },
+    ) as Wrapped;
+
+    const response = (await handler(event, fakeContext())) as SQSBatchResponse;
+
+    expect(response).toEqual({ batchItemFailures: [{ itemIdentifier: oddId }] });
+    expect(bodies).toEqual(['{"orderId":"ok"}']);
+    expect(o.logs().map((l) => String(l.message))).toContain(
+      `malformed message ${oddId}: cannot derive the message's keys: {}`,
+    );
+  });
+});
+
 describe("option values with no primitive conversion", () => {
   const h: EventHandler = async () => {};
   const make = (options: Record<string, unknown>) => () =>
