@@ -8,6 +8,7 @@ import {
   eventBridgeHandler,
   type InvocationReport,
   s3Handler,
+  sendFifoMessage,
   sqsHandler,
 } from "../../src/lambda/index.js";
 import { deepJson, splice, spliceJson } from "../sources/hostile.js";
@@ -175,5 +176,14 @@ describe("option values with no primitive conversion", () => {
     ["leaseMs", { valueOf: 1, toString: 1 }],
   ])("%s: %o is an OptionsError, not a TypeError", (name, value) => {
     expect(make({ [name]: value })).toThrow(OptionsError);
+  });
+
+  it("sendFifoMessage: a cyclic queueUrl is an OptionsError (JSON.stringify threw TypeError)", async () => {
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    const client = { send: async () => ({}) } as never;
+    await expect(
+      sendFifoMessage(client, { queueUrl: cyclic as never, subject: "s", identity: "i", body: "x" }),
+    ).rejects.toThrow(OptionsError);
   });
 });
