@@ -460,6 +460,27 @@ describe("inspectText", () => {
     expect(result.stderr).not.toContain("\n");
   });
 
+  it("reports JSON errors on one line even when the parser quotes a newline", () => {
+    const result = inspectText('{"a":\n x');
+    expect(result.exitCode).toBe(2);
+    expect(result.stderr).toMatch(/^eonce inspect: input is not JSON: /);
+    expect(result.stderr).not.toMatch(/[\n\r]/);
+  });
+
+  it("reads a file that begins with a UTF-8 byte order mark", () => {
+    const text = readFileSync(join(fixtures, "s3-put.json"), "utf8");
+    expect(inspectText(`\uFEFF${text}`)).toEqual(inspectText(text));
+    expect(inspectText(`\uFEFF${text}`).exitCode).toBe(0);
+  });
+
+  it("reports a deeply nested sequencer as a malformed unit (exit 1), not a crash", () => {
+    const result = inspectText(deepSequencerEvent());
+    expect(result.exitCode).toBe(1);
+    expect(parseLines(result.lines)).toMatchObject([
+      { type: "InvalidSequencerError", path: "Records[0].s3.object.sequencer", recordIndex: 0 },
+    ]);
+  });
+
   it("exits 2 for JSON that is not an object", () => {
     expect(inspectText("[1,2]")).toMatchObject({ exitCode: 2, stderr: expect.stringMatching(/an array/) });
   });
@@ -476,6 +497,13 @@ describe("inspectText", () => {
     expect(inspectText(text).lines.join("\n")).not.toContain(REQ_ID_2);
   });
 });
+
+/** A direct S3 notification whose sequencer is nested 100,000 levels deep (past JSON.stringify's limit). */
+function deepSequencerEvent(): string {
+  const text = readFileSync(join(fixtures, "s3-put.json"), "utf8");
+  const depth = 100_000;
+  return text.replace('"0055AED6DCD90281E5"', `${"[".repeat(depth)}1${"]".repeat(depth)}`);
+}
 
 const run = promisify(execFile);
 
@@ -525,6 +553,13 @@ describe("eonce inspect (spawned)", () => {
     expect(stdout).toBe("");
     expect(stderr.trim().split("\n")).toHaveLength(1);
     expect(stderr).toMatch(/^eonce inspect: cannot read .*does-not-exist\.json: .*ENOENT/);
+  });
+
+  it.concurrent("prints a malformed line, not a stack trace, for deeply nested input", async () => {
+    const { stdout, stderr, code } = await cli(["inspect", "-"], deepSequencerEvent());
+    expect(code).toBe(1);
+    expect(stderr).toBe("");
+    expect(JSON.parse(stdout.trim())).toMatchObject({ type: "InvalidSequencerError" });
   });
 
   it.concurrent("exits 2 for stdin that is not JSON", async () => {

@@ -1,6 +1,7 @@
 import type * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
 import type * as lambda from "aws-cdk-lib/aws-lambda";
 import type * as s3 from "aws-cdk-lib/aws-s3";
+import { describeValue } from "../core/describe-value.js";
 import { OptionsError } from "../core/errors.js";
 import { rejectUnknownKeys, requireOneOf } from "../core/options.js";
 import { METRIC_NAMESPACE } from "./metrics.js";
@@ -201,14 +202,14 @@ function fail(message: string): never {
 function optionalInteger(name: string, value: unknown, min: number, max: number): number | undefined {
   if (value === undefined) return undefined;
   if (typeof value !== "number" || !Number.isSafeInteger(value) || value < min || value > max) {
-    fail(`${name} must be an integer from ${min} to ${max}, got ${String(value)}`);
+    fail(`${name} must be an integer from ${min} to ${max}, got ${describeValue(value)}`);
   }
   return value;
 }
 
 function optionalBoolean(name: string, value: unknown): boolean | undefined {
   if (value === undefined) return undefined;
-  if (typeof value !== "boolean") fail(`${name} must be a boolean, got ${String(value)}`);
+  if (typeof value !== "boolean") fail(`${name} must be a boolean, got ${describeValue(value)}`);
   return value;
 }
 
@@ -225,7 +226,7 @@ export function resolveProps(props: EffectivelyOncePipelineProps): ResolvedProps
 
   const pipelineName = optionalString("pipelineName", props.pipelineName) ?? fail("pipelineName is required");
   if (!/^[A-Za-z0-9][A-Za-z0-9-]{0,39}$/.test(pipelineName)) {
-    fail(`pipelineName must be 1-40 letters, digits or dashes, got "${pipelineName}"`);
+    fail(`pipelineName must be 1-40 letters, digits or dashes, got ${describeValue(pipelineName)}`);
   }
   const delivery = requireOneOf(WHAT, "delivery", props.delivery, DELIVERIES);
   const queued = delivery === "s3-sqs" || delivery === "sqs";
@@ -341,7 +342,9 @@ export function resolveProps(props: EffectivelyOncePipelineProps): ResolvedProps
 
   const logRetentionDays = props.logRetentionDays ?? 30;
   if (!LOG_RETENTION_DAYS.includes(logRetentionDays)) {
-    fail(`logRetentionDays must be one of ${LOG_RETENTION_DAYS.join(", ")}, got ${String(logRetentionDays)}`);
+    fail(
+      `logRetentionDays must be one of ${LOG_RETENTION_DAYS.join(", ")}, got ${describeValue(logRetentionDays)}`,
+    );
   }
   const removal = requireOneOf(WHAT, "removal", props.removal ?? "retain", ["retain", "destroy"] as const);
   if (props.accessLogsBucket !== undefined && !fromS3 && !outputBucket) {
@@ -403,7 +406,9 @@ function resolveRecordsTable(value: unknown): Required<RecordsTableOptions> | un
   const environmentVariable =
     optionalString("recordsTable.environmentVariable", o.environmentVariable) ?? "RECORDS_TABLE";
   if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(environmentVariable)) {
-    fail(`recordsTable.environmentVariable must be a variable name, got "${environmentVariable}"`);
+    fail(
+      `recordsTable.environmentVariable must be a variable name, got ${describeValue(environmentVariable)}`,
+    );
   }
   let actions: RecordsTableAction[] = ["dynamodb:PutItem"];
   if (o.actions !== undefined) {

@@ -1,5 +1,6 @@
 import { readFile } from "node:fs/promises";
 import { type Command, Option } from "commander";
+import { describeError, describeText } from "../core/describe-value.js";
 import { EffectivelyOnceError } from "../core/errors.js";
 import type { Delivery, NormalizedEvent } from "../core/event.js";
 import { type DeliveryUnit, type ParseOptions, parseInvocation } from "../sources/index.js";
@@ -19,9 +20,10 @@ export interface InspectResult {
 export function inspectText(text: string, options: ParseOptions = {}): InspectResult {
   let input: unknown;
   try {
-    input = JSON.parse(text);
+    // Editors on Windows save UTF-8 with a byte order mark; JSON.parse rejects it.
+    input = JSON.parse(text.startsWith("\uFEFF") ? text.slice(1) : text);
   } catch (e) {
-    return unreadable(`input is not JSON: ${messageOf(e)}`);
+    return unreadable(`input is not JSON: ${describeError(e)}`);
   }
   let units: DeliveryUnit[];
   try {
@@ -90,12 +92,9 @@ function eventLine(delivery: Delivery, event: NormalizedEvent): Record<string, u
   }
 }
 
+/** stderr is one line: JSON.parse messages quote the input, newlines included. */
 function unreadable(reason: string): InspectResult {
-  return { lines: [], exitCode: 2, stderr: `eonce inspect: ${reason}` };
-}
-
-function messageOf(e: unknown): string {
-  return e instanceof Error ? e.message : String(e);
+  return { lines: [], exitCode: 2, stderr: `eonce inspect: ${describeText(reason, 1000)}` };
 }
 
 async function readStdin(): Promise<string> {
@@ -129,7 +128,7 @@ export function registerInspect(program: Command): void {
         text = file === "-" ? await readStdin() : await readFile(file, "utf8");
       } catch (e) {
         process.stderr.write(
-          `eonce inspect: cannot read ${file === "-" ? "stdin" : file}: ${messageOf(e)}\n`,
+          `eonce inspect: cannot read ${file === "-" ? "stdin" : file}: ${describeError(e)}\n`,
         );
         process.exitCode = 2;
         return;

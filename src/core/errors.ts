@@ -1,3 +1,5 @@
+import { describeValue } from "./describe-value.js";
+
 /**
  * Typed errors. Check them with `instanceof`; each carries `cause` where it wraps another error.
  *
@@ -25,7 +27,7 @@ export class MalformedEventError extends EffectivelyOnceError {
 export class InvalidSequencerError extends MalformedEventError {
   readonly sequencer: unknown;
   constructor(sequencer: unknown, reason: string, path = "sequencer") {
-    super(`invalid S3 sequencer ${JSON.stringify(sequencer)}: ${reason}`, path);
+    super(`invalid S3 sequencer ${describeValue(sequencer)}: ${reason}`, path);
     this.sequencer = sequencer;
   }
 }

@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import type { MessageAttributeValue, SendMessageCommandOutput, SQSClient } from "@aws-sdk/client-sqs";
+import { describeValue } from "../core/describe-value.js";
 import { OptionsError } from "../core/errors.js";
 import { rejectUnknownKeys } from "../core/options.js";
 
@@ -63,7 +64,7 @@ export async function sendFifoMessage(
   ]);
   if (typeof input.queueUrl !== "string" || !input.queueUrl.endsWith(".fifo")) {
     throw new OptionsError(
-      `sendFifoMessage: ${JSON.stringify(input.queueUrl)} is not a FIFO queue URL (.fifo)`,
+      `sendFifoMessage: ${describeValue(input.queueUrl)} is not a FIFO queue URL (.fifo)`,
     );
   }
   const body = typeof input.body === "string" ? input.body : JSON.stringify(input.body);

@@ -1,4 +1,5 @@
 import type { Context, SQSBatchResponse } from "aws-lambda";
+import { describeError, describeValue } from "../core/describe-value.js";
 import { InvalidPositionError, MalformedEventError, SubjectTooLongError } from "../core/errors.js";
 import type { Delivery, EnvelopeKind, MessageEvent, S3TestEvent } from "../core/event.js";
 import { createGuard, type GuardedEvent, type GuardOutcome } from "../core/guard.js";
@@ -248,7 +249,7 @@ export class InvocationRunner {
       const malformed =
         error instanceof MalformedEventError
           ? error
-          : new MalformedEventError(`cannot derive the message's keys: ${messageOf(error)}`, "", {
+          : new MalformedEventError(`cannot derive the message's keys: ${describeError(error)}`, "", {
               cause: error,
             });
       return { unit, index, error: malformed, items: [] };
@@ -402,7 +403,7 @@ function rawMessageId(input: unknown, index: number): string | undefined {
 function requireKey(name: string, value: unknown): asserts value is string {
   if (typeof value !== "string" || value.length === 0) {
     throw new MalformedEventError(
-      `${name} derivation returned ${JSON.stringify(value)}, not a non-empty string`,
+      `${name} derivation returned ${describeValue(value)}, not a non-empty string`,
       "",
     );
   }
@@ -413,12 +414,8 @@ function flush(inv: InvocationObserver): void {
     inv.flush();
   } catch (error) {
     // Metrics must never turn a good batch into a failed one.
-    inv.log("warn", `metrics could not be published: ${messageOf(error)}`, { error });
+    inv.log("warn", `metrics could not be published: ${describeError(error)}`, { error });
   }
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }
 
 async function defaultSqsClient(): Promise<SqsSender> {

@@ -1,6 +1,7 @@
 import type { Logger } from "@aws-lambda-powertools/logger";
 import type { Metrics } from "@aws-lambda-powertools/metrics";
 import type { Context } from "aws-lambda";
+import { describeValue } from "../core/describe-value.js";
 import { OptionsError } from "../core/errors.js";
 import type { Delivery, MessageEvent, S3ObjectEvent } from "../core/event.js";
 import {
@@ -173,7 +174,7 @@ export function resolveOptions(what: string, options: EffectivelyOnceOptions): R
   const deadlineMarginMs = options.deadlineMarginMs ?? 1000;
   if (!Number.isSafeInteger(deadlineMarginMs) || deadlineMarginMs < 0) {
     throw new OptionsError(
-      `${what}: deadlineMarginMs must be a non-negative integer, got ${String(deadlineMarginMs)}`,
+      `${what}: deadlineMarginMs must be a non-negative integer, got ${describeValue(deadlineMarginMs)}`,
     );
   }
   const hb = options.visibilityHeartbeat;
@@ -202,6 +203,6 @@ export function resolveOptions(what: string, options: EffectivelyOnceOptions): R
 
 function requireBoolean(what: string, name: string, value: unknown): boolean {
   if (typeof value !== "boolean")
-    throw new OptionsError(`${what}: ${name} must be a boolean, got ${String(value)}`);
+    throw new OptionsError(`${what}: ${name} must be a boolean, got ${describeValue(value)}`);
   return value;
 }

@@ -1,4 +1,5 @@
 import type { ChangeMessageVisibilityBatchCommandOutput, SQSClient } from "@aws-sdk/client-sqs";
+import { describeValue } from "../core/describe-value.js";
 import { OptionsError } from "../core/errors.js";
 import { rejectUnknownKeys, requirePositiveInteger } from "../core/options.js";
 
@@ -95,10 +96,12 @@ const PARTITION_DOMAINS: Record<string, string> = {
 /** `arn:aws:sqs:eu-west-1:123456789012:orders.fifo` → `https://sqs.eu-west-1.amazonaws.com/123456789012/orders.fifo`. */
 export function queueUrlFromArn(arn: string): string {
   const m = /^arn:([a-z-]+):sqs:([a-z0-9-]+):(\d{12}):([A-Za-z0-9_-]{1,80}(?:\.fifo)?)$/.exec(arn);
-  const domain = m ? PARTITION_DOMAINS[m[1] as string] : undefined;
+  // Own keys only: the ARN comes from the record, and `arn:constructor:sqs:…` must not find Object.
+  const domain =
+    m && Object.hasOwn(PARTITION_DOMAINS, m[1] as string) ? PARTITION_DOMAINS[m[1] as string] : undefined;
   if (!m || !domain) {
     throw new OptionsError(
-      `cannot derive a queue URL from ${JSON.stringify(arn)}: expected arn:aws:sqs:<region>:<account>:<queue> ` +
+      `cannot derive a queue URL from ${describeValue(arn)}: expected arn:aws:sqs:<region>:<account>:<queue> ` +
         "(pass visibilityHeartbeat.queueUrl for other partitions and local endpoints)",
     );
   }

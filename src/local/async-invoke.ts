@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { describeValue } from "../core/describe-value.js";
 import { OptionsError } from "../core/errors.js";
 import type { Activity } from "./activity.js";
 import { FaultInjector, type FaultOptions } from "./faults.js";
@@ -56,7 +57,7 @@ export class AsyncInvoker {
     this.#maxRetries = options.maxRetries ?? 2;
     if (!Number.isSafeInteger(this.#maxRetries) || this.#maxRetries < 0 || this.#maxRetries > 2) {
       throw new OptionsError(
-        `async invoke: maxRetries must be 0, 1 or 2 (as in Lambda), got ${this.#maxRetries}`,
+        `async invoke: maxRetries must be 0, 1 or 2 (as in Lambda), got ${describeValue(this.#maxRetries)}`,
       );
     }
     this.#retryDelaysMs = options.retryDelaysMs ?? [1000, 2000];

@@ -1,3 +1,4 @@
+import { describeValue } from "../core/describe-value.js";
 import { OptionsError } from "../core/errors.js";
 import { rejectUnknownKeys } from "../core/options.js";
 import type { Prng } from "./prng.js";
@@ -54,18 +55,18 @@ export function resolveFaults(options: FaultOptions | undefined): ResolvedFaults
   for (const name of RATES) {
     const v = out[name];
     if (typeof v !== "number" || !(v >= 0 && v <= 1)) {
-      throw new OptionsError(`faults: ${name} must be a number in [0, 1], got ${String(v)}`);
+      throw new OptionsError(`faults: ${name} must be a number in [0, 1], got ${describeValue(v)}`);
     }
   }
   for (const name of DURATIONS) {
     const v = out[name];
     if (typeof v !== "number" || !Number.isFinite(v) || v < 0) {
-      throw new OptionsError(`faults: ${name} must be a non-negative number of ms, got ${String(v)}`);
+      throw new OptionsError(`faults: ${name} must be a non-negative number of ms, got ${describeValue(v)}`);
     }
   }
   if (!Number.isSafeInteger(out.faultyAttempts) || out.faultyAttempts < 0) {
     throw new OptionsError(
-      `faults: faultyAttempts must be a non-negative integer, got ${out.faultyAttempts}`,
+      `faults: faultyAttempts must be a non-negative integer, got ${describeValue(out.faultyAttempts)}`,
     );
   }
   if (out.failBeforeRate + out.failAfterRate + out.crashRate > 1) {

@@ -8,6 +8,7 @@ import {
   type SQSClient,
 } from "@aws-sdk/client-sqs";
 import type { SQSMessageAttributes, SQSRecord } from "aws-lambda";
+import { describeValue } from "../core/describe-value.js";
 import { OptionsError } from "../core/errors.js";
 import type { Activity } from "./activity.js";
 import { LOCAL_REGION } from "./dynamodb-local.js";
@@ -64,7 +65,7 @@ export class SqsEventSource {
   constructor(fn: LocalFunction, options: SqsEventSourceOptions, deps: Deps) {
     const batchSize = options.batchSize ?? 10;
     if (!Number.isSafeInteger(batchSize) || batchSize < 1 || batchSize > 10) {
-      throw new OptionsError(`SQS event source: batchSize must be 1 to 10, got ${batchSize}`);
+      throw new OptionsError(`SQS event source: batchSize must be 1 to 10, got ${describeValue(batchSize)}`);
     }
     this.#fn = fn;
     this.#options = {

@@ -18,7 +18,7 @@ export function isEventBridgeEvent(value: unknown): value is JsonObject {
     isObject(value) &&
     typeof value["detail-type"] === "string" &&
     typeof value.source === "string" &&
-    "detail" in value
+    Object.hasOwn(value, "detail")
   );
 }
 

@@ -1,3 +1,4 @@
+import { describeValue } from "../core/describe-value.js";
 import { MalformedEventError } from "../core/errors.js";
 
 /**
@@ -19,17 +20,25 @@ export function describe(value: unknown): string {
   return `a ${typeof value}`;
 }
 
+/**
+ * Reads an own property only: names may come from user options (`correlationAttribute`), and `constructor`,
+ * `toString` or `__proto__` must not resolve to what `Object.prototype` has.
+ */
+export function own<T>(obj: Record<string, T>, name: string): T | undefined {
+  return Object.hasOwn(obj, name) ? obj[name] : undefined;
+}
+
 export function requireObject(value: unknown, path: string): JsonObject {
   if (!isObject(value)) throw new MalformedEventError(`expected an object, got ${describe(value)}`, path);
   return value;
 }
 
 export function requireField(obj: JsonObject, field: string, path: string): JsonObject {
-  return requireObject(obj[field], join(path, field));
+  return requireObject(own(obj, field), join(path, field));
 }
 
 export function requireString(obj: JsonObject, field: string, path: string): string {
-  const value = obj[field];
+  const value = own(obj, field);
   if (typeof value !== "string" || value.length === 0) {
     const why = value === undefined ? "missing" : `expected a non-empty string, got ${describe(value)}`;
     throw new MalformedEventError(why, join(path, field));
@@ -39,7 +48,7 @@ export function requireString(obj: JsonObject, field: string, path: string): str
 
 /** Absent and `null` read as undefined; any other non-string is malformed. */
 export function optionalString(obj: JsonObject, field: string, path: string): string | undefined {
-  const value = obj[field];
+  const value = own(obj, field);
   if (value === undefined || value === null) return undefined;
   if (typeof value !== "string") {
     throw new MalformedEventError(`expected a string, got ${describe(value)}`, join(path, field));
@@ -49,12 +58,12 @@ export function optionalString(obj: JsonObject, field: string, path: string): st
 
 /** A non-negative integer; decimal digit strings are accepted because some emulators send sizes as text. */
 export function optionalCount(obj: JsonObject, field: string, path: string): number | undefined {
-  const value = obj[field];
+  const value = own(obj, field);
   if (value === undefined || value === null) return undefined;
   const n = typeof value === "string" && /^\d+$/.test(value) ? Number(value) : value;
   if (typeof n !== "number" || !Number.isSafeInteger(n) || n < 0) {
     throw new MalformedEventError(
-      `expected a non-negative integer, got ${JSON.stringify(value)}`,
+      `expected a non-negative integer, got ${describeValue(value)}`,
       join(path, field),
     );
   }
@@ -65,7 +74,7 @@ export function optionalCount(obj: JsonObject, field: string, path: string): num
 export function requireTime(obj: JsonObject, field: string, path: string): string {
   const value = requireString(obj, field, path);
   if (Number.isNaN(Date.parse(value))) {
-    throw new MalformedEventError(`not a valid timestamp: ${JSON.stringify(value)}`, join(path, field));
+    throw new MalformedEventError(`not a valid timestamp: ${describeValue(value)}`, join(path, field));
   }
   return value;
 }

@@ -1,3 +1,4 @@
+import { describeValue } from "../core/describe-value.js";
 import { MalformedEventError } from "../core/errors.js";
 
 /** S3 object keys are 1 to 1,024 bytes of UTF-8. */
@@ -30,7 +31,7 @@ export function decodeS3NotificationKey(encoded: string, path: string): string {
   if (bad) {
     const near = encoded.slice(bad.index, bad.index + 3);
     throw new MalformedEventError(
-      `key has an invalid percent escape ${JSON.stringify(near)} at character ${bad.index}`,
+      `key has an invalid percent escape ${describeValue(near)} at character ${bad.index}`,
       path,
     );
   }

@@ -1,3 +1,4 @@
+import { describeValue } from "../core/describe-value.js";
 import { MalformedEventError } from "../core/errors.js";
 import type { Delivery } from "../core/event.js";
 import { isEventBridgeEvent } from "./eventbridge.js";
@@ -27,8 +28,9 @@ export function parseInvocation(input: unknown, options?: ParseOptions): Deliver
   if (!isObject(input)) {
     throw new MalformedEventError(`invocation is ${describe(input)}, not an object; ${KNOWN_SHAPES}`, "");
   }
-  if ("Records" in input) return parseRecords(input.Records, resolved);
+  // The test event first: one that also carries Records is one malformed unit, not a batch (see parseS3TestEvent).
   if (isS3TestEvent(input)) return [directTestEvent(input, resolved)];
+  if (Object.hasOwn(input, "Records")) return parseRecords(input.Records, resolved);
   if (isEventBridgeEvent(input)) return [directEventBridge(input, resolved)];
   throw new MalformedEventError(`unknown invocation shape; ${KNOWN_SHAPES}`, "");
 }
@@ -42,7 +44,7 @@ function parseRecords(records: unknown, options: ResolvedParseOptions): Delivery
   const batchSource = sources.find((s) => s === "aws:sqs" || s === "aws:s3");
   if (batchSource === undefined) {
     throw new MalformedEventError(
-      `no record has eventSource aws:s3 or aws:sqs (first: ${JSON.stringify(sources[0])}); ${KNOWN_SHAPES}` +
+      `no record has eventSource aws:s3 or aws:sqs (first: ${describeValue(sources[0])}); ${KNOWN_SHAPES}` +
         " (SNS → Lambda is not supported: subscribe an SQS queue to the topic)",
       "Records",
     );

@@ -1,3 +1,4 @@
+import { describeText, describeValue } from "../core/describe-value.js";
 import { MalformedEventError } from "../core/errors.js";
 import type { Delivery, NormalizedEvent } from "../core/event.js";
 import {
@@ -34,7 +35,7 @@ export function parseSqsBody(
   if (!json.ok) {
     // Application messages need not be JSON; notifications always are.
     if (options.messages === "accept") return { events: [{ kind: "message", body, messageId }] };
-    throw new MalformedEventError(`body is not valid JSON: ${json.error}`, path);
+    throw new MalformedEventError(`body is not valid JSON: ${describeText(json.error)}`, path);
   }
   const parsed = json.value;
   if (isS3Notification(parsed) || isS3TestEvent(parsed)) {
@@ -51,13 +52,13 @@ export function parseSqsBody(
       return s3Payload(inner, messagePath);
     }
     // SNS fan-out of an application message: the payload is the SNS Message, not the envelope.
-    return message(parsed.Message, messageId, "the SNS Message", messagePath, options);
+    return message(() => parsed.Message, messageId, "the SNS Message", messagePath, options);
   }
   if (isEventBridgeEvent(parsed)) {
     delivery.envelope = "sqs-eventbridge";
     return eventBridgePayload(parsed, path, delivery, messageId, options);
   }
-  return message(body, messageId, "the body", path, options);
+  return message(() => body, messageId, "the body", path, options);
 }
 
 /**
@@ -77,10 +78,25 @@ export function eventBridgePayload(
     const event = parseEventBridgeS3(value, path);
     return { events: [event], correlationId: event.requestId ?? meta.id };
   }
-  const what = `an EventBridge event from ${JSON.stringify(meta.source)}`;
-  const payload = message(JSON.stringify(value.detail ?? null), messageId, what, path, options);
+  const what = `an EventBridge event from ${describeValue(meta.source)}`;
+  const payload = message(() => detailBody(value, path), messageId, what, path, options);
   payload.correlationId = meta.id;
   return payload;
+}
+
+/** JSON.stringify recurses: a detail nested a few thousand levels deep overflows the stack (RangeError). */
+function detailBody(value: JsonObject, path: string): string {
+  try {
+    return JSON.stringify(value.detail ?? null);
+  } catch (cause) {
+    throw new MalformedEventError(
+      "detail cannot be serialized as a message body (nested too deeply?)",
+      join(path, "detail"),
+      {
+        cause,
+      },
+    );
+  }
 }
 
 function s3Payload(value: JsonObject, path: string): Payload {
@@ -94,8 +110,9 @@ function s3Payload(value: JsonObject, path: string): Payload {
   return payload;
 }
 
+/** `body` is only computed for accepted messages: a rejected one gets the rejection, not a body error. */
 function message(
-  body: string,
+  body: () => string,
   messageId: string,
   what: string,
   path: string,
@@ -108,7 +125,7 @@ function message(
       path,
     );
   }
-  return { events: [{ kind: "message", body, messageId }] };
+  return { events: [{ kind: "message", body: body(), messageId }] };
 }
 
 type Json = { ok: true; value: unknown } | { ok: false; error: string };

@@ -1,3 +1,4 @@
+import { describeValue } from "../core/describe-value.js";
 import { MalformedEventError } from "../core/errors.js";
 import type { S3ObjectEvent } from "../core/event.js";
 import { s3Identity, s3Operation, s3Subject } from "../core/identity.js";
@@ -53,7 +54,7 @@ export function buildS3Event(f: S3EventFields): S3ObjectEvent {
 export function requireBucketName(obj: JsonObject, field: string, path: string): string {
   const name = requireString(obj, field, path);
   if (name.length > 255 || name.includes("/")) {
-    throw new MalformedEventError(`not a valid bucket name: ${JSON.stringify(name)}`, join(path, field));
+    throw new MalformedEventError(`not a valid bucket name: ${describeValue(name)}`, join(path, field));
   }
   return name;
 }

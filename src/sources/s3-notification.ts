@@ -1,3 +1,4 @@
+import { describeValue } from "../core/describe-value.js";
 import { MalformedEventError } from "../core/errors.js";
 import type { S3ObjectEvent, S3TestEvent } from "../core/event.js";
 import {
@@ -25,7 +26,7 @@ export function isS3Notification(value: unknown): value is JsonObject & { Record
 }
 
 /** `{"Service":"Amazon S3","Event":"s3:TestEvent",...}`, sent once when a notification configuration is saved. */
-export function isS3TestEvent(value: unknown): value is JsonObject {
+export function isS3TestEvent(value: unknown): value is JsonObject & { Event: "s3:TestEvent" } {
   return isObject(value) && value.Event === "s3:TestEvent";
 }
 
@@ -37,7 +38,7 @@ export function parseS3Record(value: unknown, path: string): S3ObjectEvent {
   const record = requireObject(value, path);
   if (record.eventSource !== "aws:s3") {
     throw new MalformedEventError(
-      `expected eventSource "aws:s3", got ${JSON.stringify(record.eventSource)}`,
+      `expected eventSource "aws:s3", got ${describeValue(record.eventSource)}`,
       join(path, "eventSource"),
     );
   }
@@ -94,7 +95,17 @@ export function parseS3Notification(value: JsonObject & { Records: unknown[] }, 
   return out;
 }
 
+/**
+ * S3's test event never carries `Records`. One that does is not something S3 sent: taking it as a test event
+ * would drop the records, taking it as a notification would ignore what it says it is, so it is malformed.
+ */
 export function parseS3TestEvent(value: JsonObject, path: string): S3TestEvent {
+  if (Object.hasOwn(value, "Records")) {
+    throw new MalformedEventError(
+      "an s3:TestEvent does not carry Records; this is neither a test event nor a notification",
+      join(path, "Records"),
+    );
+  }
   const event: S3TestEvent = { kind: "s3-test", bucket: requireBucketName(value, "Bucket", path) };
   const requestId = optionalString(value, "RequestId", path);
   const time = optionalString(value, "Time", path);

@@ -1,5 +1,6 @@
 import type { MalformedEventError } from "../core/errors.js";
 import type { Delivery, NormalizedEvent } from "../core/event.js";
+import { own } from "./fields.js";
 import type { DeliveryUnit, ResolvedParseOptions } from "./types.js";
 
 /**
@@ -15,7 +16,8 @@ export function finishUnit(
   options: ResolvedParseOptions,
 ): DeliveryUnit {
   const attribute = options.correlationAttribute;
-  const fromAttribute = attribute === undefined ? undefined : delivery.sqs?.messageAttributes[attribute];
+  const attributes = delivery.sqs?.messageAttributes;
+  const fromAttribute = attribute === undefined || !attributes ? undefined : own(attributes, attribute);
   delivery.correlationId =
     nonEmpty(fromAttribute) ??
     nonEmpty(preferredCorrelationId) ??

@@ -26,6 +26,10 @@ describe("EffectivelyOncePipeline options", () => {
     [{ ...base, timeoutSeconds: 0 }, /timeoutSeconds must be an integer from 1 to 900, got 0/],
     [{ ...base, timeoutSeconds: 901 }, /timeoutSeconds must be an integer from 1 to 900/],
     [{ ...base, timeoutSeconds: 1.5 }, /timeoutSeconds must be an integer/],
+    // No primitive conversion: String() of these throws TypeError; the message must still be an OptionsError.
+    [{ ...base, timeoutSeconds: Object.create(null) }, /timeoutSeconds must be an integer .*, got \{\}/],
+    [{ ...base, fifo: { toString: 1 } }, /fifo must be a boolean, got \{"toString":1\}/],
+    [{ ...base, pipelineName: "x".repeat(300) }, /got "x+…" \(300 characters\)$/],
     [{ ...base, memoryMiB: 64 }, /memoryMiB must be an integer from 128/],
     [{ ...base, visibilityTimeoutSeconds: "300" }, /visibilityTimeoutSeconds must be an integer/],
     [{ ...base, maxReceiveCount: 0 }, /maxReceiveCount must be an integer from 1/],

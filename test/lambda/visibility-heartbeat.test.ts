@@ -44,6 +44,8 @@ describe("queueUrlFromArn", () => {
     "arn:aws:sqs:us-east-1:123456789012:",
     "arn:aws:sqs:us-east-1:123456789012:bad/name",
     "arn:aws-iso:sqs:us-iso-east-1:123456789012:q",
+    // The partition comes from the record: an Object.prototype name must not find a domain.
+    "arn:constructor:sqs:us-east-1:123456789012:q",
   ])("rejects %j", (arn) => {
     expect(() => queueUrlFromArn(arn)).toThrow(OptionsError);
   });

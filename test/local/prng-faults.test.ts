@@ -49,6 +49,10 @@ describe("fault injection", () => {
     expect(() => resolveFaults({ duplicateRte: 0.1 } as never)).toThrow(OptionsError);
     expect(() => resolveFaults({ duplicateRate: 1.5 })).toThrow(OptionsError);
     expect(() => resolveFaults({ slowMs: -1 })).toThrow(OptionsError);
+    // String() of these throws TypeError; the validator must still answer with an OptionsError.
+    expect(() => resolveFaults({ duplicateRate: Object.create(null) })).toThrow(OptionsError);
+    expect(() => resolveFaults({ slowMs: { toString: 1 } as never })).toThrow(OptionsError);
+    expect(() => resolveFaults({ faultyAttempts: Object.create(null) })).toThrow(OptionsError);
     expect(() => resolveFaults({ failBeforeRate: 0.6, failAfterRate: 0.6 })).toThrow(OptionsError);
     expect(resolveFaults(undefined).duplicateRate).toBe(0);
   });

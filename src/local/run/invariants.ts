@@ -38,7 +38,8 @@ function exactlyOnce({ classified, effects }: CheckInputs): InvariantCheck {
   if (effects) {
     const counts = new Map<string, number>();
     for (const row of effects.rows) {
-      const v = String(row[effects.attribute]);
+      // Own attributes only: the attribute name is a command-line argument (`constructor` is not a column).
+      const v = String(Object.hasOwn(row, effects.attribute) ? row[effects.attribute] : undefined);
       counts.set(v, (counts.get(v) ?? 0) + 1);
     }
     const extra = events.filter((e) => (counts.get(e.sequencer) ?? 0) > 1);
