@@ -90,6 +90,27 @@ describe.each(STORES)("guard under faults on $name", (factory) => {
     }
   }, 60_000);
 
+  it.runIf(factory.name === "dynamodb")(
+    "2. an effect the store refuses for good (an item over 400 KB) fails and releases cleanly; the retry claims",
+    async () => {
+      const s = subject();
+      const row = `row-${randomUUID()}`;
+      const out = await guard().run(ev(s, 1), async (ctx) => {
+        ctx.atCommit(t.sink.atomic(ctx, row, "y".repeat(500_000)));
+        return "too big to land";
+      });
+      expect(out).toMatchObject({ status: "failed", released: true });
+      expect(out.status === "failed" && out.error).toBeInstanceOf(StoreError);
+      expect(out.status === "failed" && (out.error as StoreError).retryable).toBe(false);
+      const retry = await guard().run(ev(s, 1), async (ctx) => {
+        ctx.atCommit(t.sink.atomic(ctx, row, "fits"));
+        return "landed";
+      });
+      expect(retry).toMatchObject({ status: "processed", attempt: 2, writes: [{ status: "applied" }] });
+      expect(await t.sink.read(row)).toMatchObject({ value: "fits" });
+    },
+  );
+
   it("4. positions order alike everywhere: non-ASCII positions are refused; ASCII ones agree with the store", async () => {
     const g = guard();
     await expect(
