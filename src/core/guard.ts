@@ -209,6 +209,9 @@ export function createGuard(options: GuardOptions): Guard {
     throw new OptionsError("createGuard: clockSkewMs must be a non-negative integer");
   }
   const storeLimit = options.store.maxResultBytes;
+  if (!Number.isSafeInteger(storeLimit) || storeLimit <= 0) {
+    throw new OptionsError("createGuard: the store must declare maxResultBytes (see src/stores/contract.ts)");
+  }
   const maxStoredResultBytes = requirePositiveInteger(
     what,
     "maxStoredResultBytes",
