@@ -14,6 +14,7 @@ import {
 import { rejectUnknownKeys, requireOneOf, requirePositiveInteger } from "../core/options.js";
 import type { StateStore } from "../stores/contract.js";
 import {
+  type ResolvedVisibilityHeartbeatOptions,
   resolveVisibilityHeartbeatOptions,
   type SqsSender,
   type VisibilityHeartbeatOptions,
@@ -111,7 +112,7 @@ export interface ResolvedOptions {
   logger: Logger | undefined;
   metrics: Metrics | undefined;
   concurrency: number;
-  visibilityHeartbeat: Required<VisibilityHeartbeatOptions> | undefined;
+  visibilityHeartbeat: ResolvedVisibilityHeartbeatOptions | undefined;
   sqsClient: SqsSender | undefined;
   parse: { messages: "accept" | "reject"; correlationAttribute?: string };
   deadlineMarginMs: number;
