@@ -115,7 +115,8 @@ function monotonic({ classified, state, bucket }: CheckInputs): InvariantCheck {
     detail:
       (behind.length
         ? `${behind.length} subject(s) whose committed position is older than their newest event (${behind[0]})`
-        : `${ordered} ordered subjects, each committed at its newest event (of those acknowledged)`) + skipped,
+        : `${ordered} ordered subjects, each committed at its newest event (of those acknowledged)`) +
+      skipped,
   };
 }
 
