@@ -4,8 +4,9 @@ import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { OptionsError } from "../../src/core/errors.js";
 import { dynamoDBClient } from "../../src/local/dynamodb-local.js";
-import type { RunReport } from "../../src/local/run/run-handler.js";
+import { type RunReport, runHandler } from "../../src/local/run/run-handler.js";
 import { scanTable } from "../../src/local/scan-table.js";
 import { eonce } from "./cli-helpers.js";
 
@@ -350,4 +351,34 @@ describe("eonce run start-up errors: one line, before any server starts, and the
     expect(stderr.trim().split("\n")).toHaveLength(1);
     expect(code).toBe(2);
   }, 90_000);
+
+  it("eonce demo too: no Java on the PATH is one line and exit 2", async () => {
+    const bin = join(dir, "bin-demo");
+    await mkdir(bin, { recursive: true });
+    await symlink(process.execPath, join(bin, "node")).catch(() => undefined);
+    const { code, stderr } = await eonceWithEnv(["demo", "--scenario", "records"], {
+      ...process.env,
+      PATH: bin,
+      NO_COLOR: "1",
+    });
+    expect(stderr.trim()).toMatch(/^eonce demo: DynamoDB Local needs Java 17 or later/);
+    expect(stderr.trim().split("\n")).toHaveLength(1);
+    expect(code).toBe(2);
+  }, 90_000);
+
+  it("runHandler rejects unknown options and ill-fitting sources before reading anything", async () => {
+    const base = { handler: "test/local/fixtures/ok.ts:handler", source: "sqs" as const };
+    await expect(runHandler({ ...base, batchsize: 3 } as never)).rejects.toThrow(
+      /eonce run: unknown option "batchsize"/,
+    );
+    await expect(runHandler({ ...base, source: "direct", messages: "m.jsonl" })).rejects.toThrow(
+      OptionsError,
+    );
+    await expect(runHandler({ ...base, source: "sns-sqs", generate: 2 })).rejects.toThrow(
+      /replays --messages/,
+    );
+    await expect(runHandler({ ...base, faults: { slowRatio: 1 } as never })).rejects.toThrow(
+      /unknown option/,
+    );
+  });
 });
