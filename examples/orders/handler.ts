@@ -40,8 +40,6 @@ export function naiveOrdersHandler(config: OrdersConfig) {
 
 export interface GuardedOrdersConfig extends OrdersConfig {
   store: StateStore;
-  /** Where ChangeMessageVisibility goes; default the queue URL derived from the event source ARN. */
-  queueUrl?: (eventSourceArn: string) => string;
   sqsClient?: SQSClient;
   /** Each heartbeat hides the message this long (default 60), every `intervalSeconds` (default 20). */
   visibilityTimeoutSeconds?: number;
@@ -78,7 +76,6 @@ export function guardedOrdersHandler(config: GuardedOrdersConfig) {
       visibilityHeartbeat: {
         visibilityTimeoutSeconds: config.visibilityTimeoutSeconds ?? 60,
         intervalSeconds: config.intervalSeconds ?? 20,
-        ...(config.queueUrl ? { queueUrl: config.queueUrl } : {}),
       },
       ...(config.sqsClient ? { sqsClient: config.sqsClient } : {}),
     },

@@ -7,10 +7,9 @@ import { guardedOrdersHandler } from "./handler.js";
  * The orders pipeline's Lambda function (SQS → Lambda → DynamoDB), guard and visibility heartbeat on.
  * Environment: CHARGES_TABLE (hash key `chargeId`), STATE_TABLE, LEASE_MS (default 30 000),
  * HEARTBEAT_VISIBILITY_S (default 60), HEARTBEAT_INTERVAL_S (default 20).
- * With AWS_ENDPOINT_URL_SQS set (local runs) the heartbeat addresses queues at that endpoint.
+ * With AWS_ENDPOINT_URL_SQS set (local runs: `eonce run` sets it) the heartbeat addresses queues there.
  */
 const dynamodb = new DynamoDBClient({});
-const sqsEndpoint = process.env.AWS_ENDPOINT_URL_SQS;
 
 export const handler = guardedOrdersHandler({
   dynamodb,
@@ -18,14 +17,5 @@ export const handler = guardedOrdersHandler({
   store: new DynamoDBStore({ client: dynamodb, tableName: requireEnv("STATE_TABLE") }),
   visibilityTimeoutSeconds: numberEnv("HEARTBEAT_VISIBILITY_S", 60),
   intervalSeconds: numberEnv("HEARTBEAT_INTERVAL_S", 20),
-  ...(sqsEndpoint
-    ? {
-        // arn:aws:sqs:<region>:<account>:<name> → <endpoint>/<account>/<name>, as local servers name queues.
-        queueUrl: (arn: string) => {
-          const [, , , , account, name] = arn.split(":");
-          return `${sqsEndpoint.replace(/\/$/, "")}/${account}/${name}`;
-        },
-      }
-    : {}),
   options: { leaseMs: numberEnv("LEASE_MS", 30_000) },
 });

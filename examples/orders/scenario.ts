@@ -37,8 +37,6 @@ export const ordersScenario: Scenario = {
           ...config,
           store: await localStateStore(runtime, `${ctx.prefix}-state`),
           sqsClient: sqs,
-          // fauxqs names queues by its own URL, not by the AWS one derived from the ARN.
-          queueUrl: (arn) => runtime.sqs!.queueUrl(arn.split(":")[5] ?? ""),
           visibilityTimeoutSeconds: 4,
           intervalSeconds: 1,
           options: { ...quietObservability(), leaseMs: 3000, waitIntervalMs: 50, maxWaitIntervalMs: 400 },

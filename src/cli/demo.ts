@@ -6,6 +6,7 @@ import { renderHtmlReport } from "../local/demo/report-html.js";
 import { runDemo, toJson } from "../local/demo/run-demo.js";
 import { formatTable } from "../local/demo/table.js";
 import { LocalRuntime } from "../local/runtime.js";
+import { exitSoon, oneLine } from "./errors.js";
 
 interface DemoOptions {
   json?: boolean;
@@ -37,14 +38,16 @@ export function registerDemo(program: Command): void {
       try {
         process.exitCode = await demo(options);
       } catch (error) {
-        process.stderr.write(`eonce demo: ${error instanceof Error ? error.message : String(error)}\n`);
+        process.stderr.write(`eonce demo: ${oneLine(error)}\n`);
         process.exitCode = 2;
+        exitSoon();
       }
     });
 }
 
 async function demo(options: DemoOptions): Promise<number> {
   const scenarios = await loadScenarios(options.scenario);
+  LocalRuntime.preflight(options.dynamodbEndpoint ? { dynamodbEndpoint: options.dynamodbEndpoint } : {});
   const started = Date.now();
   process.stderr.write("starting DynamoDB Local, s3rver and fauxqs on 127.0.0.1…\n");
   const runtime = await LocalRuntime.start({

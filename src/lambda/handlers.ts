@@ -1,5 +1,6 @@
 import type { Context, EventBridgeEvent, S3Event, SQSBatchResponse, SQSEvent } from "aws-lambda";
 import { OptionsError } from "../core/errors.js";
+import { reportToLocalRun } from "../observe/local-hook.js";
 import {
   type InvocationReport,
   type InvocationResult,
@@ -41,6 +42,7 @@ export function sqsHandler<R = unknown>(
   return async (event, context) => {
     const result = await runner.run(handler, event, context, "sqs");
     if (result.kind !== "sqs") throw new OptionsError("sqsHandler: not an SQS batch"); // unreachable: run checks
+    reportToLocalRun(result.report);
     return result.response;
   };
 }
@@ -70,6 +72,7 @@ export function wrapHandler<R = unknown>(
 
 /** What Lambda gets back for a run: the batch response for SQS, the report for direct invokes. */
 export function answer<R>(result: InvocationResult<R>): SQSBatchResponse | InvocationReport<R> {
+  reportToLocalRun(result.report);
   return result.kind === "sqs" ? result.response : result.report;
 }
 

@@ -15,6 +15,7 @@ import {
 import { rejectUnknownKeys, requireOneOf, requirePositiveInteger } from "../core/options.js";
 import type { StateStore } from "../stores/contract.js";
 import {
+  type ResolvedVisibilityHeartbeatOptions,
   resolveVisibilityHeartbeatOptions,
   type SqsSender,
   type VisibilityHeartbeatOptions,
@@ -116,7 +117,7 @@ export interface ResolvedOptions {
   logger: Logger | undefined;
   metrics: Metrics | undefined;
   concurrency: number;
-  visibilityHeartbeat: Required<VisibilityHeartbeatOptions> | undefined;
+  visibilityHeartbeat: ResolvedVisibilityHeartbeatOptions | undefined;
   sqsClient: SqsSender | undefined;
   parse: { messages: "accept" | "reject"; correlationAttribute?: string };
   deadlineMarginMs: number;

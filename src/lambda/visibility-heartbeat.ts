@@ -17,9 +17,16 @@ export interface VisibilityHeartbeatOptions {
   visibilityTimeoutSeconds: number;
   /** Time between extensions; must be below visibilityTimeoutSeconds (and below the queue's timeout). */
   intervalSeconds: number;
-  /** Queue URL of an event source ARN. Default {@link queueUrlFromArn}; override for local endpoints. */
+  /**
+   * Queue URL of an event source ARN. Default: under the SQS endpoint the SDK is configured with
+   * (`AWS_ENDPOINT_URL_SQS`, `AWS_ENDPOINT_URL`, or the client's own `endpoint`), as local servers name
+   * queues (`<endpoint>/<account>/<name>`); without one, the AWS URL ({@link queueUrlFromArn}).
+   */
   queueUrl?: (eventSourceArn: string) => string;
 }
+
+export type ResolvedVisibilityHeartbeatOptions = Omit<Required<VisibilityHeartbeatOptions>, "queueUrl"> &
+  Pick<VisibilityHeartbeatOptions, "queueUrl">;
 
 export interface HeartbeatMessage {
   messageId: string;
@@ -53,7 +60,7 @@ export const VISIBILITY_HEARTBEAT_KEYS = ["visibilityTimeoutSeconds", "intervalS
 export function resolveVisibilityHeartbeatOptions(
   what: string,
   options: VisibilityHeartbeatOptions,
-): Required<VisibilityHeartbeatOptions> {
+): ResolvedVisibilityHeartbeatOptions {
   if (typeof options !== "object" || options === null) {
     throw new OptionsError(`${what}: visibilityHeartbeat must be an object or false`);
   }
@@ -84,7 +91,11 @@ export function resolveVisibilityHeartbeatOptions(
       `${what}: visibilityHeartbeat.queueUrl must be a function (eventSourceArn) => url`,
     );
   }
-  return { visibilityTimeoutSeconds, intervalSeconds, queueUrl: options.queueUrl ?? queueUrlFromArn };
+  return {
+    visibilityTimeoutSeconds,
+    intervalSeconds,
+    ...(options.queueUrl ? { queueUrl: options.queueUrl } : {}),
+  };
 }
 
 const PARTITION_DOMAINS: Record<string, string> = {
@@ -108,6 +119,36 @@ export function queueUrlFromArn(arn: string): string {
   return `https://sqs.${m[2]}.${domain}/${m[3]}/${m[4]}`;
 }
 
+/**
+ * `arn:aws:sqs:us-east-1:000000000000:orders` under `http://127.0.0.1:9324` →
+ * `http://127.0.0.1:9324/000000000000/orders`: how LocalStack, ElasticMQ and fauxqs name queues.
+ */
+export function queueUrlAtEndpoint(arn: string, endpoint: string): string {
+  const m = /^arn:[a-z-]+:sqs:[a-z0-9-]*:([0-9]+):([A-Za-z0-9_-]{1,80}(?:\.fifo)?)$/.exec(arn);
+  if (!m) {
+    throw new OptionsError(
+      `cannot derive a queue URL from ${JSON.stringify(arn)}: expected arn:<partition>:sqs:<region>:<account>:<queue>`,
+    );
+  }
+  return `${endpoint.replace(/\/+$/, "")}/${m[1]}/${m[2]}`;
+}
+
+/** The endpoint the SDK sends SQS requests to when one is configured (environment, then the client's). */
+async function configuredEndpoint(client: SqsSender): Promise<string | undefined> {
+  const env = process.env.AWS_ENDPOINT_URL_SQS || process.env.AWS_ENDPOINT_URL;
+  if (env) return env;
+  const config = (client as { config?: { isCustomEndpoint?: boolean; endpoint?: unknown } }).config;
+  if (!config?.isCustomEndpoint || typeof config.endpoint !== "function") return undefined;
+  const e = (await config.endpoint()) as {
+    protocol?: string;
+    hostname?: string;
+    port?: number;
+    path?: string;
+  };
+  if (!e?.hostname) return undefined;
+  return `${e.protocol ?? "https:"}//${e.hostname}${e.port ? `:${e.port}` : ""}${e.path ?? ""}`;
+}
+
 export interface HeartbeatRun {
   /** The message is finished (acknowledged or failed): stop extending it. */
   done(messageId: string): void;
@@ -118,7 +159,7 @@ export interface HeartbeatRun {
 }
 
 export class VisibilityHeartbeat {
-  readonly options: Readonly<Required<VisibilityHeartbeatOptions>>;
+  readonly options: Readonly<ResolvedVisibilityHeartbeatOptions>;
   readonly #deps: VisibilityHeartbeatDeps;
   #client: Promise<SqsSender> | undefined;
 
@@ -139,22 +180,28 @@ export class VisibilityHeartbeat {
         // A logging failure must not break the timer.
       }
     };
-    const active = new Map<string, HeartbeatMessage & { queueUrl: string }>();
-    for (const m of messages) {
-      // An ARN we cannot map is reported once and not extended (the guard still prevents double effects).
-      try {
-        active.set(m.messageId, { ...m, queueUrl: this.options.queueUrl(m.eventSourceArn) });
-      } catch (error) {
-        report({ kind: "refused", message: m, code: "QueueUrl", error });
-      }
-    }
+    const active = new Map<string, HeartbeatMessage>();
+    for (const m of messages) active.set(m.messageId, m);
     const controller = new AbortController();
     let ticking: Promise<void> | undefined;
     let extended = 0;
     const tick = async () => {
-      const byQueue = new Map<string, (HeartbeatMessage & { queueUrl: string })[]>();
-      for (const m of active.values()) byQueue.set(m.queueUrl, [...(byQueue.get(m.queueUrl) ?? []), m]);
       const client = await this.#getClient();
+      // Resolved at the first extension, so quick batches never look at the client or its endpoint.
+      const urlOf = this.options.queueUrl ?? (await this.#defaultQueueUrl(client));
+      const byQueue = new Map<string, HeartbeatMessage[]>();
+      for (const m of [...active.values()]) {
+        let url: string;
+        try {
+          url = urlOf(m.eventSourceArn);
+        } catch (error) {
+          // An ARN we cannot map is reported once and not extended (the guard still prevents double effects).
+          active.delete(m.messageId);
+          report({ kind: "refused", message: m, code: "QueueUrl", error });
+          continue;
+        }
+        byQueue.set(url, [...(byQueue.get(url) ?? []), m]);
+      }
       const { ChangeMessageVisibilityBatchCommand } = await import("@aws-sdk/client-sqs");
       for (const [queueUrl, list] of byQueue) {
         for (let i = 0; i < list.length; i += BATCH) {
@@ -210,6 +257,11 @@ export class VisibilityHeartbeat {
         return extended;
       },
     };
+  }
+
+  async #defaultQueueUrl(client: SqsSender): Promise<(arn: string) => string> {
+    const endpoint = await configuredEndpoint(client).catch(() => undefined);
+    return endpoint ? (arn) => queueUrlAtEndpoint(arn, endpoint) : queueUrlFromArn;
   }
 
   #getClient(): Promise<SqsSender> {

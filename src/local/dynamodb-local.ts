@@ -31,6 +31,14 @@ export interface StartDynamoDBLocalOptions {
 export const LOCAL_CREDENTIALS = { accessKeyId: "local", secretAccessKey: "local" } as const;
 export const LOCAL_REGION = "us-east-1";
 
+/** What to say when there is no Java to run DynamoDB Local. */
+export function missingJava(java: string): string {
+  return (
+    `DynamoDB Local needs Java 17 or later, and ${JSON.stringify(java)} was not found on the PATH: ` +
+    "install a JRE 17+ (or pass --dynamodb-endpoint to use a DynamoDB Local already running)"
+  );
+}
+
 function emulatorDir(): string {
   const require = createRequire(import.meta.url);
   let pkg: string;
@@ -84,8 +92,8 @@ export async function startDynamoDBLocal(options: StartDynamoDBLocalOptions = {}
       exited = code;
       resolve();
     });
-    child.on("error", (error) => {
-      output += String(error);
+    child.on("error", (error: NodeJS.ErrnoException) => {
+      output += error.code === "ENOENT" ? missingJava(options.javaPath ?? "java") : String(error);
       exited = -1;
       resolve();
     });
@@ -96,7 +104,8 @@ export async function startDynamoDBLocal(options: StartDynamoDBLocalOptions = {}
   const deadline = Date.now() + (options.startTimeoutMs ?? 30_000);
   try {
     for (;;) {
-      if (exited !== undefined) throw new Error(`DynamoDB Local exited (${exited}): ${output}`);
+      if (exited === -1) throw new Error(output);
+      if (exited !== undefined) throw new Error(exitMessage(exited, output));
       try {
         await probe.send(new ListTablesCommand({}));
         break;
@@ -127,4 +136,13 @@ export async function startDynamoDBLocal(options: StartDynamoDBLocalOptions = {}
       }
     },
   };
+}
+
+/** One line: why the JVM exited (an old Java names the class version it cannot load). */
+function exitMessage(code: number | null, output: string): string {
+  if (/UnsupportedClassVersionError/.test(output)) {
+    return "DynamoDB Local needs Java 17 or later; the java on the PATH is older (UnsupportedClassVersionError)";
+  }
+  const last = output.trim().split("\n").filter(Boolean).at(-1) ?? "no output";
+  return `DynamoDB Local exited (${code}): ${last}`;
 }

@@ -20,9 +20,22 @@ export interface InvocationScope {
   sleep(ms: number): Promise<void>;
   /** Reports the crash to the runner; the returned promise settles only when the runtime stops (rejecting). */
   crash(): Promise<never>;
+  /** Set by whoever watches the run (`eonce run`): the `src/lambda` wrappers hand it their report. */
+  report?: (report: unknown) => void;
+  /** Likewise: a wrapped handler's own error, which the wrapper turns into a failed delivery. */
+  handlerError?: (error: unknown) => void;
 }
 
-const storage = new AsyncLocalStorage<InvocationScope>();
+/**
+ * One storage per process, not per module instance: a bundled handler, or one that loads another copy of
+ * this package, must see the scope the runner set, or its faultPoint() silently does nothing. The shape
+ * above is the contract between copies; fields are only ever added, as optional ones.
+ */
+const SCOPE_KEY = Symbol.for("effectively-once.local-invocation-scope");
+type Registry = { storage: AsyncLocalStorage<InvocationScope> };
+const global = globalThis as Record<symbol, Registry | undefined>;
+global[SCOPE_KEY] ??= { storage: new AsyncLocalStorage<InvocationScope>() };
+const storage = (global[SCOPE_KEY] as Registry).storage;
 
 export function runInScope<T>(scope: InvocationScope, fn: () => T): T {
   return storage.run(scope, fn);

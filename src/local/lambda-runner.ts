@@ -131,6 +131,7 @@ export class LocalFunction {
     // The run counts as activity until its code settles (zombies included), except once it has crashed:
     // crashed code hangs until stop, and the runtime must still be able to go idle.
     const endActivity = this.#deps.activity.begin();
+    let faultPointMissed = false;
     const scope: InvocationScope = {
       requestId,
       runId,
@@ -160,9 +161,11 @@ export class LocalFunction {
     const work = runInScope(scope, async () => {
       if (faults.failBefore) throw new InjectedFailure("before");
       const result = await this.#handler(event as never, context);
-      // A handler without a fault point still gets its slowness (and crash) before it reports back.
+      // A handler without a fault point still gets its slowness (and crash) before it reports back;
+      // the run says so, since the fault then hits after the effect instead of before it.
       if (!scope.faultPointReached) {
         scope.faultPointReached = true;
+        faultPointMissed = faults.slowMs > 0 || faults.crash;
         if (faults.slowMs > 0) await scope.sleep(faults.slowMs);
         if (faults.crash) await scope.crash();
       }
@@ -220,6 +223,7 @@ export class LocalFunction {
       durationMs,
       faults,
       ...(run.error !== undefined ? { error: describe(run.error) } : {}),
+      ...(faultPointMissed ? { faultPointMissed } : {}),
     });
     return run;
   }

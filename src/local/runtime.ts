@@ -1,13 +1,27 @@
+import { accessSync, constants } from "node:fs";
+import { delimiter, isAbsolute, join } from "node:path";
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { CreateBucketCommand, type S3Client } from "@aws-sdk/client-s3";
-import { CreateQueueCommand, GetQueueAttributesCommand, type SQSClient } from "@aws-sdk/client-sqs";
+import {
+  CreateQueueCommand,
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
+  type SQSClient,
+} from "@aws-sdk/client-sqs";
 import { Activity } from "./activity.js";
+import { type AsyncInvokeOptions, AsyncInvoker } from "./async-invoke.js";
 import {
   BucketNotifications,
   type BucketRouteOptions,
   type NotificationRoute,
 } from "./bucket-notifications.js";
-import { type DynamoDBLocal, dynamoDBClient, LOCAL_REGION, startDynamoDBLocal } from "./dynamodb-local.js";
+import {
+  type DynamoDBLocal,
+  dynamoDBClient,
+  LOCAL_REGION,
+  missingJava,
+  startDynamoDBLocal,
+} from "./dynamodb-local.js";
 import { LocalFunction, type LocalFunctionOptions } from "./lambda-runner.js";
 import { createPrng, type Prng } from "./prng.js";
 import { S3NotificationFactory } from "./s3-notifications.js";
@@ -16,7 +30,7 @@ import { onShutdownSignal } from "./shutdown.js";
 import { Sleeper } from "./sleeper.js";
 import { SqsEventSource, type SqsEventSourceOptions } from "./sqs-event-source.js";
 import { type LocalSqsServer, startSqsServer } from "./sqs-server.js";
-import { Trace } from "./trace.js";
+import { type SourceKind, Trace } from "./trace.js";
 
 export interface LocalRuntimeOptions {
   /** Seed of every fault decision. Default 1. */
@@ -31,6 +45,10 @@ export interface LocalRuntimeOptions {
   versioned?: boolean;
   /** Stop cleanly on SIGINT/SIGTERM, then exit (130/143). Default false; the CLI turns it on. */
   handleSignals?: boolean;
+  /** Ports to listen on (default: ones the OS picks), e.g. to set the handler's environment before start. */
+  ports?: { dynamodb?: number; s3?: number; sqs?: number };
+  /** Java executable for DynamoDB Local. Default `java` on the PATH. */
+  javaPath?: string;
 }
 
 export interface QueueOptions {
@@ -107,36 +125,59 @@ export class LocalRuntime {
 
   static async start(options: LocalRuntimeOptions = {}): Promise<LocalRuntime> {
     const want = { dynamodb: true, s3: true, sqs: true, ...options.services };
-    const started: { stop(): Promise<void> }[] = [];
-    try {
-      // Started ones are remembered, so a failure of another stops them again.
-      const remember = <T extends { stop(): Promise<void> }>(server: T): T => {
-        started.push(server);
-        return server;
-      };
-      // The three start in parallel: DynamoDB Local (a JVM) dominates the start time.
-      const [ddb, s3, sqs] = await Promise.all([
-        want.dynamodb && !options.dynamodbEndpoint ? startDynamoDBLocal().then(remember) : undefined,
-        want.s3 ? startS3Server({ buckets: options.buckets }).then(remember) : undefined,
-        want.sqs ? startSqsServer().then(remember) : undefined,
-      ]);
-      const dynamodb = ddb
-        ? { endpoint: ddb.endpoint, server: ddb }
-        : want.dynamodb && options.dynamodbEndpoint
-          ? { endpoint: options.dynamodbEndpoint }
-          : undefined;
-      const runtime = new LocalRuntime(createPrng(options.seed ?? 1), {
-        dynamodb,
-        s3,
-        sqs,
-        versioned: options.versioned ?? false,
-      });
-      if (options.handleSignals) runtime.#removeSignalHandlers = onShutdownSignal(() => runtime.stop());
-      return runtime;
-    } catch (error) {
-      await Promise.allSettled(started.map((s) => s.stop()));
-      throw error;
+    const ports = options.ports ?? {};
+    // The three start in parallel: DynamoDB Local (a JVM) dominates the start time. allSettled, not all:
+    // a server that finishes starting after another one failed must be stopped too, or it keeps the
+    // process alive (a JVM listening for ever).
+    const [ddb, s3, sqs] = await Promise.allSettled([
+      want.dynamodb && !options.dynamodbEndpoint
+        ? startDynamoDBLocal({
+            ...(ports.dynamodb ? { port: ports.dynamodb } : {}),
+            ...(options.javaPath ? { javaPath: options.javaPath } : {}),
+          })
+        : undefined,
+      want.s3
+        ? startS3Server({ buckets: options.buckets, ...(ports.s3 ? { port: ports.s3 } : {}) })
+        : undefined,
+      want.sqs ? startSqsServer(ports.sqs ? { port: ports.sqs } : {}) : undefined,
+    ]);
+    const results = [ddb, s3, sqs];
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected");
+    if (failed) {
+      await Promise.allSettled(results.map((r) => (r.status === "fulfilled" ? r.value?.stop() : undefined)));
+      throw failed.reason;
     }
+    const value = <T>(r: PromiseSettledResult<T>): T | undefined =>
+      r.status === "fulfilled" ? r.value : undefined;
+    const ddbServer = value(ddb);
+    const dynamodb = ddbServer
+      ? { endpoint: ddbServer.endpoint, server: ddbServer }
+      : want.dynamodb && options.dynamodbEndpoint
+        ? { endpoint: options.dynamodbEndpoint }
+        : undefined;
+    const runtime = new LocalRuntime(createPrng(options.seed ?? 1), {
+      dynamodb,
+      s3: value(s3),
+      sqs: value(sqs),
+      versioned: options.versioned ?? false,
+    });
+    if (options.handleSignals) runtime.#removeSignalHandlers = onShutdownSignal(() => runtime.stop());
+    return runtime;
+  }
+
+  /**
+   * Checks, in milliseconds and before anything starts, what start() would need: Java on the PATH for
+   * DynamoDB Local, and the emulator packages. Throws a one-line Error naming what is missing.
+   */
+  static preflight(options: LocalRuntimeOptions = {}): void {
+    const want = { dynamodb: true, s3: true, sqs: true, ...options.services };
+    if (want.dynamodb && !options.dynamodbEndpoint) {
+      requirePackage("amplify-dynamodb-simulator", "DynamoDB Local");
+      const java = options.javaPath ?? "java";
+      if (!findExecutable(java)) throw new Error(missingJava(java));
+    }
+    if (want.s3) requirePackage("s3rver", "the local S3 server");
+    if (want.sqs) requirePackage("fauxqs", "the local SQS server");
   }
 
   /** Shared clients for the runtime's own use (setup, measuring); destroyed by stop(). */
@@ -164,6 +205,15 @@ export class LocalRuntime {
    * region, checksums only when required (s3rver cannot store aws-chunked bodies), and no IMDS lookups.
    */
   env(): Record<string, string> {
+    return LocalRuntime.envFor({
+      dynamodb: this.dynamodb?.endpoint,
+      s3: this.s3?.endpoint,
+      sqs: this.sqs?.endpoint,
+    });
+  }
+
+  /** env() for servers that are not started yet (their ports chosen up front), e.g. to load a handler first. */
+  static envFor(endpoints: { dynamodb?: string; s3?: string; sqs?: string }): Record<string, string> {
     const env: Record<string, string> = {
       AWS_REGION: LOCAL_REGION,
       AWS_DEFAULT_REGION: LOCAL_REGION,
@@ -173,26 +223,16 @@ export class LocalRuntime {
       AWS_RESPONSE_CHECKSUM_VALIDATION: "WHEN_REQUIRED",
       AWS_EC2_METADATA_DISABLED: "true",
     };
-    if (this.dynamodb) env.AWS_ENDPOINT_URL_DYNAMODB = this.dynamodb.endpoint;
-    if (this.s3) env.AWS_ENDPOINT_URL_S3 = this.s3.endpoint;
-    if (this.sqs) env.AWS_ENDPOINT_URL_SQS = this.sqs.endpoint;
+    if (endpoints.dynamodb) env.AWS_ENDPOINT_URL_DYNAMODB = endpoints.dynamodb;
+    if (endpoints.s3) env.AWS_ENDPOINT_URL_S3 = endpoints.s3;
+    // Also what the visibility heartbeat addresses queues at (the queue URLs of fauxqs are under it).
+    if (endpoints.sqs) env.AWS_ENDPOINT_URL_SQS = endpoints.sqs;
     return env;
   }
 
   /** Sets env() on process.env (and drops profile/session settings); returns a function restoring it. */
   applyEnv(extra: Record<string, string> = {}): () => void {
-    const vars = { ...this.env(), ...extra };
-    const dropped = ["AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL"];
-    const saved = new Map<string, string | undefined>();
-    for (const name of [...Object.keys(vars), ...dropped]) saved.set(name, process.env[name]);
-    for (const name of dropped) delete process.env[name];
-    Object.assign(process.env, vars);
-    return () => {
-      for (const [name, value] of saved) {
-        if (value === undefined) delete process.env[name];
-        else process.env[name] = value;
-      }
-    };
+    return applyEnvironment({ ...this.env(), ...extra });
   }
 
   async createBucket(name: string): Promise<void> {
@@ -250,6 +290,32 @@ export class LocalRuntime {
     );
     const a = out.Attributes ?? {};
     return Number(a.ApproximateNumberOfMessages ?? 0) + Number(a.ApproximateNumberOfMessagesNotVisible ?? 0);
+  }
+
+  /**
+   * The ids of every message in a queue (e.g. a DLQ after a run). It receives them, so they are hidden
+   * for five minutes afterwards: call it when the run is over.
+   */
+  async drainMessageIds(url: string): Promise<string[]> {
+    const ids: string[] = [];
+    for (;;) {
+      const out = await this.sqsClient().send(
+        new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, VisibilityTimeout: 300 }),
+      );
+      const got = out.Messages ?? [];
+      if (got.length === 0) return ids;
+      for (const m of got) if (m.MessageId) ids.push(m.MessageId);
+    }
+  }
+
+  /** Asynchronous invocation of `fn` (as S3 and EventBridge use it), for events the caller makes. */
+  asyncInvoker(fn: LocalFunction, source: SourceKind, options: AsyncInvokeOptions = {}): AsyncInvoker {
+    return new AsyncInvoker(fn, source, options, {
+      trace: this.trace,
+      activity: this.activity,
+      sleeper: this.sleeper,
+      prng: this.prng,
+    });
   }
 
   /** A Lambda function run by this runtime. */
@@ -327,4 +393,45 @@ export class LocalRuntime {
     this.#clients.push(client);
     return client;
   }
+}
+
+function requirePackage(name: string, what: string): void {
+  try {
+    import.meta.resolve(name);
+  } catch {
+    throw new Error(`${what} needs the npm package ${name} (npm i -D ${name})`);
+  }
+}
+
+/** Whether `command` is an executable file, as a path or found on the PATH (with PATHEXT on Windows). */
+function findExecutable(command: string): boolean {
+  const executable = (path: string) => {
+    try {
+      accessSync(path, constants.X_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  if (isAbsolute(command) || command.includes("/") || command.includes("\\")) return executable(command);
+  const exts = process.platform === "win32" ? (process.env.PATHEXT ?? ".EXE").split(";") : [""];
+  return (process.env.PATH ?? "")
+    .split(delimiter)
+    .filter(Boolean)
+    .some((dir) => exts.some((ext) => executable(join(dir, command + ext))));
+}
+
+/** Sets `vars` on process.env (and drops profile/session settings); returns a function restoring it. */
+export function applyEnvironment(vars: Record<string, string>): () => void {
+  const dropped = ["AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL"];
+  const saved = new Map<string, string | undefined>();
+  for (const name of [...Object.keys(vars), ...dropped]) saved.set(name, process.env[name]);
+  for (const name of dropped) delete process.env[name];
+  Object.assign(process.env, vars);
+  return () => {
+    for (const [name, value] of saved) {
+      if (value === undefined) delete process.env[name];
+      else process.env[name] = value;
+    }
+  };
 }

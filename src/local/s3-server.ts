@@ -149,6 +149,14 @@ export async function startS3Server(options: StartS3ServerOptions = {}): Promise
   });
   // Koa composes its middleware when it starts listening, so this runs before s3rver's own.
   server.middleware.unshift(fixRequests);
+  // s3rver 3.7.1 waits for a listen callback that never gets the error (a taken port is an 'error' event,
+  // uncaught): run() would hang for ever. Listen with the callback form and reject on 'error'.
+  const listen = server.listen.bind(server);
+  server.listen = (...args: unknown[]) =>
+    new Promise<import("node:http").Server>((resolve, reject) => {
+      const http = listen(...args, () => resolve(http)) as import("node:http").Server;
+      http.once("error", reject);
+    });
 
   const listeners = new Set<S3ObjectEventListener>();
   const onListenerError =

@@ -38,6 +38,8 @@ export type TraceEvent =
       durationMs: number;
       faults: RunFaults;
       error?: string;
+      /** Slowness or a crash was drawn but the handler reached no faultPoint(): applied after it returned. */
+      faultPointMissed?: boolean;
     }
   /** A run that timed out or crashed kept running (zombie) and has now finished. */
   | { type: "zombie-end"; atMs: number; functionName: string; runId: string; error?: string }

@@ -34,6 +34,8 @@ declare module "s3rver" {
     middleware: S3rver.S3rverMiddleware[];
     httpServer?: Server;
     run(): Promise<AddressInfo>;
+    /** Creates the HTTP server and listens; with a trailing callback it returns the server at once. */
+    listen(...args: unknown[]): import("node:http").Server | Promise<import("node:http").Server>;
     close(): Promise<void>;
     /** Emitted synchronously by PutObject, CopyObject, DeleteObject, POST and CompleteMultipartUpload. */
     on(event: "event", listener: (event: { Records: unknown[] }) => void): this;

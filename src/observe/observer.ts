@@ -3,6 +3,7 @@ import type { Metrics } from "@aws-lambda-powertools/metrics";
 import { MalformedEventError } from "../core/errors.js";
 import type { Delivery } from "../core/event.js";
 import type { GuardedEvent, GuardOutcome, GuardTrace } from "../core/guard.js";
+import { errorToLocalRun } from "./local-hook.js";
 import { defaultMetrics, InvocationMetrics } from "./metrics.js";
 
 /**
@@ -200,6 +201,7 @@ export class DeliveryObserver {
   /** The store (or something else outside the handler) failed: transient, the delivery is retried. */
   storeFailed(subject: string, error: unknown): void {
     this.#inv.metrics.count("failed");
+    errorToLocalRun(error);
     this.log("error", `state store failed for ${subject}; delivery failed for a retry`, {
       status: "failed",
       error,
@@ -312,6 +314,7 @@ export class DeliveryObserver {
         return;
       case "failed":
         m.count("failed");
+        errorToLocalRun(outcome.error);
         this.log(
           "error",
           `handler failed for ${subject}; ${outcome.released ? "claim released" : "claim not released (it frees at lease expiry)"}, delivery failed for a retry`,

@@ -5,7 +5,7 @@ import {
   type Message,
   ReceiveMessageCommand,
   SendMessageCommand,
-  type SQSClient,
+  SQSClient,
 } from "@aws-sdk/client-sqs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { OptionsError } from "../../src/core/errors.js";
@@ -15,6 +15,7 @@ import {
   type SqsSender,
   VisibilityHeartbeat,
 } from "../../src/lambda/visibility-heartbeat.js";
+import { LOCAL_CREDENTIALS } from "../../src/local/dynamodb-local.js";
 import { type LocalSqsServer, startSqsServer } from "../../src/local/sqs-server.js";
 import { sleep } from "./helpers.js";
 
@@ -154,6 +155,44 @@ describe("VisibilityHeartbeat on fauxqs", () => {
     const [again] = await receive(url);
     expect(again?.MessageId).toBe(message.MessageId);
     expect(again?.Attributes?.ApproximateReceiveCount).toBe("2");
+  });
+
+  it.each([
+    ["AWS_ENDPOINT_URL_SQS", "env"],
+    ["the client's endpoint", "client"],
+  ] as const)("without a queueUrl option, addresses queues under %s", async (_what, how) => {
+    const { url, arn, message } = await queueWithMessage(1);
+    const saved = { sqs: process.env.AWS_ENDPOINT_URL_SQS, all: process.env.AWS_ENDPOINT_URL };
+    delete process.env.AWS_ENDPOINT_URL;
+    if (how === "env") process.env.AWS_ENDPOINT_URL_SQS = server.endpoint;
+    else delete process.env.AWS_ENDPOINT_URL_SQS;
+    const problems: HeartbeatProblem[] = [];
+    // "env": a client with no endpoint of its own, as `new SQSClient({})` in a handler.
+    const client =
+      how === "env" ? new SQSClient({ region: "us-east-1", credentials: LOCAL_CREDENTIALS }) : sqs;
+    const heartbeat = new VisibilityHeartbeat(
+      { visibilityTimeoutSeconds: 2, intervalSeconds: 1 },
+      { client, onProblem: (p) => problems.push(p) },
+    );
+    const run = heartbeat.start([
+      { messageId: message.MessageId!, receiptHandle: message.ReceiptHandle!, eventSourceArn: arn },
+    ]);
+    try {
+      await sleep(2_600);
+      expect(problems).toEqual([]);
+      expect(run.extended).toBeGreaterThanOrEqual(2);
+      expect(await receive(url)).toEqual([]);
+    } finally {
+      await run.stop();
+      if (how === "env") client.destroy();
+      for (const [name, value] of [
+        ["AWS_ENDPOINT_URL_SQS", saved.sqs],
+        ["AWS_ENDPOINT_URL", saved.all],
+      ] as const) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
+    }
   });
 
   it("stops extending a message once done() is called", async () => {

@@ -185,3 +185,46 @@ describe("asynchronous invoke (S3, EventBridge)", () => {
     expect(d[0]?.requestId).not.toBe(d[1]?.requestId);
   });
 });
+
+describe("fault point across module copies", () => {
+  it("a bundled handler (its own copy of the scope module) still reaches the runner's fault point", async () => {
+    const { build } = await import("esbuild");
+    const { mkdtemp, rm } = await import("node:fs/promises");
+    const { tmpdir } = await import("node:os");
+    const { join } = await import("node:path");
+    const { pathToFileURL } = await import("node:url");
+    const dir = await mkdtemp(join(tmpdir(), "eonce-bundle-"));
+    try {
+      const outfile = join(dir, "handler.mjs");
+      await build({
+        entryPoints: ["test/local/fixtures/fault-point-handler.ts"],
+        bundle: true,
+        platform: "node",
+        format: "esm",
+        outfile,
+        logLevel: "silent",
+      });
+      const bundled = (await import(pathToFileURL(outfile).href)) as { handler: LambdaHandler };
+      fresh();
+      const f = fn(bundled.handler, { faults: { slowRate: 1, slowMs: 300 }, timeoutMs: 5000 });
+      const run = await f.invoke({});
+      expect(run.status).toBe("succeeded");
+      // The pause happened at the bundled handler's fault point, not after it returned.
+      expect((run.result as { pausedMs: number }).pausedMs).toBeGreaterThanOrEqual(290);
+      const traced = deps.trace.events.find((e) => e.type === "run");
+      expect(traced).not.toHaveProperty("faultPointMissed");
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("says so when slowness was drawn but the handler reached no fault point", async () => {
+    fresh();
+    const f = fn(async () => "no fault point here", { faults: { slowRate: 1, slowMs: 50 } });
+    const clean = fn(async () => "no fault point, no fault", {});
+    await f.invoke({});
+    await clean.invoke({});
+    const runs = deps.trace.events.filter((e) => e.type === "run");
+    expect(runs.map((e) => e.type === "run" && e.faultPointMissed === true)).toEqual([true, false]);
+  });
+});

@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { type AddressInfo, connect, createServer } from "node:net";
 import { ListTablesCommand } from "@aws-sdk/client-dynamodb";
 import { GetObjectCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
 import type { EventBridgeEvent, S3Event, SQSEvent } from "aws-lambda";
@@ -8,6 +9,7 @@ import { guardedImagesHandler } from "../../examples/images/handler.js";
 import { classify, pictures } from "../../examples/images/pictures.js";
 import { localStateStore, quietObservability } from "../../examples/shared/demo-kit.js";
 import { dynamoDBClient } from "../../src/local/dynamodb-local.js";
+import { freePort } from "../../src/local/free-port.js";
 import { LocalRuntime } from "../../src/local/runtime.js";
 import type { TraceEvent } from "../../src/local/trace.js";
 import { parseInvocation } from "../../src/sources/parse-invocation.js";
@@ -150,4 +152,61 @@ describe("stopping", () => {
       probe.destroy();
     }
   }, 60_000);
+});
+
+describe("local runtime start-up failure", () => {
+  /** Whether something accepts connections on 127.0.0.1:port. */
+  const listening = (port: number) =>
+    new Promise<boolean>((resolve) => {
+      const socket = connect({ port, host: "127.0.0.1" });
+      socket.once("connect", () => {
+        socket.destroy();
+        resolve(true);
+      });
+      socket.once("error", () => resolve(false));
+    });
+
+  /** Pids of DynamoDB Local processes started for `port` (Linux: /proc). */
+  const jvmsOnPort = (port: number): number[] =>
+    readdirSync("/proc")
+      .filter((d) => /^\d+$/.test(d))
+      .filter((pid) => {
+        try {
+          const args = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+          return args.includes("DynamoDBLocal.jar") && args[args.indexOf("-port") + 1] === String(port);
+        } catch {
+          return false; // exited meanwhile
+        }
+      })
+      .map(Number);
+
+  it.skipIf(process.platform !== "linux")(
+    "stops the servers that finished starting after another one failed",
+    async () => {
+      // S3 fails at once (its port is taken); fauxqs and the DynamoDB Local JVM finish starting later.
+      const blocker = createServer();
+      await new Promise<void>((r) => blocker.listen(0, "127.0.0.1", r));
+      const taken = (blocker.address() as AddressInfo).port;
+      const ports = { dynamodb: await freePort(), sqs: await freePort(), s3: taken };
+      try {
+        await expect(LocalRuntime.start({ ports })).rejects.toThrow(/EADDRINUSE/);
+        // No JVM left for this port, not even one still starting (it would listen once up, for ever).
+        expect(jvmsOnPort(ports.dynamodb)).toEqual([]);
+        expect(await listening(ports.dynamodb)).toBe(false);
+        expect(await listening(ports.sqs)).toBe(false);
+      } finally {
+        blocker.close();
+        // If the check failed, do not leave the JVM this test caused running.
+        for (const pid of jvmsOnPort(ports.dynamodb)) process.kill(pid, "SIGKILL");
+      }
+    },
+    60_000,
+  );
+
+  it("names Java 17 when there is no java to run DynamoDB Local, before starting anything", () => {
+    expect(() => LocalRuntime.preflight({ javaPath: "/nonexistent/bin/java" })).toThrow(
+      /DynamoDB Local needs Java 17 or later.*\/nonexistent\/bin\/java/,
+    );
+    expect(() => LocalRuntime.preflight({ dynamodbEndpoint: "http://127.0.0.1:1" })).not.toThrow();
+  });
 });

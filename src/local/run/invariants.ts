@@ -1,5 +1,5 @@
 import { normalizeSequencer } from "../../core/position.js";
-import type { Classified } from "./outcomes.js";
+import { type Classified, type DeliveryOutcome, DONE } from "./outcomes.js";
 
 /** One invariant of DESIGN §4, checked from outside the handler where that is possible. */
 export interface InvariantCheck {
@@ -15,7 +15,8 @@ export interface CheckInputs {
   effects?: { table: string; attribute: string; rows: Record<string, unknown>[] };
   /** Items of the guard's state table (`--state-table`). */
   state?: { table: string; items: Record<string, unknown>[] };
-  bucket: string;
+  /** S3 runs: the input bucket (subjects are `bucket/key`). Message runs have none. */
+  bucket?: string;
 }
 
 export function checkInvariants(inputs: CheckInputs): InvariantCheck[] {
@@ -42,8 +43,8 @@ function exactlyOnce({ classified, effects }: CheckInputs): InvariantCheck {
       const v = String(Object.hasOwn(row, effects.attribute) ? row[effects.attribute] : undefined);
       counts.set(v, (counts.get(v) ?? 0) + 1);
     }
-    const extra = events.filter((e) => (counts.get(e.sequencer) ?? 0) > 1);
-    const none = events.filter((e) => (counts.get(e.sequencer) ?? 0) === 0);
+    const extra = events.filter((e) => (counts.get(e.sequencer ?? e.id) ?? 0) > 1);
+    const none = events.filter((e) => (counts.get(e.sequencer ?? e.id) ?? 0) === 0);
     evidence.push(`${effects.table}: ${effects.rows.length} rows for ${events.length} events`);
     if (extra.length > 0)
       problems.push(`${extra.length} event(s) with more than one row in ${effects.table} (${extra[0]?.key})`);
@@ -70,9 +71,23 @@ function monotonic({ classified, state, bucket }: CheckInputs): InvariantCheck {
   const title = "monotonic (final position is the newest event's)";
   if (!state)
     return { id: "I2", title, status: "not checked", detail: "pass --state-table to read the guard's state" };
+  if (bucket === undefined) {
+    return {
+      id: "I2",
+      title,
+      status: "not checked",
+      detail: "message positions are derived by the handler, not known from outside",
+    };
+  }
+  // Only events that got through count: one that never did is lost (I4), not out of order.
   const newest = new Map<string, string>();
+  let unfinished = 0;
   for (const e of classified.perEvent.values()) {
-    const pos = normalizeSequencer(e.sequencer);
+    if (!e.outcomes.some((o) => DONE.has(o))) {
+      unfinished++;
+      continue;
+    }
+    const pos = normalizeSequencer(e.sequencer ?? "");
     const subject = `${bucket}/${e.key}`;
     if ((newest.get(subject) ?? "") < pos) newest.set(subject, pos);
   }
@@ -85,21 +100,24 @@ function monotonic({ classified, state, bucket }: CheckInputs): InvariantCheck {
     const want = newest.get(pk.slice(2));
     if (want !== undefined && String(item.cpos ?? "") < want) behind.push(pk.slice(2));
   }
+  const skipped = unfinished ? `; ${unfinished} event(s) never got through, left to I4` : "";
   if (ordered === 0) {
     return {
       id: "I2",
       title,
       status: "pass",
-      detail: "no ordered subjects in the state table (dedupe-only handler)",
+      detail: `no ordered subjects in the state table (dedupe-only handler)${skipped}`,
     };
   }
   return {
     id: "I2",
     title,
     status: behind.length ? "fail" : "pass",
-    detail: behind.length
-      ? `${behind.length} subject(s) whose committed position is older than their newest event (${behind[0]})`
-      : `${ordered} ordered subjects, each committed at its newest event`,
+    detail:
+      (behind.length
+        ? `${behind.length} subject(s) whose committed position is older than their newest event (${behind[0]})`
+        : `${ordered} ordered subjects, each committed at its newest event (of those acknowledged)`) +
+      skipped,
   };
 }
 
@@ -121,23 +139,17 @@ function liveness({ state }: CheckInputs): InvariantCheck {
 function nothingLost({ classified }: CheckInputs): InvariantCheck {
   const title = "nothing lost";
   const events = [...classified.perEvent.values()];
-  const done = new Set([
-    "processed",
-    "duplicate",
-    "stale",
-    "lease-lost",
-    "malformed",
-    "test-event",
-    "acknowledged",
-  ]);
-  const lost = events.filter((e) => !e.outcomes.some((o) => done.has(o) || o === "dead-lettered"));
-  const dead = events.filter(
-    (e) => !e.outcomes.some((o) => done.has(o)) && e.outcomes.includes("dead-lettered"),
-  );
+  const ok = (e: { outcomes: DeliveryOutcome[] }) => e.outcomes.some((o) => DONE.has(o));
+  const dead = events.filter((e) => !ok(e) && e.outcomes.includes("dead-lettered"));
+  const lost = events.filter((e) => !ok(e) && !e.outcomes.includes("dead-lettered"));
+  const never = lost.filter((e) => e.outcomes.length === 0);
   const detail =
     `${classified.perDelivery.length} deliveries, each ended as one outcome; ` +
     `${events.length - lost.length - dead.length}/${events.length} events acknowledged` +
-    (dead.length ? `, ${dead.length} dead-lettered` : "") +
-    (lost.length ? `, ${lost.length} never acknowledged nor dead-lettered (${lost[0]?.key})` : "");
+    (dead.length ? `, ${dead.length} dead-lettered (in the DLQ)` : "") +
+    (lost.length
+      ? `, ${lost.length} lost: ${never.length ? `${never.length} never delivered, ` : ""}` +
+        `every delivery failed, none dead-lettered (${lost[0]?.key})`
+      : "");
   return { id: "I4", title, status: lost.length ? "fail" : "pass", detail };
 }

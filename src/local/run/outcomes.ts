@@ -12,20 +12,49 @@ export type DeliveryOutcome =
   /** The run succeeded, but the handler reported nothing finer. */
   | "acknowledged"
   | "failed-will-retry"
-  | "dead-lettered";
+  /** Failed, and found in the SQS dead-letter queue after the run. */
+  | "dead-lettered"
+  /** Failed, with no later delivery and not in a dead-letter queue: lost unless another delivery made it. */
+  | "failed";
+
+export const OUTCOMES: readonly DeliveryOutcome[] = [
+  "processed",
+  "duplicate",
+  "stale",
+  "lease-lost",
+  "malformed",
+  "test-event",
+  "acknowledged",
+  "failed-will-retry",
+  "dead-lettered",
+  "failed",
+];
+
+/** Outcomes that end an event well: it was handled (or rightly skipped) and acknowledged. */
+export const DONE: ReadonlySet<DeliveryOutcome> = new Set([
+  "processed",
+  "duplicate",
+  "stale",
+  "lease-lost",
+  "malformed",
+  "test-event",
+  "acknowledged",
+]);
 
 export interface EventOutcomes {
-  /** S3 request id of the event. */
-  requestId: string;
+  /** Correlation id of the event: S3 request id, SQS message id or EventBridge event id. */
+  id: string;
+  /** Object key, or the message's label (`file:line`). */
   key: string;
-  sequencer: string;
+  /** S3 events only. */
+  sequencer?: string;
   outcomes: DeliveryOutcome[];
 }
 
 export interface Classified {
   /** Per delivered record (a record of an invocation), one outcome. */
   perDelivery: DeliveryOutcome[];
-  /** Per S3 event: the outcomes of all its deliveries. */
+  /** Per event (S3 event or replayed message): the outcomes of all its deliveries. */
   perEvent: Map<string, EventOutcomes>;
   /** Whether the handler reported per-event statuses (processed / duplicate / stale …). */
   detailed: boolean;
@@ -36,6 +65,19 @@ export interface RunCapture {
   inputs: Map<string, unknown>;
   /** What each successful run returned, by run id. */
   results: Map<string, unknown>;
+  /** The report a `src/lambda` wrapper handed over (SQS answers carry none), by run id. */
+  reports: Map<string, unknown>;
+  /** Errors of the handler: thrown out of it, or swallowed by a wrapper into a failed delivery. */
+  errors: unknown[];
+}
+
+export interface ClassifyInputs {
+  /** S3 runs: the input bucket; its `s3-event` trace records are the events. */
+  bucket?: string;
+  /** Message runs: the events, by correlation id (SQS message id, EventBridge event id) → label. */
+  messages?: ReadonlyMap<string, string>;
+  /** SQS message ids found in the dead-letter queue after the run. */
+  deadLettered?: ReadonlySet<string>;
 }
 
 const REPORTED: ReadonlySet<string> = new Set([
@@ -48,17 +90,26 @@ const REPORTED: ReadonlySet<string> = new Set([
 ]);
 
 /**
- * Gives every delivered record exactly one outcome: from the run's status and, where the handler returns
- * a report (the `src/lambda` wrappers' `{ deliveries }`, or `{ outcomes }`), from its per-event status.
- * A failed record is `failed-will-retry` when a later delivery of it exists, else `dead-lettered`.
+ * Gives every delivered record exactly one outcome: from the run's status and, where the handler reports
+ * (the `src/lambda` wrappers' `{ deliveries }`, returned for direct invokes and handed over for SQS; or
+ * `{ outcomes }`), from its per-event status. A failed record is `failed-will-retry` when a later delivery
+ * of it exists, `dead-lettered` when it is in the dead-letter queue, else `failed`. A record the wrapper
+ * reported malformed is `malformed` even though SQS gets it back as a failure (its redrive policy's job).
  */
-export function classify(events: readonly TraceEvent[], capture: RunCapture, bucket: string): Classified {
-  const s3Events = new Map<string, EventOutcomes>();
+export function classify(
+  events: readonly TraceEvent[],
+  capture: RunCapture,
+  inputs: ClassifyInputs,
+): Classified {
+  const perEvent = new Map<string, EventOutcomes>();
+  if (inputs.messages) {
+    for (const [id, key] of inputs.messages) perEvent.set(id, { id, key, outcomes: [] });
+  }
   for (const e of events) {
-    if (e.type === "s3-event" && e.record.s3.bucket.name === bucket) {
+    if (inputs.bucket !== undefined && e.type === "s3-event" && e.record.s3.bucket.name === inputs.bucket) {
       const id = e.record.responseElements["x-amz-request-id"];
-      s3Events.set(id, {
-        requestId: id,
+      perEvent.set(id, {
+        id,
         key: decodeURIComponent(e.record.s3.object.key.replace(/\+/g, " ")),
         sequencer: e.record.s3.object.sequencer,
         outcomes: [],
@@ -77,23 +128,28 @@ export function classify(events: readonly TraceEvent[], capture: RunCapture, buc
     const result = capture.results.get(d.runId);
     const status = runStatus.get(d.runId);
     const failedIds = failedMessageIds(result);
-    const reported = reportedStatuses(result);
+    const reported = reportedStatuses(capture.reports.get(d.runId) ?? result);
     if (reported) detailed = true;
     d.records.forEach((correlationId, i) => {
       let outcome: DeliveryOutcome;
-      const later = deliveries.slice(index + 1).some((x) => x.records.includes(correlationId));
-      if (status !== "succeeded" || failedIds.has(correlationId)) {
-        outcome = later ? "failed-will-retry" : "dead-lettered";
+      const said = reported?.[i];
+      if (status === "succeeded" && !failedIds.has(correlationId)) {
+        outcome = said && REPORTED.has(said) ? (said as DeliveryOutcome) : "acknowledged";
+      } else if (status === "succeeded" && said === "malformed") {
+        outcome = "malformed";
+      } else if (deliveries.slice(index + 1).some((x) => x.records.includes(correlationId))) {
+        outcome = "failed-will-retry";
+      } else if (inputs.deadLettered?.has(correlationId)) {
+        outcome = "dead-lettered";
       } else {
-        outcome = (reported?.[i] as DeliveryOutcome | undefined) ?? "acknowledged";
+        outcome = "failed";
       }
       perDelivery.push(outcome);
-      for (const requestId of requestIdsOf(input, d.source, correlationId)) {
-        s3Events.get(requestId)?.outcomes.push(outcome);
-      }
+      const ids = inputs.messages ? [correlationId] : requestIdsOf(input, d.source, correlationId);
+      for (const id of ids) perEvent.get(id)?.outcomes.push(outcome);
     });
   });
-  return { perDelivery, perEvent: s3Events, detailed };
+  return { perDelivery, perEvent, detailed };
 }
 
 function failedMessageIds(result: unknown): Set<string> {
@@ -102,21 +158,31 @@ function failedMessageIds(result: unknown): Set<string> {
   return new Set(failures.map((f) => String((f as { itemIdentifier?: unknown })?.itemIdentifier)));
 }
 
-/** Per-record statuses a handler reported: `{ deliveries: [{ events: [{ status }] }] }` or `{ outcomes: [{ status }] }`. */
-function reportedStatuses(result: unknown): string[] | undefined {
+/**
+ * Per-record statuses a handler reported: `{ deliveries: [{ events: [{ status }] }] }` (by record index) or
+ * `{ outcomes: [{ status }] }`. A delivery says its worst event's status: a failure, else the first
+ * non-processed one (duplicate, stale …), else processed.
+ */
+function reportedStatuses(result: unknown): (string | undefined)[] | undefined {
   const r = result as { deliveries?: unknown; outcomes?: unknown } | null;
   if (Array.isArray(r?.deliveries)) {
-    return r.deliveries.map((d) => {
-      const statuses = ((d as { events?: { status?: string }[] }).events ?? []).map((e) => e.status ?? "");
-      // A delivery is as good as its worst event; all reported ones are acknowledged kinds here.
-      return statuses.find((s) => s !== "processed" && REPORTED.has(s)) ?? statuses[0] ?? "acknowledged";
-    });
+    const out: (string | undefined)[] = [];
+    for (const d of r.deliveries as (
+      | { recordIndex?: number; events?: { status?: string }[] }
+      | undefined
+    )[]) {
+      if (!d) continue;
+      const statuses = (d.events ?? []).map((e) => e.status ?? "");
+      const worst =
+        statuses.find((s) => !REPORTED.has(s) && s !== "empty") ??
+        statuses.find((s) => s !== "processed" && REPORTED.has(s)) ??
+        statuses[0];
+      out[typeof d.recordIndex === "number" ? d.recordIndex : out.length] = worst;
+    }
+    return out;
   }
   if (Array.isArray(r?.outcomes)) {
-    return r.outcomes.map((o) => {
-      const s = String((o as { status?: unknown }).status ?? "");
-      return REPORTED.has(s) ? s : "acknowledged";
-    });
+    return r.outcomes.map((o) => String((o as { status?: unknown }).status ?? ""));
   }
   return undefined;
 }
