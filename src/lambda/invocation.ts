@@ -128,9 +128,11 @@ export class InvocationRunner {
     const deadline = lambdaDeadline(env.context, this.#o.deadlineMarginMs);
     const reports: DeliveryReport<R>[] = [];
     let heartbeat: HeartbeatRun | undefined;
-    const done = (unit: DeliveryUnit) => {
+    // A failed message stops being extended, so it comes back after its visibility timeout. A succeeded one is
+    // deleted only when the whole batch returns: it stays extended until then, or it would be redelivered.
+    const done = (unit: DeliveryUnit, ok: boolean) => {
       const id = unit.delivery.sqs?.messageId;
-      if (id !== undefined) heartbeat?.done(id);
+      if (id !== undefined && !ok) heartbeat?.done(id);
     };
     try {
       heartbeat = sqs ? this.#startHeartbeat(units, inv) : undefined;
@@ -145,7 +147,7 @@ export class InvocationRunner {
           try {
             reports[plan.index] = await this.#runUnit(plan, obs, { ...env, deadline });
           } finally {
-            done(plan.unit);
+            done(plan.unit, reports[plan.index]?.ok ?? false);
           }
           return reports[plan.index]?.ok ?? false;
         },
@@ -156,7 +158,7 @@ export class InvocationRunner {
             `not processed: an earlier message of group ${plan.unit.delivery.sqs?.messageGroupId ?? "?"} failed in this batch`,
           );
           reports[plan.index] = report(plan.unit, false, [{ status: "deferred" }]);
-          done(plan.unit);
+          done(plan.unit, false);
         },
       );
     } finally {

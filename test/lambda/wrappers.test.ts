@@ -473,6 +473,56 @@ describe.each(FORMS)("$name form", (form) => {
     }, 20_000);
   }
 
+  it.runIf(form.name === "function")(
+    "heartbeat in a batch: a record done early stays extended until the batch returns, so it is not redelivered",
+    async () => {
+      const q = await createQueue(`batch-${uid()}`, { VisibilityTimeout: "2" });
+      for (const key of [`fast/${uid()}`, `slow/${uid()}`]) {
+        await sqs.send(
+          new SendMessageCommand({
+            QueueUrl: q.url,
+            MessageBody: JSON.stringify({ Records: [s3Record({ key })] }),
+          }),
+        );
+      }
+      const handler = form.wrap(
+        "sqs",
+        async (event) => {
+          if (event.kind === "s3" && event.key.startsWith("slow/")) await sleep(4_000);
+          return "done";
+        },
+        {
+          store: tables.store,
+          sqsClient: sqs,
+          visibilityHeartbeat: {
+            visibilityTimeoutSeconds: 2,
+            intervalSeconds: 1,
+            queueUrl: (arn) => server.queueUrl(queueName(arn)),
+          },
+        },
+      );
+      // Both messages in one batch, while a second poller watches the queue for a redelivery.
+      const first = pollOnce(sqs, q.url, q.arn, handler, { max: 10 });
+      await sleep(300);
+      const redelivered: string[] = [];
+      let stop = false;
+      const watcher = (async () => {
+        while (!stop) {
+          const r = await pollOnce(sqs, q.url, q.arn, handler);
+          redelivered.push(...r.received.map((m) => m.Body ?? ""));
+          await sleep(200);
+        }
+      })();
+      const batch = await first;
+      stop = true;
+      await watcher;
+      expect(batch.received).toHaveLength(2);
+      expect(batch.failed).toEqual([]);
+      expect(redelivered).toEqual([]);
+    },
+    20_000,
+  );
+
   it("application messages: stale, superseded, lease lost and duplicate lines and counters", async () => {
     const o = capture();
     const orderId = `order-${uid()}`;
