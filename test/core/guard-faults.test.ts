@@ -5,7 +5,6 @@ import { createGuard, type GuardOptions } from "../../src/core/guard.js";
 import { isAcknowledged } from "../../src/core/outcomes.js";
 import { positionFromNumber } from "../../src/core/position.js";
 import { stateKey } from "../../src/core/state-key.js";
-import type { StateStore } from "../../src/stores/contract.js";
 import { MemoryStore } from "../../src/stores/memory.js";
 import { STORES, type StoreUnderTest, wrapStore } from "../stores/harness.js";
 
