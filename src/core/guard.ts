@@ -456,9 +456,11 @@ async function release<R>(
 }
 
 /**
- * A commit or release refused by the store. Another claim with a newer fence holds the subject (it took over, or
- * superseded this run): that holder commits or retries, so this delivery is done (`lease-lost`). Otherwise nobody
- * holds it (the item is gone): undefined, for the caller to report as not acknowledged.
+ * A commit or release refused by the store because another claim with a newer fence holds the subject. When that
+ * claim is for this event or a newer position, its holder commits (or retries) work that covers this event, so this
+ * delivery is done (`lease-lost`, acknowledged). When an OLDER event took the expired claim over, its commit will not
+ * cover this one: `busy`, retried. Nobody holding it (the item is gone): undefined, for the caller to report as not
+ * acknowledged.
  */
 function refusedBy<R>(
   current: StateRecord | undefined,
@@ -467,6 +469,9 @@ function refusedBy<R>(
 ): GuardOutcome<R> | undefined {
   if (!current || current.fence <= fence) return undefined;
   const position = event.position ?? UNORDERED_POSITION;
+  if (current.identity !== event.identity && positionBefore(current.position, position)) {
+    return { status: "busy", holder: current.position };
+  }
   const superseded = current.identity !== event.identity && positionBefore(position, current.position);
   return { status: "lease-lost", reason: superseded ? "superseded" : "expired", current };
 }

@@ -64,6 +64,33 @@ describe.each(STORES)("guard under faults on $name", (factory) => {
     expect(await t.sink.read(row)).toMatchObject({ value: "apply", srcFence: applyFence });
   });
 
+  it("a run whose expired claim an OLDER event took over is not acknowledged: the older commit does not cover it", async () => {
+    // Found by the fault simulator (src/chaos): this used to be `lease-lost`, acknowledged, and the event was lost.
+    const s = subject();
+    const frozen = wrapStore(t.store, { renew: () => new Promise(() => {}) });
+    const newerMayCommit = deferred();
+    const newerStarted = deferred();
+    const newer = createGuard({ store: frozen, leaseMs: 200, heartbeatMs: 50, clockSkewMs: 0 }).run(
+      ev(s, 5),
+      async () => {
+        newerStarted.resolve();
+        await newerMayCommit.promise;
+        return "five";
+      },
+    );
+    await newerStarted.promise;
+    await sleep(300);
+    expect(await guard({ clockSkewMs: 0 }).run(ev(s, 3), async () => "three")).toMatchObject({
+      status: "processed",
+    });
+    newerMayCommit.resolve();
+    const out = await newer;
+    expect(out).toEqual({ status: "busy", holder: p(3) });
+    expect(isAcknowledged(out.status)).toBe(false);
+    // Its redelivery processes it.
+    expect(await guard().run(ev(s, 5), async () => "five again")).toMatchObject({ status: "processed" });
+  });
+
   it("2. a result too large for the store is not stored, the commit lands and the outcome says so", async () => {
     const g = guard();
     const cases = [
