@@ -1,13 +1,58 @@
 import { defineConfig } from "vitest/config";
 
+/**
+ * Two projects, one run:
+ * - `unit` (`npm run test:unit`): no server, no child process that starts one; well under 30 s.
+ * - `integration`: real protocol servers on 127.0.0.1 (one DynamoDB Local for the whole run, started and stopped
+ *   by test/global-setup.ts; s3rver and fauxqs in-process), the CLI, the demo, and the packed package installed
+ *   into a new project (test/consumer.test.ts).
+ * `npm test` runs both. EONCE_STORES=memory,dynamodb picks the engines of the store and guard suites.
+ */
+/** Suites that loop over test/stores/harness.ts's STORES: memory in unit, DynamoDB Local in integration. */
+const STORE_SUITES = ["test/core/guard.test.ts", "test/stores/contract.test.ts"];
+const wanted = process.env.EONCE_STORES?.split(",").map((s) => s.trim());
+const wants = (store: string) => !wanted || wanted.includes(store);
+
+const INTEGRATION = [
+  "test/bench.test.ts",
+  "test/consumer.test.ts",
+  "test/demo.test.ts",
+  "test/demo-cli.test.ts",
+  "test/lambda/fifo-producer.test.ts",
+  "test/lambda/visibility-heartbeat.test.ts",
+  "test/lambda/wrappers.test.ts",
+  "test/local/run-command.test.ts",
+  "test/local/runtime.test.ts",
+  "test/local/servers.test.ts",
+  "test/local/sqs-event-source.test.ts",
+];
+
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts", "src/**/*.test.ts"],
-    // One DynamoDB Local for the whole run, started and stopped here (test/global-setup.ts).
-    globalSetup: ["test/global-setup.ts"],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     // 2 cores: DynamoDB Local (Java) needs one of them.
     maxWorkers: 2,
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: "unit",
+          include: ["test/**/*.test.ts", "src/**/*.test.ts"],
+          exclude: [...INTEGRATION, ...(wants("memory") ? [] : STORE_SUITES)],
+          env: { EONCE_PROJECT_STORES: "memory" },
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: "integration",
+          include: [...INTEGRATION, ...(wants("dynamodb") ? STORE_SUITES : [])],
+          env: { EONCE_PROJECT_STORES: "dynamodb" },
+          // Checks up front what the suite needs from the machine (Chromium, Java), then starts DynamoDB Local.
+          globalSetup: ["test/global-setup.ts"],
+        },
+      },
+    ],
   },
 });
