@@ -1,5 +1,7 @@
 import { type Command, InvalidArgumentError, Option } from "commander";
 import type { FaultOptions } from "../local/faults.js";
+import { localPackagesFor, requireLocalPackages } from "../local/requirements.js";
+import { isTypeScriptHandler } from "../local/run/load-handler.js";
 import { formatRunReport, type RunSource, runHandler } from "../local/run/run-handler.js";
 
 interface RunCliOptions {
@@ -102,6 +104,13 @@ async function run(handler: string, options: RunCliOptions): Promise<number> {
   if (options.from && options.generate !== undefined) {
     throw new InvalidArgumentError("use --from or --generate, not both");
   }
+  // Every missing optional package at once, with one install line, before any server starts.
+  requireLocalPackages(
+    localPackagesFor({
+      dynamodbEndpoint: options.dynamodbEndpoint,
+      typescript: isTypeScriptHandler(handler),
+    }),
+  );
   const report = await runHandler({
     handler,
     source: options.source,
