@@ -1,4 +1,5 @@
 import { defineConfig } from "vitest/config";
+import { BaseSequencer, type TestSpecification } from "vitest/node";
 
 /**
  * Two projects, one run:
@@ -27,12 +28,30 @@ const INTEGRATION = [
   "test/local/sqs-event-source.test.ts",
 ];
 
+/** The two longest files (the packed package in a new project; the demo, three seeds) start first, side by side. */
+const FIRST = ["test/consumer.test.ts", "test/demo.test.ts"];
+
+class LongestFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const sorted = await super.sort(files);
+    const rank = (f: TestSpecification) => {
+      const i = FIRST.findIndex((name) => f.moduleId.endsWith(name));
+      return i === -1 ? FIRST.length : i;
+    };
+    return sorted
+      .map((f, i) => ({ f, i }))
+      .sort((a, b) => rank(a.f) - rank(b.f) || a.i - b.i)
+      .map(({ f }) => f);
+  }
+}
+
 export default defineConfig({
   test: {
     testTimeout: 30_000,
     hookTimeout: 60_000,
     // 2 cores: DynamoDB Local (Java) needs one of them.
     maxWorkers: 2,
+    sequence: { sequencer: LongestFirst },
     projects: [
       {
         extends: true,

@@ -171,6 +171,34 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), "eonce-consumer-"));
   project = join(dir, "app");
   await mkdir(project);
+  await writeFile(
+    join(project, "package.json"),
+    JSON.stringify({ name: "app", private: true, type: "module" }),
+  );
+  await writeFile(join(project, "handler.ts"), HANDLER);
+  await writeFile(join(project, "every-subpath.ts"), EVERY_SUBPATH);
+  await writeFile(join(project, "run-bundle.mjs"), RUN_BUNDLE);
+  await writeFile(join(project, "tsconfig.nodenext.json"), tsconfig("NodeNext"));
+  await writeFile(join(project, "tsconfig.bundler.json"), tsconfig("bundler"));
+  // The README's install lines: the local runtime's optional peers and the project's own tools (while the
+  // package is packed), then the library from the tarball.
+  const d = pkg.devDependencies;
+  const tools = sh("npm", [
+    "install",
+    "--no-audit",
+    "--no-fund",
+    "--prefer-offline",
+    "--save-exact",
+    "s3rver",
+    "amplify-dynamodb-simulator",
+    "fauxqs@1.9.2",
+    "tsx",
+    `typescript@${d.typescript}`,
+    `esbuild@${d.esbuild}`,
+    `@types/node@${d["@types/node"]}`,
+    `aws-cdk-lib@${d["aws-cdk-lib"]}`,
+    `constructs@${d.constructs}`,
+  ]);
   // `npm pack` runs the build (prepare) first, as publishing does.
   const packed = await run("npm", ["pack", "--json", "--pack-destination", dir], {
     cwd: root,
@@ -183,35 +211,10 @@ beforeAll(async () => {
   }[];
   tarball = join(dir, info[0]?.filename ?? "");
   files = (info[0]?.files ?? []).map((f) => f.path);
-  await writeFile(
-    join(project, "package.json"),
-    JSON.stringify({ name: "app", private: true, type: "module" }),
-  );
-  await writeFile(join(project, "handler.ts"), HANDLER);
-  await writeFile(join(project, "every-subpath.ts"), EVERY_SUBPATH);
-  await writeFile(join(project, "run-bundle.mjs"), RUN_BUNDLE);
-  await writeFile(join(project, "tsconfig.nodenext.json"), tsconfig("NodeNext"));
-  await writeFile(join(project, "tsconfig.bundler.json"), tsconfig("bundler"));
-  // The README's install lines: the library, the local runtime's optional peers, and the project's own tools.
-  const d = pkg.devDependencies;
-  const install = await sh("npm", [
-    "install",
-    "--no-audit",
-    "--no-fund",
-    "--prefer-offline",
-    tarball,
-    "s3rver",
-    "amplify-dynamodb-simulator",
-    "fauxqs@1.9.2",
-    "tsx",
-    `typescript@${d.typescript}`,
-    `esbuild@${d.esbuild}`,
-    `@types/node@${d["@types/node"]}`,
-    `aws-cdk-lib@${d["aws-cdk-lib"]}`,
-    `constructs@${d.constructs}`,
-    "--save-exact",
-  ]);
-  if (install.code !== 0) throw new Error(`npm install failed:\n${install.stderr}`);
+  const installedTools = await tools;
+  if (installedTools.code !== 0) throw new Error(`npm install failed:\n${installedTools.stderr}`);
+  const install = await sh("npm", ["install", "--no-audit", "--no-fund", "--prefer-offline", tarball]);
+  if (install.code !== 0) throw new Error(`npm install ${tarball} failed:\n${install.stderr}`);
 }, 600_000);
 
 afterAll(async () => {
