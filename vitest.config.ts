@@ -3,9 +3,9 @@ import { BaseSequencer, type TestSpecification } from "vitest/node";
 
 /**
  * Two projects, one run:
- * - `unit` (`npm run test:unit`): no server, no child process that starts one; well under 30 s.
+ * - `unit` (`npm run test:unit`): no server, no CDK synth; under 30 s on 2 cores.
  * - `integration`: real protocol servers on 127.0.0.1 (one DynamoDB Local for the whole run, started and stopped
- *   by test/global-setup.ts; s3rver and fauxqs in-process), the CLI, the demo, and the packed package installed
+ *   by test/global-setup.ts; s3rver and fauxqs in-process), CDK synth, the CLI, the demo, and the packed package installed
  *   into a new project (test/consumer.test.ts).
  * `npm test` runs both. EONCE_STORES=memory,dynamodb picks the engines of the store and guard suites.
  */
@@ -15,6 +15,8 @@ const wanted = process.env.EONCE_STORES?.split(",").map((s) => s.trim());
 const wants = (store: string) => !wanted || wanted.includes(store);
 
 const INTEGRATION = [
+  // CDK synth (aws-cdk-lib alone takes seconds to import per file, esbuild bundling, CloudFormation validation).
+  "test/cdk/**/*.test.ts",
   "test/bench.test.ts",
   "test/consumer.test.ts",
   "test/demo.test.ts",
