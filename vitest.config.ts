@@ -1,13 +1,86 @@
 import { defineConfig } from "vitest/config";
+import { BaseSequencer, type TestSpecification } from "vitest/node";
+
+/**
+ * Two projects, one run:
+ * - `unit` (`npm run test:unit`): no server, no CDK synth; under 30 s on 2 cores.
+ * - `integration`: real protocol servers on 127.0.0.1 (one DynamoDB Local for the whole run, started and stopped
+ *   by test/global-setup.ts; s3rver and fauxqs in-process), CDK synth, the CLI, the demo, and the packed package installed
+ *   into a new project (test/consumer.test.ts).
+ * `npm test` runs both. EONCE_STORES=memory,dynamodb picks the engines of the store and guard suites.
+ */
+/** Suites that loop over test/stores/harness.ts's STORES: memory in unit, DynamoDB Local in integration. */
+const STORE_SUITES = [
+  "test/core/guard.test.ts",
+  "test/core/guard-faults.test.ts",
+  "test/stores/contract.test.ts",
+];
+const wanted = process.env.EONCE_STORES?.split(",").map((s) => s.trim());
+const wants = (store: string) => !wanted || wanted.includes(store);
+
+const INTEGRATION = [
+  // CDK synth (aws-cdk-lib alone takes seconds to import per file, esbuild bundling, CloudFormation validation).
+  "test/cdk/**/*.test.ts",
+  "test/bench.test.ts",
+  "test/consumer.test.ts",
+  "test/demo.test.ts",
+  "test/demo-cli.test.ts",
+  "test/lambda/bad-input.test.ts",
+  "test/lambda/fifo-producer.test.ts",
+  "test/lambda/visibility-heartbeat.test.ts",
+  "test/lambda/wrappers.test.ts",
+  "test/local/run-command.test.ts",
+  "test/local/run-truth.test.ts",
+  "test/local/runtime.test.ts",
+  "test/local/servers.test.ts",
+  "test/local/sqs-event-source.test.ts",
+  "test/sinks/dynamodb-fenced.test.ts",
+];
+
+/** The two longest files (the packed package in a new project; the demo, three seeds) start first, side by side. */
+const FIRST = ["test/consumer.test.ts", "test/demo.test.ts"];
+
+class LongestFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const sorted = await super.sort(files);
+    const rank = (f: TestSpecification) => {
+      const i = FIRST.findIndex((name) => f.moduleId.endsWith(name));
+      return i === -1 ? FIRST.length : i;
+    };
+    return sorted
+      .map((f, i) => ({ f, i }))
+      .sort((a, b) => rank(a.f) - rank(b.f) || a.i - b.i)
+      .map(({ f }) => f);
+  }
+}
 
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts", "src/**/*.test.ts"],
-    // One DynamoDB Local for the whole run, started and stopped here (test/global-setup.ts).
-    globalSetup: ["test/global-setup.ts"],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     // 2 cores: DynamoDB Local (Java) needs one of them.
     maxWorkers: 2,
+    sequence: { sequencer: LongestFirst },
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: "unit",
+          include: ["test/**/*.test.ts", "src/**/*.test.ts"],
+          exclude: [...INTEGRATION, ...(wants("memory") ? [] : STORE_SUITES)],
+          env: { EONCE_PROJECT_STORES: "memory" },
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: "integration",
+          include: [...INTEGRATION, ...(wants("dynamodb") ? STORE_SUITES : [])],
+          env: { EONCE_PROJECT_STORES: "dynamodb" },
+          // Checks up front what the suite needs from the machine (Chromium, Java), then starts DynamoDB Local.
+          globalSetup: ["test/global-setup.ts"],
+        },
+      },
+    ],
   },
 });

@@ -1,8 +1,24 @@
 // The runtime entry: guard, events, stores and sinks. Heavy or optional pieces (CDK constructs, the local
 // runtime with its Java-based emulator) live behind their own subpath exports and are never imported here.
+// Named re-exports of the subpath barrels only, so nothing internal reaches the root (test/exports.test.ts).
 export * from "./core/index.js";
-export * from "./observe/request-counter.js";
-export * from "./sinks/dynamodb.js";
-export type * from "./stores/contract.js";
+export { countRequests, type RequestCounter } from "./observe/request-counter.js";
+export {
+  DynamoDBFencedSink,
+  type DynamoDBFencedSinkOptions,
+  type FenceSource,
+  type SinkWriteStatus,
+} from "./sinks/dynamodb.js";
+export type {
+  AtomicWrite,
+  ClaimAndCommitRequest,
+  ClaimAndCommitResult,
+  ClaimResult,
+  CommitRequest,
+  CommitResult,
+  FencedRequest,
+  StateStore,
+  WriteOutcome,
+} from "./stores/contract.js";
 export * from "./stores/dynamodb/index.js";
-export * from "./stores/memory.js";
+export { type MemoryAtomicWrite, MemoryStore } from "./stores/memory.js";

@@ -3,12 +3,12 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import { describe, expect, it } from "vitest";
-import { inspectText } from "../src/cli/inspect.js";
+import { Command } from "commander";
+import { describe, expect, it, vi } from "vitest";
+import { inspectText, registerInspect } from "../src/cli/inspect.js";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const fixtures = join(root, "test/fixtures/events");
-const tsx = join(root, "node_modules/.bin/tsx");
 const main = join(root, "src/cli/main.ts");
 
 type Line = Record<string, unknown>;
@@ -507,11 +507,37 @@ function deepSequencerEvent(): string {
 
 const run = promisify(execFile);
 
+/** `eonce inspect` in this process: the command's own code (file reading, output, exit code), without a spawn. */
+async function inProcess(args: string[]): Promise<{ stdout: string; stderr: string; code: number }> {
+  const program = new Command("eonce").exitOverride();
+  registerInspect(program);
+  let stdout = "";
+  let stderr = "";
+  const out = vi.spyOn(process.stdout, "write").mockImplementation((chunk) => {
+    stdout += String(chunk);
+    return true;
+  });
+  const err = vi.spyOn(process.stderr, "write").mockImplementation((chunk) => {
+    stderr += String(chunk);
+    return true;
+  });
+  const before = process.exitCode;
+  try {
+    await program.parseAsync(["node", "eonce", "inspect", ...args]);
+    return { stdout, stderr, code: Number(process.exitCode ?? 0) };
+  } finally {
+    out.mockRestore();
+    err.mockRestore();
+    process.exitCode = before;
+  }
+}
+
+/** The real executable under tsx, for what only a process has: stdin, argv parsing errors, the exit status. */
 async function cli(
   args: string[],
   input?: string,
 ): Promise<{ stdout: string; stderr: string; code: number }> {
-  const child = run(tsx, [main, ...args], { cwd: root, encoding: "utf8" });
+  const child = run(process.execPath, ["--import", "tsx", main, ...args], { cwd: root, encoding: "utf8" });
   if (input !== undefined) {
     child.child.stdin?.end(input);
   }
@@ -524,11 +550,10 @@ async function cli(
   }
 }
 
-describe("eonce inspect (spawned)", () => {
-  // Spawning tsx takes about a second: run the cases side by side.
+describe("eonce inspect <file> (the command in-process)", () => {
   for (const c of cases) {
-    it.concurrent(`${c.file} ${c.args?.join(" ") ?? ""}`, async () => {
-      const { stdout, stderr, code } = await cli(["inspect", join(fixtures, c.file), ...(c.args ?? [])]);
+    it(`${c.file} ${c.args?.join(" ") ?? ""}`, async () => {
+      const { stdout, stderr, code } = await inProcess([join(fixtures, c.file), ...(c.args ?? [])]);
       expect(code).toBe(c.exitCode);
       const lines = parseLines(stdout.split("\n").filter((l) => l.length > 0));
       // On arrays, toMatchObject checks the length and matches each line against its expected subset.
@@ -536,6 +561,26 @@ describe("eonce inspect (spawned)", () => {
       if (c.stderr) expect(stderr.trim()).toMatch(c.stderr);
     });
   }
+
+  it("exits 2 with one line on stderr for a missing file", async () => {
+    const { stdout, stderr, code } = await inProcess([join(fixtures, "does-not-exist.json")]);
+    expect(code).toBe(2);
+    expect(stdout).toBe("");
+    expect(stderr.trim().split("\n")).toHaveLength(1);
+    expect(stderr).toMatch(/^eonce inspect: cannot read .*does-not-exist\.json: .*ENOENT/);
+  });
+});
+
+describe("eonce inspect (spawned)", () => {
+  // Spawning tsx takes about a second: run the cases side by side.
+  it.concurrent("prints the same lines as inspectText and exits 1 when a unit is malformed", async () => {
+    const file = join(fixtures, "sqs-message.json");
+    const { stdout, code } = await cli(["inspect", file]);
+    const expected = inspectText(readFileSync(file, "utf8"));
+    expect(expected.exitCode).toBe(1);
+    expect(code).toBe(1);
+    expect(stdout).toBe(`${expected.lines.join("\n")}\n`);
+  });
 
   it.concurrent("reads stdin with -", async () => {
     const input = readFileSync(join(fixtures, "sqs-sns-s3.json"), "utf8");
@@ -545,14 +590,6 @@ describe("eonce inspect (spawned)", () => {
       envelope: "sns-sqs-s3",
       key: "inbox/Quarterly Report (final).pdf",
     });
-  });
-
-  it.concurrent("exits 2 with one line on stderr for a missing file", async () => {
-    const { stdout, stderr, code } = await cli(["inspect", join(fixtures, "does-not-exist.json")]);
-    expect(code).toBe(2);
-    expect(stdout).toBe("");
-    expect(stderr.trim().split("\n")).toHaveLength(1);
-    expect(stderr).toMatch(/^eonce inspect: cannot read .*does-not-exist\.json: .*ENOENT/);
   });
 
   it.concurrent("prints a malformed line, not a stack trace, for deeply nested input", async () => {

@@ -5,6 +5,7 @@ import { progressBar } from "../local/demo/progress.js";
 import { renderHtmlReport } from "../local/demo/report-html.js";
 import { runDemo, toJson } from "../local/demo/run-demo.js";
 import { formatTable } from "../local/demo/table.js";
+import { localPackagesFor, requireLocalPackages } from "../local/requirements.js";
 import { LocalRuntime } from "../local/runtime.js";
 import { exitSoon, oneLine } from "./errors.js";
 
@@ -30,11 +31,9 @@ export function registerDemo(program: Command): void {
     .option("--report <file.html>", "also write a self-contained HTML report with charts")
     .option("--seed <n>", "seed of every injected fault", integer, 1)
     .option("--scenario <name>", "records, images or orders (repeat or comma-separate; default all)", list)
-    .option("--scale <x>", "multiply the scenarios' sizes (default 1)", positiveNumber, 1)
+    .option("--scale <x>", "multiply the scenarios' sizes", positiveNumber, 1)
     .option("--dynamodb-endpoint <url>", "use this running DynamoDB Local instead of starting one")
     .action(async (options: DemoOptions) => {
-      // The SDK warns once per process that its 2027 releases need Node 22; in the demo's output it is noise.
-      process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
       try {
         process.exitCode = await demo(options);
       } catch (error) {
@@ -46,6 +45,9 @@ export function registerDemo(program: Command): void {
 }
 
 async function demo(options: DemoOptions): Promise<number> {
+  // Every missing optional package at once, with one install line, before anything is loaded or started.
+  const images = !options.scenario?.length || options.scenario.includes("images");
+  requireLocalPackages(localPackagesFor({ dynamodbEndpoint: options.dynamodbEndpoint, images }));
   const scenarios = await loadScenarios(options.scenario);
   LocalRuntime.preflight(options.dynamodbEndpoint ? { dynamodbEndpoint: options.dynamodbEndpoint } : {});
   const started = Date.now();

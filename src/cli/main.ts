@@ -10,6 +10,10 @@ const { version } = JSON.parse(readFileSync(new URL("../../package.json", import
   version: string;
 };
 
+// The AWS SDK warns, once per SDK copy and process (twice for a bundled handler), that its 2027 releases need
+// Node 22: in a local tool's output that is noise. Set the variable to "false" to see it.
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
+
 const program = new Command("eonce")
   .description("effectively-once: exactly-once effects, in order, for S3/SQS/SNS/EventBridge pipelines")
   .version(version)

@@ -1,5 +1,7 @@
 import { type Command, InvalidArgumentError, Option } from "commander";
 import type { FaultOptions } from "../local/faults.js";
+import { localPackagesFor, requireLocalPackages } from "../local/requirements.js";
+import { isTypeScriptHandler } from "../local/run/load-handler.js";
 import { formatRunReport, RUN_SOURCES, type RunSource, runHandler } from "../local/run/run-handler.js";
 import { exitSoon, oneLine } from "./errors.js";
 
@@ -113,6 +115,13 @@ async function run(handler: string, options: RunCliOptions): Promise<number> {
   pick("slowMs", options.slowMs);
   pick("crashRate", options.crashRate);
   pick("faultyAttempts", options.faultyAttempts);
+  // Every missing optional package at once, with one install line, before any server starts.
+  requireLocalPackages(
+    localPackagesFor({
+      dynamodbEndpoint: options.dynamodbEndpoint,
+      typescript: isTypeScriptHandler(handler),
+    }),
+  );
   const report = await runHandler({
     handler,
     source: options.source,

@@ -3,7 +3,7 @@ import { describeValue } from "./describe-value.js";
 /**
  * Typed errors. Check them with `instanceof`; each carries `cause` where it wraps another error.
  *
- * Routing (DESIGN I5): input errors (`MalformedEventError`, `InvalidSequencerError`, `SubjectTooLongError`)
+ * Routing (docs/lambda.md): input errors (`MalformedEventError`, `InvalidSequencerError`, `SubjectTooLongError`)
  * are permanent: retrying the same bytes cannot help, so adapters acknowledge-and-count them or leave them
  * to the dead-letter queue. Store errors are transient: the delivery fails and the source retries.
  */

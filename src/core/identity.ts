@@ -7,7 +7,7 @@ export function s3Subject(bucket: string, key: string): string {
 }
 
 /**
- * Identity of an S3 event, unique within its subject (DESIGN §2).
+ * Identity of an S3 event, unique within its subject (docs/architecture.md, Concepts).
  * With a sequencer: the position and operation (the sequencer is unique per key and change).
  * Without one (lifecycle transition, tagging, restore): a hash of what tells two such events apart.
  */

@@ -1,8 +1,62 @@
-export * from "./errors.js";
-export type * from "./event.js";
-export * from "./guard.js";
-export * from "./identity.js";
-export * from "./options.js";
-export * from "./position.js";
-export * from "./state.js";
-export * from "./state-key.js";
+// The guard and its model. Named exports only: this list is the public surface of `effectively-once/core`
+// (test/exports.test.ts pins it). Option validation helpers (`core/options.ts`) are internal.
+export {
+  EffectivelyOnceError,
+  InvalidPositionError,
+  InvalidSequencerError,
+  LeaseLostError,
+  MalformedEventError,
+  OptionsError,
+  ResultSerializationError,
+  StoreError,
+  SubjectTooLongError,
+  UnsupportedAtomicWriteError,
+} from "./errors.js";
+export type {
+  Delivery,
+  EnvelopeKind,
+  MessageEvent,
+  NormalizedEvent,
+  S3ObjectEvent,
+  S3Operation,
+  S3TestEvent,
+  SqsDelivery,
+} from "./event.js";
+export {
+  type ApplyContext,
+  type BusyPolicy,
+  createGuard,
+  type Guard,
+  type GuardContext,
+  type GuardedEvent,
+  type GuardHandler,
+  type GuardOptions,
+  type GuardOutcome,
+  type GuardOutcomeStatus,
+  type GuardTrace,
+  type InFlightPolicy,
+  type RunOptions,
+} from "./guard.js";
+export { s3Identity, s3Operation, s3Subject } from "./identity.js";
+export {
+  comparePositions,
+  compareSequencers,
+  MAX_POSITION_LENGTH,
+  NUMERIC_POSITION_WIDTH,
+  normalizeSequencer,
+  type Position,
+  positionFromDate,
+  positionFromNumber,
+  SEQUENCER_WIDTH,
+  toPosition,
+} from "./position.js";
+export {
+  type ClaimRequest,
+  classifyRefusal,
+  isClaimable,
+  type Refusal,
+  type StateRecord,
+  type StateStatus,
+  UNORDERED_POSITION,
+} from "./state.js";
+export { MAX_STATE_KEY_BYTES, stateKey } from "./state-key.js";

@@ -7,7 +7,14 @@ export * from "./faults.js";
 export * from "./instrumented-store.js";
 export { currentInvocation, faultPoint, type InvocationScope, invocationSignal } from "./invocation-scope.js";
 export * from "./lambda-context.js";
-export * from "./lambda-runner.js";
+export {
+  InjectedFailure,
+  type LambdaHandler,
+  LocalFunction,
+  type LocalFunctionOptions,
+  type RunResult,
+  RuntimeStoppedError,
+} from "./lambda-runner.js";
 export * from "./prng.js";
 export * from "./runtime.js";
 export * from "./s3-notifications.js";

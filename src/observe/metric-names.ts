@@ -4,7 +4,7 @@
  */
 
 /**
- * Counters, one per way a delivery can end (DESIGN I4: every delivery is counted), plus a few events
+ * Counters, one per way a delivery can end (every delivery is counted), plus a few events
  * worth an alarm. Emitted as CloudWatch EMF through Powertools Metrics, dimension `pipeline`.
  */
 export const COUNTERS = [

@@ -47,7 +47,7 @@ export interface StoreUnderTest {
 export type StoreFactory = { name: string; make(): Promise<StoreUnderTest> };
 
 /** Every store the contract suite runs against. Add a new engine here and it runs the whole suite. */
-export const STORES: StoreFactory[] = [
+export const ALL_STORES: StoreFactory[] = [
   {
     name: "dynamodb",
     async make() {
@@ -152,6 +152,31 @@ export const STORES: StoreFactory[] = [
     },
   },
 ];
+
+/**
+ * The engines this run tests: `EONCE_STORES=memory,dynamodb` (default: all), intersected with the engines the
+ * vitest project allows (`EONCE_PROJECT_STORES`, set in vitest.config.ts: the unit project has no DynamoDB Local).
+ */
+export const STORES: StoreFactory[] = selectStores(
+  process.env.EONCE_STORES,
+  process.env.EONCE_PROJECT_STORES,
+);
+
+export function selectStores(wanted: string | undefined, allowed: string | undefined): StoreFactory[] {
+  const names = (list: string | undefined) =>
+    list
+      ?.split(",")
+      .map((s) => s.trim())
+      .filter(Boolean);
+  const known = ALL_STORES.map((s) => s.name);
+  const w = names(wanted);
+  for (const n of w ?? []) {
+    if (!known.includes(n))
+      throw new Error(`EONCE_STORES: unknown store ${JSON.stringify(n)} (${known.join(", ")})`);
+  }
+  const a = names(allowed);
+  return ALL_STORES.filter((s) => (!w || w.includes(s.name)) && (!a || a.includes(s.name)));
+}
 
 /**
  * Loses responses at the SDK's deserialize step, inside its retry loop: the request lands, the client sees a

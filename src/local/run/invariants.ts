@@ -1,7 +1,7 @@
 import { normalizeSequencer } from "../../core/position.js";
 import { type Classified, type DeliveryOutcome, DONE } from "./outcomes.js";
 
-/** One invariant of DESIGN §4, checked from outside the handler where that is possible. */
+/** One invariant check of `eonce run` (docs/local-runtime.md), made from outside the handler where possible. */
 export interface InvariantCheck {
   id: "I1" | "I2" | "I3" | "I4";
   title: string;

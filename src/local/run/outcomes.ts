@@ -1,7 +1,7 @@
 import type { S3EventRecord } from "aws-lambda";
 import type { TraceEvent } from "../trace.js";
 
-/** How one delivery of one event ended (DESIGN I4), as far as it can be seen from outside the handler. */
+/** How one delivery of one event ended (each ends exactly one way), as far as it can be seen from outside the handler. */
 export type DeliveryOutcome =
   | "processed"
   | "duplicate"

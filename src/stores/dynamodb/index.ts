@@ -1,3 +1,10 @@
-export * from "./atomic-write.js";
-export * from "./schema.js";
-export * from "./store.js";
+// The DynamoDB state store. Named exports only (test/exports.test.ts pins them); item codecs stay internal.
+export { type DynamoDBAtomicWrite, isDynamoDBAtomicWrite } from "./atomic-write.js";
+export {
+  type CreateStateTableOptions,
+  createStateTable,
+  createTableIfMissing,
+  STATE_KEY_ATTRIBUTE,
+  TTL_ATTRIBUTE,
+} from "./schema.js";
+export { DynamoDBStore, type DynamoDBStoreOptions } from "./store.js";

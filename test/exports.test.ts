@@ -1,0 +1,202 @@
+import { readFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+
+/**
+ * The public surface, pinned: the runtime names each subpath of package.json's `exports` gives. A name added or
+ * removed here is a change of the package's API; internals (option validators, item codecs, formatting helpers)
+ * must not appear. Types are checked by the consumer test (test/consumer.test.ts) type-checking against them.
+ */
+const PUBLIC: Record<string, string[]> = {
+  ".": [
+    "DynamoDBFencedSink",
+    "DynamoDBStore",
+    "EffectivelyOnceError",
+    "InvalidPositionError",
+    "InvalidSequencerError",
+    "LeaseLostError",
+    "MAX_POSITION_LENGTH",
+    "MAX_STATE_KEY_BYTES",
+    "MalformedEventError",
+    "MemoryStore",
+    "NUMERIC_POSITION_WIDTH",
+    "OptionsError",
+    "ResultSerializationError",
+    "SEQUENCER_WIDTH",
+    "STATE_KEY_ATTRIBUTE",
+    "StoreError",
+    "SubjectTooLongError",
+    "TTL_ATTRIBUTE",
+    "UNORDERED_POSITION",
+    "UnsupportedAtomicWriteError",
+    "classifyRefusal",
+    "comparePositions",
+    "compareSequencers",
+    "countRequests",
+    "createGuard",
+    "createStateTable",
+    "createTableIfMissing",
+    "isClaimable",
+    "isDynamoDBAtomicWrite",
+    "normalizeSequencer",
+    "positionFromDate",
+    "positionFromNumber",
+    "s3Identity",
+    "s3Operation",
+    "s3Subject",
+    "stateKey",
+    "toPosition",
+  ],
+  "./core": [
+    "EffectivelyOnceError",
+    "InvalidPositionError",
+    "InvalidSequencerError",
+    "LeaseLostError",
+    "MAX_POSITION_LENGTH",
+    "MAX_STATE_KEY_BYTES",
+    "MalformedEventError",
+    "NUMERIC_POSITION_WIDTH",
+    "OptionsError",
+    "ResultSerializationError",
+    "SEQUENCER_WIDTH",
+    "StoreError",
+    "SubjectTooLongError",
+    "UNORDERED_POSITION",
+    "UnsupportedAtomicWriteError",
+    "classifyRefusal",
+    "comparePositions",
+    "compareSequencers",
+    "createGuard",
+    "isClaimable",
+    "normalizeSequencer",
+    "positionFromDate",
+    "positionFromNumber",
+    "s3Identity",
+    "s3Operation",
+    "s3Subject",
+    "stateKey",
+    "toPosition",
+  ],
+  "./sources": ["MAX_S3_KEY_BYTES", "decodeS3NotificationKey", "encodeS3NotificationKey", "parseInvocation"],
+  "./stores/dynamodb": [
+    "DynamoDBStore",
+    "STATE_KEY_ATTRIBUTE",
+    "TTL_ATTRIBUTE",
+    "createStateTable",
+    "createTableIfMissing",
+    "isDynamoDBAtomicWrite",
+  ],
+  "./stores/memory": ["MemoryStore"],
+  "./sinks/dynamodb": ["DynamoDBFencedSink"],
+  "./lambda": [
+    "DeliveryFailedError",
+    "LambdaDeadlineError",
+    "MAX_FIFO_ID_LENGTH",
+    "VISIBILITY_HEARTBEAT_KEYS",
+    "VisibilityHeartbeat",
+    "answer",
+    "eventBridgeHandler",
+    "fifoId",
+    "fifoMessageIds",
+    "queueUrlFromArn",
+    "resolveVisibilityHeartbeatOptions",
+    "s3Handler",
+    "sendFifoMessage",
+    "sqsHandler",
+    "wrapHandler",
+  ],
+  "./lambda/middy": ["eachEvent", "effectivelyOnce"],
+  "./observe": [
+    "CORRELATION_ID_KEY",
+    "COUNTERS",
+    "DEFAULT_NAMESPACE",
+    "DeliveryObserver",
+    "HANDLER_DURATION_METRIC",
+    "InvocationMetrics",
+    "InvocationObserver",
+    "Observer",
+    "PIPELINE_DIMENSION",
+    "RECEIVE_COUNT_METRIC",
+    "SERVICE_DIMENSION",
+    "countRequests",
+    "defaultMetrics",
+  ],
+  "./local": [
+    "AsyncInvoker",
+    "BucketNotifications",
+    "FaultInjector",
+    "InjectedFailure",
+    "LocalFunction",
+    "LocalRuntime",
+    "NO_FAULTS",
+    "NO_RUN_FAULTS",
+    "RuntimeStoppedError",
+    "S3NotificationFactory",
+    "SqsEventSource",
+    "Trace",
+    "createLambdaContext",
+    "createPrng",
+    "currentInvocation",
+    "faultPoint",
+    "instrumentStore",
+    "invocationSignal",
+    "resolveFaults",
+    "scanTable",
+    "toEventBridgeEvent",
+    "toLambdaRecord",
+  ],
+  "./cdk": [
+    "DELIVERIES",
+    "ENV",
+    "EffectivelyOncePipeline",
+    "HANDLER_DURATION_METRIC",
+    "LOG_QUERIES",
+    "METRIC_NAMESPACE",
+    "MIN_MAX_RECEIVE_COUNT",
+    "OUTCOME_METRICS",
+    "PIPELINE_DIMENSION",
+    "QUEUE_CONSUMER_ACTIONS",
+    "RECEIVE_COUNT_METRIC",
+    "RUNTIME",
+    "SERVICE_DIMENSION",
+    "STATE_KEY_ATTRIBUTE",
+    "STATE_TABLE_ACTIONS",
+    "TTL_ATTRIBUTE",
+    "VISIBILITY_TIMEOUT_FACTOR",
+  ],
+};
+
+const INTERNAL = [
+  "rejectUnknownKeys",
+  "requirePositiveInteger",
+  "requireOneOf",
+  "GUARD_PASS_THROUGH_KEYS",
+  "toRecord",
+  "attemptAttribute",
+  "describe",
+];
+
+const pkg = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as {
+  exports: Record<string, { types: string; import: string }>;
+};
+
+/** `./dist/local/index.js` → the source module it is built from. */
+const sourceOf = (target: string) =>
+  new URL(`../${target.replace(/^\.\/dist\//, "src/").replace(/\.js$/, ".ts")}`, import.meta.url).href;
+
+describe("public exports", () => {
+  it("pins every subpath of package.json", () => {
+    expect(Object.keys(pkg.exports).sort()).toEqual(Object.keys(PUBLIC).sort());
+  });
+
+  for (const [subpath, names] of Object.entries(PUBLIC)) {
+    it(`${subpath} exports exactly its public names`, async () => {
+      const target = pkg.exports[subpath];
+      if (!target) throw new Error(`package.json has no export ${subpath}`);
+      expect(target.types).toBe(target.import.replace(/\.js$/, ".d.ts"));
+      const mod = (await import(sourceOf(target.import))) as Record<string, unknown>;
+      const actual = Object.keys(mod).sort();
+      expect(actual).toEqual([...names].sort());
+      for (const internal of INTERNAL) expect(actual).not.toContain(internal);
+    }, 60_000);
+  }
+});
