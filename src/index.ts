@@ -9,16 +9,19 @@ export {
   type FenceSource,
   type SinkWriteStatus,
 } from "./sinks/dynamodb.js";
-export type {
-  AtomicWrite,
-  ClaimAndCommitRequest,
-  ClaimAndCommitResult,
-  ClaimResult,
-  CommitRequest,
-  CommitResult,
-  FencedRequest,
-  StateStore,
-  WriteOutcome,
+export {
+  type AtomicWrite,
+  type ClaimAndCommitRequest,
+  type ClaimAndCommitResult,
+  type ClaimResult,
+  type CommitRequest,
+  type CommitResult,
+  type FencedRequest,
+  type FencedResult,
+  type RenewRequest,
+  type StateStore,
+  unknownWrites,
+  type WriteOutcome,
 } from "./stores/contract.js";
 export * from "./stores/dynamodb/index.js";
-export { type MemoryAtomicWrite, MemoryStore } from "./stores/memory.js";
+export { type MemoryAtomicWrite, MemoryStore, type MemoryStoreOptions } from "./stores/memory.js";

@@ -1,10 +1,12 @@
 // The guard and its model. Named exports only: this list is the public surface of `effectively-once/core`
 // (test/exports.test.ts pins it). Option validation helpers (`core/options.ts`) are internal.
+export { type Clock, systemClock } from "./clock.js";
 export {
   EffectivelyOnceError,
   InvalidPositionError,
   InvalidSequencerError,
   LeaseLostError,
+  LeaseUnconfirmedError,
   MalformedEventError,
   OptionsError,
   ResultSerializationError,
@@ -38,13 +40,16 @@ export {
   type RunOptions,
 } from "./guard.js";
 export { s3Identity, s3Operation, s3Subject } from "./identity.js";
+export { isAcknowledged, OUTCOMES } from "./outcomes.js";
 export {
+  assertPosition,
   comparePositions,
   compareSequencers,
   MAX_POSITION_LENGTH,
   NUMERIC_POSITION_WIDTH,
   normalizeSequencer,
   type Position,
+  positionBefore,
   positionFromDate,
   positionFromNumber,
   SEQUENCER_WIDTH,
@@ -52,8 +57,12 @@ export {
 } from "./position.js";
 export {
   type ClaimRequest,
+  claimAllowed,
   classifyRefusal,
+  describeClaim,
   isClaimable,
+  isOwnClaim,
+  leaseExpired,
   type Refusal,
   type StateRecord,
   type StateStatus,

@@ -16,7 +16,13 @@ export {
   RuntimeStoppedError,
 } from "./lambda-runner.js";
 export * from "./prng.js";
-export * from "./runtime.js";
+export {
+  type IdleOptions,
+  type LocalQueue,
+  LocalRuntime,
+  type LocalRuntimeOptions,
+  type QueueOptions,
+} from "./runtime.js";
 export * from "./s3-notifications.js";
 export * from "./scan-table.js";
 export * from "./sqs-event-source.js";
