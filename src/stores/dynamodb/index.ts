@@ -1,3 +1,4 @@
 export * from "./atomic-write.js";
+export * from "./inline.js";
 export * from "./schema.js";
 export * from "./store.js";
