@@ -256,8 +256,8 @@ export class InlineDynamoDBStore implements StateStore {
           ReturnValues: "UPDATED_OLD",
         }),
       );
-      const old = out.Attributes && Object.keys(out.Attributes).length > 0 ? out.Attributes : undefined;
-      const previous = old && old[NAMES["#fence"]] ? toInlineRecord(req.key, old) : undefined;
+      // No old state (a new row, or one written by something else): a fresh claim.
+      const previous = hasState(out.Attributes) ? toInlineRecord(req.key, out.Attributes) : undefined;
       const attempt = sameIdentity ? (previous?.attempts ?? 0) + 1 : 1;
       return { claimed: true, fence: req.fence, attempt, leaseUntilMs: req.leaseUntilMs, previous };
     } catch (error) {
