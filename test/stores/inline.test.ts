@@ -147,7 +147,7 @@ describe("InlineDynamoDBStore", () => {
     );
   });
 
-  it("checks options and row attributes eagerly", () => {
+  it("checks options and row attributes eagerly", async () => {
     expect(() => new InlineDynamoDBStore({ client, tableName, tablename: "x" } as never)).toThrow(
       OptionsError,
     );
@@ -160,6 +160,8 @@ describe("InlineDynamoDBStore", () => {
     expect(() => store.row(ctx, { eo_fence: 1 })).toThrow(OptionsError);
     expect(() => store.row(ctx, { pk: "other" })).toThrow(OptionsError);
     expect(() => store.row({} as never, { a: 1 })).toThrow(OptionsError);
+    expect(() => store.row(ctx, null as never)).toThrow(OptionsError);
+    await expect(store.putRow({ stateKey: "o#s", fence: 1 }, {})).rejects.toBeInstanceOf(OptionsError);
     // The memory store cannot fold an inline row write either.
     expect(new MemoryStore().canFold(store.row(ctx, { a: 1 }))).toBe(false);
   });

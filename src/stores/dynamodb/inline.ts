@@ -200,6 +200,8 @@ export class InlineDynamoDBStore implements StateStore {
     attributes: Record<string, unknown>,
   ): Promise<"applied" | "stale"> {
     const write = this.row(ctx, attributes);
+    if (Object.keys(write.set).length === 0 && write.remove.length === 0)
+      throw new OptionsError("InlineDynamoDBStore.putRow: no attributes to write");
     const values: Item = { ":fence": N(ctx.fence), ":running": S("running") };
     const input = this.#update(
       write.rowKey,
