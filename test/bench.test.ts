@@ -73,6 +73,18 @@ describe("bench --quick --json", () => {
         "rawWrite",
       ]),
     );
+    // Capacity and cost per outcome, for every implementation of the requests scenario.
+    expect(Object.keys(json.capacityPerEvent).sort()).toEqual(Object.keys(json.requestsPerEvent).sort());
+    for (const [name, byKind] of Object.entries(json.capacityPerEvent)) {
+      expect(Object.keys(byKind).sort(), name).toEqual(["duplicate", "failed", "new", "stale"]);
+      for (const c of Object.values(byKind)) expect(Object.keys(c).sort()).toEqual(["rcu", "wcu"]);
+      expect(Object.keys(json.costPerMillion[name] ?? {}).sort(), name).toEqual([
+        "duplicate",
+        "failed",
+        "new",
+        "stale",
+      ]);
+    }
     for (const byWorkers of Object.values(json.throughput)) {
       expect(Object.keys(byWorkers).sort()).toEqual(["1", "16", "4"]);
       for (const eps of Object.values(byWorkers)) expect(eps).toBeGreaterThan(0);
