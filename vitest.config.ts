@@ -35,6 +35,7 @@ const INTEGRATION = [
   "test/local/servers.test.ts",
   "test/local/sqs-event-source.test.ts",
   "test/sinks/dynamodb-fenced.test.ts",
+  "test/stores/inline.test.ts",
 ];
 
 /** The two longest files (the packed package in a new project; the demo, three seeds) start first, side by side. */
@@ -75,8 +76,8 @@ export default defineConfig({
         extends: true,
         test: {
           name: "integration",
-          include: [...INTEGRATION, ...(wants("dynamodb") ? STORE_SUITES : [])],
-          env: { EONCE_PROJECT_STORES: "dynamodb" },
+          include: [...INTEGRATION, ...(wants("dynamodb") || wants("dynamodb-inline") ? STORE_SUITES : [])],
+          env: { EONCE_PROJECT_STORES: "dynamodb,dynamodb-inline" },
           // Checks up front what the suite needs from the machine (Chromium, Java), then starts DynamoDB Local.
           globalSetup: ["test/global-setup.ts"],
         },

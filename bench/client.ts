@@ -3,6 +3,7 @@ import { Agent as HttpsAgent } from "node:https";
 import { DynamoDBClient, type TransactWriteItem } from "@aws-sdk/client-dynamodb";
 import { LOCAL_CREDENTIALS, LOCAL_REGION } from "../src/local/dynamodb-local.js";
 import { countRequests, type RequestCounter } from "../src/observe/request-counter.js";
+import { type CapacityMeter, meterCapacity } from "./capacity.js";
 
 /**
  * One SDK client shared by every implementation under test, so all of them pay the same client cost:
@@ -12,6 +13,8 @@ import { countRequests, type RequestCounter } from "../src/observe/request-count
 export interface BenchClient {
   client: DynamoDBClient;
   requests: RequestCounter;
+  /** Write and read units consumed, as DynamoDB reports them (refused writes estimated: see capacity.ts). */
+  capacity: CapacityMeter;
   /** Every effect write DynamoDB acknowledged: the input of each successful write to an output table. */
   writes: WriteLog;
   destroy(): void;
@@ -50,9 +53,11 @@ export function createBenchClient(
   });
   const requests = countRequests(client, "benchRequestCounter");
   const writes = logAcknowledgedWrites(client, isOutputTable);
+  const capacity = meterCapacity(client);
   return {
     client,
     requests,
+    capacity,
     writes,
     destroy() {
       client.destroy();
@@ -64,9 +69,27 @@ export function createBenchClient(
 
 type Item = Record<string, { S?: string; N?: string }>;
 
+/** The effect an UpdateItem writes (`SET #a = :a` clauses naming `eid` and `srcPos`), with its key; else none. */
+function updatedEffect(input: unknown): Item | undefined {
+  const u = input as {
+    Key?: Item;
+    UpdateExpression?: string;
+    ExpressionAttributeNames?: Record<string, string>;
+    ExpressionAttributeValues?: Item;
+  };
+  const set: Item = { ...(u.Key ?? {}) };
+  for (const [, name, value] of (u.UpdateExpression ?? "").matchAll(/(#\w+)\s*=\s*(:\w+)/g)) {
+    const attribute = u.ExpressionAttributeNames?.[name ?? ""];
+    const v = u.ExpressionAttributeValues?.[value ?? ""];
+    if (attribute && v) set[attribute] = v;
+  }
+  return set.eid && set.srcPos ? set : undefined;
+}
+
 /**
  * Records the puts to output tables that DynamoDB acknowledged (the request returned without error), read
- * from the request input: a PutItem, or every Put of a successful TransactWriteItems. An acknowledged
+ * from the request input: a PutItem, every Put of a successful TransactWriteItems, or an UpdateItem that sets the
+ * effect's `eid` and `srcPos` (inline state: the row write rides on the guard's own update). An acknowledged
  * conditional write is an applied write, so this is the table's own write history, without needing Streams.
  */
 function logAcknowledgedWrites(client: DynamoDBClient, isOutputTable: (t: string) => boolean): WriteLog {
@@ -83,6 +106,7 @@ function logAcknowledgedWrites(client: DynamoDBClient, isOutputTable: (t: string
       const input = args.input as { TableName?: string; Item?: Item; TransactItems?: TransactWriteItem[] };
       const command = context.commandName;
       if (command === "PutItemCommand") record(input.TableName, input.Item);
+      if (command === "UpdateItemCommand") record(input.TableName, updatedEffect(args.input));
       if (command === "TransactWriteItemsCommand") {
         for (const t of input.TransactItems ?? []) record(t.Put?.TableName, t.Put?.Item as Item | undefined);
       }

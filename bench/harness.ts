@@ -4,6 +4,7 @@ import { type Correctness, checkOutput } from "./check.js";
 import { type BenchClient, createBenchClient } from "./client.js";
 import { type CpuMeter, cpuMeter } from "./cpu.js";
 import { type BenchEvent, makeEvent, rng, shuffle } from "./events.js";
+import { oursInline } from "./impls/inline.js";
 import { ours, oursApply } from "./impls/ours.js";
 import { powertools } from "./impls/powertools.js";
 import { sequencerLock } from "./impls/sequencer-lock.js";
@@ -70,9 +71,14 @@ export const QUICK: Omit<BenchOptions, "endpoint" | "progress" | "only"> = {
 const OURS = ours("ours", { busy: "wait", atomic: true });
 const OURS_PUT = ours("ours-put", { busy: "wait", atomic: false });
 const OURS_APPLY = oursApply("ours-apply", { busy: "wait" });
+// Inline state: the guard's state in the effect's own row (`apply`: one UpdateItem; `run`: two).
+const INLINE = oursInline("inline", { busy: "wait", mode: "apply" });
+const INLINE_RUN = oursInline("inline-run", { busy: "wait", mode: "run" });
 export const IMPLEMENTATIONS = {
   ours: OURS,
   "ours-apply": OURS_APPLY,
+  inline: INLINE,
+  "inline-run": INLINE_RUN,
   "ours-put": OURS_PUT,
   powertools,
   "get-then-put": getThenPut,
@@ -84,6 +90,8 @@ export const IMPLEMENTATIONS = {
 const REQUESTS: Implementation[] = [
   OURS,
   OURS_APPLY,
+  INLINE,
+  INLINE_RUN,
   OURS_PUT,
   powertools,
   getThenPut,
@@ -95,6 +103,9 @@ const LATENCY: Implementation[] = [
   unguarded,
   OURS,
   OURS_APPLY,
+  INLINE,
+  INLINE_RUN,
+  rawWrite,
   OURS_PUT,
   powertools,
   getThenPut,
@@ -109,6 +120,9 @@ const HOT_KEY: Implementation[] = [
   oursApply("ours-apply-wait", { busy: "wait" }),
   oursApply("ours-apply-retry", { busy: "retry" }),
   oursApply("ours-apply-supersede", { busy: "supersede" }),
+  oursInline("inline-wait", { busy: "wait", mode: "apply" }),
+  oursInline("inline-retry", { busy: "retry", mode: "apply" }),
+  oursInline("inline-supersede", { busy: "supersede", mode: "apply" }),
   powertools,
   getThenPut,
   conditionalPut,
@@ -120,6 +134,8 @@ const HOT_KEY: Implementation[] = [
 const THROUGHPUT: Implementation[] = [
   OURS,
   OURS_APPLY,
+  INLINE,
+  INLINE_RUN,
   powertools,
   getThenPut,
   conditionalPut,
@@ -128,6 +144,8 @@ const THROUGHPUT: Implementation[] = [
 const STORM: Implementation[] = [
   OURS,
   OURS_APPLY,
+  INLINE,
+  INLINE_RUN,
   OURS_PUT,
   powertools,
   getThenPut,
@@ -147,7 +165,16 @@ export interface RequestCounts {
   failed: number;
   /** Requests by command for one event of each kind. */
   breakdown: Record<"new" | "duplicate" | "stale" | "failed", Record<string, number>>;
+  /** Capacity units per event of each kind (mean of the samples), from DynamoDB's ConsumedCapacity. */
+  capacity: Record<"new" | "duplicate" | "stale" | "failed", Capacity>;
   correctness: Correctness;
+}
+
+export interface Capacity {
+  wcu: number;
+  rcu: number;
+  /** The part of `wcu` estimated for refused writes, which DynamoDB Local does not report (bench/capacity.ts). */
+  estimatedWcu: number;
 }
 
 export interface LatencyResult {
@@ -173,6 +200,9 @@ export interface HotKeyResult {
 export interface ThroughputRun {
   eventsPerSecond: number;
   requestsPerEvent: number;
+  /** Write and read units per event over the whole run (DynamoDB's ConsumedCapacity). */
+  wcuPerEvent: number;
+  rcuPerEvent: number;
   /** CPU per event: this process (SDK client + implementation) and DynamoDB Local's JVM. */
   clientCpuMsPerEvent: number;
   serverCpuMsPerEvent: number | undefined;
@@ -339,15 +369,21 @@ async function measureRequests(
     for (let i = 0; i < 3; i++) await instance.deliver(makeEvent(`req-warm-${i}`, 1), { workMs: 0 });
     const totals = { new: 0, duplicate: 0, stale: 0, failed: 0 };
     const breakdown = { new: {}, duplicate: {}, stale: {}, failed: {} };
+    const zero = (): Capacity => ({ wcu: 0, rcu: 0, estimatedWcu: 0 });
+    const capacity = { new: zero(), duplicate: zero(), stale: zero(), failed: zero() };
     const expected = new Map<string, string>();
     const count = async (kind: keyof typeof totals, event: BenchEvent, plan: HandlerPlan, sample: number) => {
       bc.requests.reset();
+      bc.capacity.reset();
       try {
         await instance.deliver(event, plan);
       } catch {
         // The planned failure: the invocation fails; its requests are what we count.
       }
       totals[kind] += bc.requests.total();
+      capacity[kind].wcu += bc.capacity.wcu;
+      capacity[kind].rcu += bc.capacity.rcu;
+      capacity[kind].estimatedWcu += bc.capacity.estimatedWcu;
       if (sample === 0) breakdown[kind] = { ...bc.requests.counts };
       progress.tick();
     };
@@ -368,6 +404,16 @@ async function measureRequests(
       stale: round(totals.stale / samples),
       failed: round(totals.failed / samples),
       breakdown,
+      capacity: Object.fromEntries(
+        Object.entries(capacity).map(([k, c]) => [
+          k,
+          {
+            wcu: round(c.wcu / samples),
+            rcu: round(c.rcu / samples),
+            estimatedWcu: round(c.estimatedWcu / samples),
+          },
+        ]),
+      ) as RequestCounts["capacity"],
       correctness,
     };
     await instance.close();
@@ -495,6 +541,7 @@ async function measureThroughput(
     const instance = await open(impl);
     const events = Array.from({ length: options.events }, (_, i) => makeEvent(`tp-${i}`, 1));
     bc.requests.reset();
+    bc.capacity.reset();
     cpu.start();
     const result = await run(
       instance,
@@ -504,6 +551,7 @@ async function measureThroughput(
     );
     const used = cpu.read();
     const requests = bc.requests.total();
+    const { wcu, rcu } = bc.capacity;
     const correctness = await checkOutput(
       bc.client,
       bc.writes,
@@ -515,6 +563,8 @@ async function measureThroughput(
     return {
       eventsPerSecond: Math.round(options.events / (result.elapsedMs / 1000)),
       requestsPerEvent: round(requests / options.events),
+      wcuPerEvent: round(wcu / options.events),
+      rcuPerEvent: round(rcu / options.events),
       clientCpuMsPerEvent: round(used.clientMs / options.events, 3),
       serverCpuMsPerEvent: used.serverMs === undefined ? undefined : round(used.serverMs / options.events, 3),
       elapsedMs: Math.round(result.elapsedMs),
@@ -524,14 +574,14 @@ async function measureThroughput(
     };
   };
   for (const workers of options.workers) {
-    // The ceiling is measured right before ours, between ours and ours-apply, and right after ours-apply, so
+    // The ceiling is measured right before ours, between ours and ours-apply, right after ours-apply and after inline, so
     // that the ratios the target is about compare runs seconds apart on a machine whose load may drift.
     const raw = [await measure(rawWrite, workers)];
     for (const impl of THROUGHPUT) {
       const runs = throughput[impl.name] ?? {};
       throughput[impl.name] = runs;
       runs[String(workers)] = await measure(impl, workers);
-      if (impl === OURS || impl === OURS_APPLY) raw.push(await measure(rawWrite, workers));
+      if (impl === OURS || impl === OURS_APPLY || impl === INLINE) raw.push(await measure(rawWrite, workers));
     }
     rawWriteRuns[String(workers)] = raw;
   }

@@ -1,12 +1,32 @@
 import type { Report } from "./harness.js";
+import { dynamodbCostPerMillionUsd, lambdaCostPerMillionUsd, PRICES } from "./prices.js";
 import { round } from "./stats.js";
 
-/** Exactly the shape issue 6 asks `--json` to print. */
+type Kind = "new" | "duplicate" | "stale" | "failed";
+const KINDS: Kind[] = ["new", "duplicate", "stale", "failed"];
+
+/** The shape issue 6 asks `--json` to print, plus capacity and cost per event (the inline-state issue). */
 export interface IssueJson {
   requestsPerEvent: Record<string, { new: number; duplicate: number; stale: number; failed: number }>;
   overheadRatio: Record<string, { p50: number; p99: number }>;
   hotKey: Record<string, { handlerRuns: number; staleRuns: number; waitMs: number; correct: boolean }>;
   throughput: Record<string, Record<string, number>>;
+  /** Write and read units per event of each kind (DynamoDB's ConsumedCapacity; refused writes as AWS bills them). */
+  capacityPerEvent: Record<string, Record<Kind, { wcu: number; rcu: number }>>;
+  /** USD per million events of each kind at DynamoDB on-demand prices (bench/prices.ts), DynamoDB only. */
+  costPerMillion: Record<string, Record<Kind, number>>;
+}
+
+/** DynamoDB cost per million events of each kind, USD. */
+export function costPerMillion(report: Report): IssueJson["costPerMillion"] {
+  const out: IssueJson["costPerMillion"] = {};
+  for (const [name, r] of Object.entries(report.requestsPerEvent)) {
+    if (!r.capacity) continue;
+    out[name] = Object.fromEntries(
+      KINDS.map((k) => [k, round(dynamodbCostPerMillionUsd(r.capacity[k].wcu, r.capacity[k].rcu), 4)]),
+    ) as Record<Kind, number>;
+  }
+  return out;
 }
 
 export function toIssueJson(report: Report): IssueJson {
@@ -32,7 +52,21 @@ export function toIssueJson(report: Report): IssueJson {
     throughput[name] = Object.fromEntries(Object.entries(byWorkers).map(([w, r]) => [w, r.eventsPerSecond]));
   }
   throughput.rawWrite = rawWriteRate(report);
-  return { requestsPerEvent, overheadRatio, hotKey, throughput };
+  const capacityPerEvent: IssueJson["capacityPerEvent"] = {};
+  for (const [name, r] of Object.entries(report.requestsPerEvent)) {
+    if (!r.capacity) continue;
+    capacityPerEvent[name] = Object.fromEntries(
+      KINDS.map((k) => [k, { wcu: r.capacity[k].wcu, rcu: r.capacity[k].rcu }]),
+    ) as Record<Kind, { wcu: number; rcu: number }>;
+  }
+  return {
+    requestsPerEvent,
+    overheadRatio,
+    hotKey,
+    throughput,
+    capacityPerEvent,
+    costPerMillion: costPerMillion(report),
+  };
 }
 
 /** The ceiling per worker count: the mean of the raw runs before and after that block. */
@@ -66,7 +100,49 @@ export function targets(report: Report): Target[] {
       hotKeyPrefix: "ours-apply-",
       exclude: [],
     }),
+    ...inlineTargets(report),
   ];
+}
+
+/** The inline-state issue's targets: one write per event, its price, and its speed against the raw put. */
+export function inlineTargets(report: Report): Target[] {
+  const out: Target[] = [];
+  const req = report.requestsPerEvent.inline;
+  if (req) {
+    const c = req.capacity;
+    out.push({
+      target: "inline: new event = 1 request (one UpdateItem) and 1 WCU",
+      met: req.new === 1 && c.new.wcu === 1 && req.breakdown.new.UpdateItem === 1,
+      measured: `${req.new} (${describe(req.breakdown.new)}), ${c.new.wcu} WCU + ${c.new.rcu} RCU`,
+    });
+    out.push({
+      target: "inline: duplicate = 1 request, stale = 1 request",
+      met: req.duplicate === 1 && req.stale === 1,
+      measured: `duplicate ${req.duplicate} (${c.duplicate.wcu} WCU), stale ${req.stale} (${c.stale.wcu} WCU)`,
+    });
+  }
+  const raw = rawWriteRate(report);
+  const top = String(Math.max(...Object.keys(raw).map(Number)));
+  const ceiling = raw[top];
+  const inlineTp = report.throughput.inline?.[top]?.eventsPerSecond;
+  if (inlineTp !== undefined && ceiling) {
+    out.push({
+      target: `inline: throughput at ${top} workers ≥ 85% of the raw conditional put`,
+      met: inlineTp >= 0.85 * ceiling,
+      measured: `${inlineTp} / ${ceiling} events/s = ${round((100 * inlineTp) / ceiling, 1)}%`,
+    });
+  }
+  const lat = report.latency.inline;
+  const rawLat = report.latency.rawWrite;
+  if (lat && rawLat) {
+    const ratio = lat.p50Ms.median / rawLat.p50Ms.median;
+    out.push({
+      target: "inline: p50 ≤ 1.2 × a raw conditional put's p50 (same run)",
+      met: ratio <= 1.2,
+      measured: `${lat.p50Ms.median} / ${rawLat.p50Ms.median} ms = ${round(ratio, 2)}×`,
+    });
+  }
+  return out;
 }
 
 function targetsFor(
@@ -203,21 +279,58 @@ export function renderMarkdown(report: Report): string {
   );
 
   parts.push(
+    `\n### 1b. Capacity and DynamoDB cost per event (on demand, ${PRICES.region}, prices of ${PRICES.date})\n`,
+  );
+  parts.push(
+    "WCU + RCU per event from DynamoDB's ConsumedCapacity; refused writes (which DynamoDB Local does not report) counted as AWS bills them, marked * (bench/capacity.ts). USD per million events of that kind.\n",
+  );
+  const costs = costPerMillion(report);
+  const unit = (c: { wcu: number; rcu: number; estimatedWcu: number }) =>
+    `${c.wcu}${c.estimatedWcu > 0 ? "*" : ""} + ${c.rcu}`;
+  parts.push(
+    table(
+      ["implementation", ...KINDS.map((k) => `${k}: WCU + RCU`), ...KINDS.map((k) => `${k}: $/M`)],
+      Object.entries(report.requestsPerEvent)
+        .filter(([, r]) => r.capacity)
+        .map(([name, r]) => [
+          name,
+          ...KINDS.map((k) => unit(r.capacity[k])),
+          ...KINDS.map((k) => `$${costs[name]?.[k] ?? "–"}`),
+        ]),
+    ),
+  );
+
+  parts.push(
     `\n### 2. Latency of a new event (sequential; ${m.options.reps} repetitions × ${m.options.latencyEvents} events)\n`,
   );
   parts.push(
     table(
-      ["implementation", "p50 ms", "p99 ms", "p50 / unguarded", "p99 / unguarded"],
-      Object.entries(report.latency).map(([name, l]) => [
-        name,
-        fmtSpread(l.p50Ms),
-        fmtSpread(l.p99Ms),
-        fmtSpread(l.ratioP50),
-        fmtSpread(l.ratioP99),
-      ]),
+      [
+        "implementation",
+        "p50 ms",
+        "p99 ms",
+        "p50 / unguarded",
+        "p99 / unguarded",
+        "Lambda ms added (p50)",
+        `Lambda $/M added (${PRICES.lambdaMemoryMb} MB)`,
+      ],
+      Object.entries(report.latency).map(([name, l]) => {
+        const added = l.p50Ms.median - (report.latency.unguarded?.p50Ms.median ?? l.p50Ms.median);
+        return [
+          name,
+          fmtSpread(l.p50Ms),
+          fmtSpread(l.p99Ms),
+          fmtSpread(l.ratioP50),
+          fmtSpread(l.ratioP99),
+          round(added, 3),
+          `$${round(lambdaCostPerMillionUsd(added), 3)}`,
+        ];
+      }),
     ),
   );
-  parts.push("\nmedian of the repetitions (min–max).");
+  parts.push(
+    "\nmedian of the repetitions (min–max). rawWrite is a bare conditional PutItem (no handler): the floor for one request. Lambda ms added: the p50 over the unguarded handler's, billed per ms at the x86 price.",
+  );
 
   parts.push(
     `\n### 3. Hot key: ${m.options.hotKeyVersions} versions of one key at once, ${m.options.hotKeyWorkers} workers\n`,
@@ -251,7 +364,7 @@ export function renderMarkdown(report: Report): string {
   const workers = Object.keys(raw);
   parts.push(`\n### 4. Throughput, events/s over ${m.options.events} distinct keys\n`);
   parts.push(
-    "rawWrite: mean of the runs right before ours, between ours and ours-apply, and right after ours-apply (each in brackets); % of raw uses that mean.\n",
+    "rawWrite: mean of the runs right before ours, between ours and ours-apply, right after ours-apply and right after inline (each in brackets); % of raw uses that mean.\n",
   );
   parts.push(
     table(
@@ -259,6 +372,7 @@ export function renderMarkdown(report: Report): string {
         "implementation",
         ...workers.map((w) => `${w} worker${w === "1" ? "" : "s"}`),
         "requests/event",
+        "WCU + RCU/event",
         `% of raw at ${workers.at(-1)}`,
         `CPU ms/event at ${workers.at(-1)}: client + DynamoDB Local`,
         "load avg (1 min) after each run",
@@ -272,6 +386,7 @@ export function renderMarkdown(report: Report): string {
             name,
             ...workers.map((w) => byW[w]?.eventsPerSecond ?? "–"),
             Object.values(byW)[0]?.requestsPerEvent ?? "–",
+            top?.wcuPerEvent !== undefined ? `${top.wcuPerEvent} + ${top.rcuPerEvent}` : "–",
             top && ceiling ? `${round((100 * top.eventsPerSecond) / ceiling, 1)}%` : "–",
             top ? cpuCell(top) : "–",
             workers.map((w) => byW[w]?.loadAverage1m ?? "–").join(" / "),
@@ -289,6 +404,10 @@ export function renderMarkdown(report: Report): string {
             (w) => `${raw[w]} (${report.rawWriteRuns[w]?.map((r) => r.eventsPerSecond).join(", ")})`,
           ),
           1,
+          (() => {
+            const r = report.rawWriteRuns[workers.at(-1) ?? ""]?.[0];
+            return r?.wcuPerEvent !== undefined ? `${r.wcuPerEvent} + ${r.rcuPerEvent}` : "–";
+          })(),
           "100%",
           (() => {
             const runs = report.rawWriteRuns[workers.at(-1) ?? ""] ?? [];

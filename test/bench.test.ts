@@ -24,7 +24,14 @@ describe("bench --quick --json", () => {
   }, 600_000);
 
   it("prints exactly the shape of issue 6", () => {
-    expect(Object.keys(json).sort()).toEqual(["hotKey", "overheadRatio", "requestsPerEvent", "throughput"]);
+    expect(Object.keys(json).sort()).toEqual([
+      "capacityPerEvent",
+      "costPerMillion",
+      "hotKey",
+      "overheadRatio",
+      "requestsPerEvent",
+      "throughput",
+    ]);
     for (const counts of Object.values(json.requestsPerEvent)) {
       expect(Object.keys(counts).sort()).toEqual(["duplicate", "failed", "new", "stale"]);
       for (const n of Object.values(counts)) expect(Number.isFinite(n)).toBe(true);
@@ -61,9 +68,23 @@ describe("bench --quick --json", () => {
         "get-then-put",
         "conditional-put",
         "sequencer-lock",
+        "inline",
+        "inline-run",
         "rawWrite",
       ]),
     );
+    // Capacity and cost per outcome, for every implementation of the requests scenario.
+    expect(Object.keys(json.capacityPerEvent).sort()).toEqual(Object.keys(json.requestsPerEvent).sort());
+    for (const [name, byKind] of Object.entries(json.capacityPerEvent)) {
+      expect(Object.keys(byKind).sort(), name).toEqual(["duplicate", "failed", "new", "stale"]);
+      for (const c of Object.values(byKind)) expect(Object.keys(c).sort()).toEqual(["rcu", "wcu"]);
+      expect(Object.keys(json.costPerMillion[name] ?? {}).sort(), name).toEqual([
+        "duplicate",
+        "failed",
+        "new",
+        "stale",
+      ]);
+    }
     for (const byWorkers of Object.values(json.throughput)) {
       expect(Object.keys(byWorkers).sort()).toEqual(["1", "16", "4"]);
       for (const eps of Object.values(byWorkers)) expect(eps).toBeGreaterThan(0);
@@ -119,6 +140,47 @@ describe("bench --quick --json", () => {
       staleFinal: 0,
       missing: 0,
     });
+  });
+
+  it("inline: new = 1 UpdateItem and 1 WCU including the effect row; duplicate 1; stale 1; run = 2 plain writes", () => {
+    expect(json.requestsPerEvent.inline).toEqual({ new: 1, duplicate: 1, stale: 1, failed: 0 });
+    const inline = report.requestsPerEvent.inline;
+    expect(inline?.breakdown.new).toEqual({ UpdateItem: 1 });
+    expect(inline?.breakdown.duplicate).toEqual({ UpdateItem: 1 });
+    expect(inline?.breakdown.stale).toEqual({ UpdateItem: 1 });
+    // The row (effect, position, fence, committed identity) is under 1 KB: one write unit, no read.
+    expect(json.capacityPerEvent.inline?.new).toEqual({ wcu: 1, rcu: 0 });
+    // A refused write is billed as a write of the old row: 1 WCU (estimated: DynamoDB Local reports none).
+    expect(json.capacityPerEvent.inline?.duplicate).toEqual({ wcu: 1, rcu: 0 });
+    expect(json.capacityPerEvent.inline?.stale).toEqual({ wcu: 1, rcu: 0 });
+    expect(report.requestsPerEvent["inline-run"]?.breakdown.new).toEqual({ UpdateItem: 2 });
+    // The separate-state forms pay a transaction: more write units for the same event.
+    expect(json.capacityPerEvent.ours?.new.wcu).toBeGreaterThan(json.capacityPerEvent.inline?.new.wcu ?? 0);
+    expect(json.capacityPerEvent["ours-apply"]?.new.wcu).toBeGreaterThan(1);
+    expect(json.costPerMillion.inline?.new).toBeCloseTo(0.625, 3);
+    for (const [workers, run] of Object.entries(report.throughput.inline ?? {})) {
+      expect(run.requestsPerEvent, `throughput × ${workers}`).toBe(1);
+      expect(run.wcuPerEvent, `throughput × ${workers}`).toBe(1);
+    }
+  });
+
+  it("inline never duplicates an effect nor leaves a stale final result, in any scenario", () => {
+    expect(report.requestsPerEvent.inline?.correctness.ok).toBe(true);
+    expect(report.requestsPerEvent["inline-run"]?.correctness.ok).toBe(true);
+    for (const name of ["inline-wait", "inline-retry", "inline-supersede"]) {
+      expect(json.hotKey[name]?.correct, name).toBe(true);
+      expect(report.hotKey[name]?.finalVersion, name).toBe(50);
+    }
+    for (const impl of ["inline", "inline-run"]) {
+      for (const [workers, run] of Object.entries(report.throughput[impl] ?? {})) {
+        expect(run.correctness.ok, `${impl} throughput × ${workers}`).toBe(true);
+      }
+      expect(report.storm[impl]?.correctness, impl).toMatchObject({
+        duplicatedEffects: 0,
+        staleFinal: 0,
+        missing: 0,
+      });
+    }
   });
 
   it("supersede never waits on the hot key", () => {

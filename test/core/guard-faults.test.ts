@@ -35,7 +35,7 @@ describe.each(STORES)("guard under faults on $name", (factory) => {
 
   it("1. apply carries a real fence: a zombie run of the same event cannot overwrite what apply wrote", async () => {
     const s = subject();
-    const row = `row-${randomUUID()}`;
+    const row = t.sink.rowFor(stateKey(s, "", true));
     let zombieFence = 0;
     const zombieMayWrite = deferred();
     const zombieStarted = deferred();
@@ -100,7 +100,7 @@ describe.each(STORES)("guard under faults on $name", (factory) => {
     ];
     for (const c of cases) {
       const s = subject();
-      const row = `row-${randomUUID()}`;
+      const row = t.sink.rowFor(stateKey(s, "", true));
       const big = "x".repeat(c.bytes);
       const out = await g.run(ev(s, 1), async (ctx) => {
         ctx.atCommit(t.sink.atomic(ctx, row, "landed"));

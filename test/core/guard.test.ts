@@ -131,7 +131,7 @@ describe.each(STORES)("guard on $name", (factory) => {
 
   it("a zombie (frozen past its lease) is aborted at its lease end; its fenced write and commit are refused", async () => {
     const s = subject();
-    const row = `row-${randomUUID()}`;
+    const row = t.sink.rowFor(stateKey(s, "", true));
     // The zombie's heartbeats are delayed as if its process were frozen.
     const frozen: StateStore = Object.create(t.store);
     frozen.renew = async (req) => {
@@ -186,7 +186,7 @@ describe.each(STORES)("guard on $name", (factory) => {
 
   it("supersede: a newer event takes over a live older run, whose commit is refused as superseded", async () => {
     const s = subject();
-    const row = `row-${randomUUID()}`;
+    const row = t.sink.rowFor(stateKey(s, "", true));
     const g = guard({ busy: "supersede" });
     const olderMayFinish = deferred();
     const olderStarted = deferred();
@@ -239,7 +239,7 @@ describe.each(STORES)("guard on $name", (factory) => {
     "200 shuffled positions from 16 workers (busy=%s): the committed position and the sink hold the maximum",
     async (busy) => {
       const s = subject();
-      const row = `row-${randomUUID()}`;
+      const row = t.sink.rowFor(stateKey(s, "", true));
       const g = guard({ busy, leaseMs: 10_000, waitIntervalMs: 5, maxWaitIntervalMs: 50 });
       const queue = shuffle(
         Array.from({ length: 200 }, (_, i) => i + 1),
@@ -290,7 +290,7 @@ describe.each(STORES)("guard on $name", (factory) => {
   it("apply: one request claims, writes and commits; duplicates and stale events are refused", async () => {
     const g = guard();
     const s = subject();
-    const row = `row-${randomUUID()}`;
+    const row = t.sink.rowFor(stateKey(s, "", true));
     let computed = 0;
     const compute = (n: number) => (ctx: ApplyContext) => {
       computed++;
@@ -317,7 +317,7 @@ describe.each(STORES)("guard on $name", (factory) => {
     "apply: 200 shuffled positions from 16 workers (busy=%s) end on the maximum",
     async (busy) => {
       const s = subject();
-      const row = `row-${randomUUID()}`;
+      const row = t.sink.rowFor(stateKey(s, "", true));
       const g = guard({ busy, waitIntervalMs: 5, maxWaitIntervalMs: 50 });
       const queue = shuffle(
         Array.from({ length: 200 }, (_, i) => i + 1),

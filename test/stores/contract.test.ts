@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { UnsupportedAtomicWriteError } from "../../src/core/errors.js";
 import { positionFromNumber } from "../../src/core/position.js";
 import { type ClaimRequest, classifyRefusal } from "../../src/core/state.js";
 import type { ClaimResult } from "../../src/stores/contract.js";
@@ -241,7 +242,7 @@ describe.each(STORES)("store contract: $name", (factory) => {
   it("folds an atomic write into the commit; a zombie's write is not applied; a newer row wins", async () => {
     const k = key();
     const now = Date.now();
-    const target = `row-${randomUUID()}`;
+    const target = t.sink.rowFor(k);
     const zombie = request(k, { ...at(4), nowMs: now, leaseUntilMs: now + 10 });
     claimed(await t.store.claim(zombie));
     const taker = request(k, { ...at(4), nowMs: now + 20 });
@@ -264,22 +265,27 @@ describe.each(STORES)("store contract: $name", (factory) => {
     const k2 = key();
     const other = request(k2, at(2));
     claimed(await t.store.claim(other));
-    const older = await t.store.commit(
-      commitOf(k2, other.fence, 2, {
-        writes: [t.sink.atomic({ position: p(2), fence: other.fence }, target, "v2")],
-      }),
-    );
-    expect(older).toEqual({
-      committed: true,
-      writes: [{ description: expect.any(String), status: "stale" }],
-    });
+    const crossRow = t.sink.atomic({ position: p(2), fence: other.fence }, target, "v2");
+    if (t.sink.rowPerStateKey) {
+      // Inline state by design: the row is k's, so k2's commit cannot fold a write to it (see the harness).
+      await expect(
+        t.store.commit(commitOf(k2, other.fence, 2, { writes: [crossRow] })),
+      ).rejects.toBeInstanceOf(UnsupportedAtomicWriteError);
+      expect(await t.store.commit(commitOf(k2, other.fence, 2))).toEqual({ committed: true, writes: [] });
+    } else {
+      const older = await t.store.commit(commitOf(k2, other.fence, 2, { writes: [crossRow] }));
+      expect(older).toEqual({
+        committed: true,
+        writes: [{ description: expect.any(String), status: "stale" }],
+      });
+    }
     expect((await t.sink.read(target))?.value).toBe("v4");
     expect((await t.store.read(k2))?.status).toBe("done");
   });
 
   it("claimAndCommit: one request that claims at its fence, applies writes and commits; refusals as for claim", async () => {
     const k = key();
-    const target = `row-${randomUUID()}`;
+    const target = t.sink.rowFor(k);
     const req = request(k, at(5));
     const first = await t.store.claimAndCommit({
       ...req,
@@ -366,7 +372,7 @@ describe.each(STORES)("store contract: $name", (factory) => {
       expect(released).toEqual({ ok: true });
 
       const k3 = key();
-      const target = `row-${randomUUID()}`;
+      const target = t.sink.rowFor(k3);
       const r3 = request(k3, at(4));
       const write = t.sink.atomic({ position: p(4), fence: r3.fence }, target, "v4");
       t.loseResponses(1);

@@ -11,6 +11,7 @@ import { dynamoDBClient } from "../../src/local/dynamodb-local.js";
 import { countRequests, type RequestCounter } from "../../src/observe/request-counter.js";
 import { DynamoDBFencedSink } from "../../src/sinks/dynamodb.js";
 import type { AtomicWrite, StateStore } from "../../src/stores/contract.js";
+import { InlineDynamoDBStore } from "../../src/stores/dynamodb/inline.js";
 import { createStateTable, createTableIfMissing } from "../../src/stores/dynamodb/schema.js";
 import { DynamoDBStore } from "../../src/stores/dynamodb/store.js";
 import { type MemoryAtomicWrite, MemoryStore } from "../../src/stores/memory.js";
@@ -25,6 +26,18 @@ export interface TestSink {
     value: string,
   ): Promise<"applied" | "stale">;
   read(key: string): Promise<{ value: string; srcPos: string; srcFence: number } | undefined>;
+  /**
+   * The row a test writes for the subject of `stateKey`. A separate sink table takes any row: here `row-<key>`.
+   * Inline state (`rowPerStateKey`) can only write the committing subject's own row: the row that holds its state.
+   */
+  rowFor(stateKey: string): string;
+  /**
+   * Inline state: one row per state key, holding both the state and the user's attributes. A write to another
+   * subject's row cannot be folded into a commit by design (it would need a transaction, which inline state exists
+   * to avoid): the store refuses it with UnsupportedAtomicWriteError, and the contract suite asserts exactly that
+   * where the other stores apply or fence such a write.
+   */
+  rowPerStateKey?: true;
 }
 
 export interface StoreUnderTest {
@@ -67,6 +80,7 @@ export const ALL_STORES: StoreFactory[] = [
         sink: {
           atomic: (ctx, key, value) => sink.atomicPut(ctx, { pk: key, value }),
           put: (ctx, key, value) => sink.put(ctx, { pk: key, value }),
+          rowFor: (stateKey) => `row-${stateKey}`,
           read: async (key) => {
             const row = await sink.get(key);
             return row
@@ -82,6 +96,69 @@ export const ALL_STORES: StoreFactory[] = [
           const out = await client.send(
             new GetItemCommand({ TableName: tableName, Key: { pk: { S: key } }, ConsistentRead: true }),
           );
+          if (!out.Item) return undefined;
+          return { attributes: Object.keys(out.Item).sort(), bytes: itemBytes(out.Item) };
+        },
+        close: async () => client.destroy(),
+      };
+    },
+  },
+  {
+    name: "dynamodb-inline",
+    async make() {
+      const client = dynamoDBClient(inject("dynamodbEndpoint"));
+      const tableName = `inline-${randomUUID().slice(0, 8)}`;
+      await createTableIfMissing(client, tableName, "pk");
+      const requests = countRequests(client);
+      const lost = loseResponses(client);
+      const store = new InlineDynamoDBStore({ client, tableName });
+      // The sink hooks are row writes: the test's value with the writing claim's position and fence, as the fenced
+      // sink stores them, so a read shows which claim's write landed. A test's row name is the state key's row
+      // (`rowFor`); `stateKeys` maps it back for the write, which the store checks against the commit's key.
+      const stateKeys = new Map<string, string>();
+      const attributes = (ctx: { position: string | undefined; fence: number }, value: string) => ({
+        value,
+        srcPos: ctx.position ?? "",
+        srcFence: ctx.fence,
+      });
+      const stateKeyOf = (row: string) => {
+        const k = stateKeys.get(row);
+        if (k === undefined) throw new Error(`inline harness: ${row} is not a rowFor() row`);
+        return k;
+      };
+      const rowOf = (row: string) =>
+        client.send(
+          new GetItemCommand({ TableName: tableName, Key: { pk: { S: row } }, ConsistentRead: true }),
+        );
+      return {
+        name: "dynamodb-inline",
+        store,
+        requests,
+        sink: {
+          rowPerStateKey: true,
+          rowFor: (stateKey) => {
+            const row = store.rowKeyOf(stateKey);
+            stateKeys.set(row, stateKey);
+            return row;
+          },
+          atomic: (ctx, row, value) => store.row({ stateKey: stateKeyOf(row) }, attributes(ctx, value)),
+          put: (ctx, row, value) =>
+            store.putRow({ stateKey: stateKeyOf(row), fence: ctx.fence }, attributes(ctx, value)),
+          read: async (row) => {
+            const item = (await rowOf(row)).Item;
+            // The row also holds the state: no user value means no row write landed.
+            if (item?.value?.S === undefined) return undefined;
+            return { value: item.value.S, srcPos: item.srcPos?.S ?? "", srcFence: Number(item.srcFence?.N) };
+          },
+        },
+        forget: async (key) => {
+          await client.send(
+            new DeleteItemCommand({ TableName: tableName, Key: { pk: { S: store.rowKeyOf(key) } } }),
+          );
+        },
+        loseResponses: (count) => lost.lose(count),
+        rawItem: async (key) => {
+          const out = await rowOf(store.rowKeyOf(key));
           if (!out.Item) return undefined;
           return { attributes: Object.keys(out.Item).sort(), bytes: itemBytes(out.Item) };
         },
@@ -146,6 +223,7 @@ export const ALL_STORES: StoreFactory[] = [
           }),
           put: async (ctx, key, value) => (fencedPut(ctx, key, value) ? "applied" : "stale"),
           read: async (key) => rows.get(key),
+          rowFor: (stateKey) => `row-${stateKey}`,
         },
         close: async () => {},
       };

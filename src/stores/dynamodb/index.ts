@@ -1,5 +1,13 @@
-// The DynamoDB state store. Named exports only (test/exports.test.ts pins them); item codecs stay internal.
+// The DynamoDB state stores. Named exports only (test/exports.test.ts pins them); item codecs stay internal.
 export { type DynamoDBAtomicWrite, isDynamoDBAtomicWrite } from "./atomic-write.js";
+export {
+  INLINE_RESERVED_PREFIX,
+  INLINE_STATE_ATTRIBUTES,
+  InlineDynamoDBStore,
+  type InlineDynamoDBStoreOptions,
+  type InlineRowSource,
+  type InlineRowWrite,
+} from "./inline.js";
 export {
   type CreateStateTableOptions,
   createStateTable,

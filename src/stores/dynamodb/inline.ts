@@ -1,0 +1,576 @@
+import {
+  type AttributeValue,
+  ConditionalCheckFailedException,
+  type DynamoDBClient,
+  GetItemCommand,
+  UpdateItemCommand,
+  type UpdateItemCommandInput,
+} from "@aws-sdk/client-dynamodb";
+import { marshall } from "@aws-sdk/util-dynamodb";
+import { OptionsError, StoreError, UnsupportedAtomicWriteError } from "../../core/errors.js";
+import { rejectUnknownKeys } from "../../core/options.js";
+import {
+  type ClaimRequest,
+  claimAllowed,
+  isOwnClaim,
+  type StateRecord,
+  type StateStatus,
+} from "../../core/state.js";
+import type {
+  AtomicWrite,
+  ClaimAndCommitRequest,
+  ClaimAndCommitResult,
+  ClaimResult,
+  CommitRequest,
+  CommitResult,
+  FencedRequest,
+  FencedResult,
+  RenewRequest,
+  StateStore,
+  WriteOutcome,
+} from "../contract.js";
+import { DYNAMODB_MAX_RESULT_BYTES } from "./limits.js";
+
+/**
+ * Inline state: the guard's state lives in the user's own row, in attributes with the reserved prefix `eo_`.
+ *
+ * | attribute  | type | meaning (as in the state table, src/stores/dynamodb/schema.ts)            |
+ * |------------|------|----------------------------------------------------------------------------|
+ * | eo_st      | S    | running / done / released                                                  |
+ * | eo_pos     | S    | position of the current or last claim                                      |
+ * | eo_eid     | S    | identity of the current or last claim                                      |
+ * | eo_fence   | N    | fence of the current or last claim                                         |
+ * | eo_tok     | S    | token of the claim that holds (or last held) the row                       |
+ * | eo_lease   | N    | epoch ms; present while running                                            |
+ * | eo_cpos    | S    | position of the last committed event (the row's user attributes are its)   |
+ * | eo_ceid    | S    | identity of the last committed event                                       |
+ * | eo_res     | S    | JSON result replayed to duplicates                                         |
+ * | eo_rskip   | N    | size of a committed result too large to store                              |
+ * | eo_exp     | N    | epoch seconds the guard would keep state for; NOT a TTL attribute by default |
+ * | eo_att     | N    | consecutive claims of the current identity; removed at commit              |
+ */
+export const INLINE_RESERVED_PREFIX = "eo_";
+
+const NAMES = {
+  "#st": "eo_st",
+  "#pos": "eo_pos",
+  "#eid": "eo_eid",
+  "#fence": "eo_fence",
+  "#tok": "eo_tok",
+  "#lease": "eo_lease",
+  "#cpos": "eo_cpos",
+  "#ceid": "eo_ceid",
+  "#res": "eo_res",
+  "#rskip": "eo_rskip",
+  "#exp": "eo_exp",
+  "#att": "eo_att",
+};
+
+/** The reserved attribute names, for documentation and checks. */
+export const INLINE_STATE_ATTRIBUTES: readonly string[] = Object.values(NAMES);
+
+type Item = Record<string, AttributeValue>;
+const S = (s: string): AttributeValue => ({ S: s });
+const N = (n: number): AttributeValue => ({ N: String(n) });
+
+export interface InlineDynamoDBStoreOptions {
+  client: DynamoDBClient;
+  /** The user's table: one row per subject (per state key). */
+  tableName: string;
+  /** The table's (string) hash key attribute. Default `pk`. */
+  keyAttribute?: string;
+  /**
+   * The row a state key lives in; must be one-to-one. Default: `o#<subject>` → `<subject>` (ordered events: the
+   * subject's row), any other key (unordered events: one per identity) → the state key itself.
+   */
+  rowKey?: (stateKey: string) => string;
+}
+
+/** The user attributes of the row of one state key, written by that key's commit (`InlineDynamoDBStore.row`). */
+export interface InlineRowWrite extends AtomicWrite {
+  readonly engine: "dynamodb-inline";
+  readonly tableName: string;
+  readonly rowKey: string;
+  /** Attributes to set (marshalled) and to remove (given as `undefined`). */
+  readonly set: Readonly<Item>;
+  readonly remove: readonly string[];
+}
+
+/** What a row write needs from the guard's context: the state key (the row). */
+export interface InlineRowSource {
+  stateKey: string;
+}
+
+/**
+ * A state store that keeps each subject's state inside the subject's own row of the user's table, so that a
+ * handler whose only effect is that row pays one conditional UpdateItem per event (`guard.apply`): claim, effect
+ * and commit together, no transaction, 1 WCU for a row under 1 KB. `guard.run` is two plain UpdateItems (claim,
+ * then commit with the row). Duplicates and stale deliveries are one refused write that returns the old row.
+ *
+ * The only effect it folds is its own row write (`row(ctx, attributes)`) for the row of the committing state key:
+ * a write to another row would need a transaction, which is what this store exists to avoid (use `DynamoDBStore`
+ * with `DynamoDBFencedSink` for that). The state machine sets and removes only `eo_*` attributes; the user's
+ * attributes change only by a committed row write, so the row holds the committed event's work and its position.
+ */
+export class InlineDynamoDBStore implements StateStore {
+  readonly engine = "dynamodb-inline";
+  readonly maxResultBytes = DYNAMODB_MAX_RESULT_BYTES;
+  readonly #client: DynamoDBClient;
+  readonly #table: string;
+  readonly #key: string;
+  readonly #rowKey: (stateKey: string) => string;
+  /** Writes built by this store: `canFold` accepts only these. */
+  readonly #made = new WeakSet<InlineRowWrite>();
+
+  constructor(options: InlineDynamoDBStoreOptions) {
+    if (typeof options !== "object" || options === null)
+      throw new OptionsError("InlineDynamoDBStore: options are required");
+    rejectUnknownKeys("InlineDynamoDBStore", options, ["client", "tableName", "keyAttribute", "rowKey"]);
+    if (!options.client) throw new OptionsError("InlineDynamoDBStore: client is required");
+    if (typeof options.tableName !== "string" || !options.tableName)
+      throw new OptionsError("InlineDynamoDBStore: tableName is required");
+    const key = options.keyAttribute ?? "pk";
+    if (typeof key !== "string" || !key || key.startsWith(INLINE_RESERVED_PREFIX))
+      throw new OptionsError(
+        `InlineDynamoDBStore: keyAttribute must be a non-empty name outside the reserved prefix ${INLINE_RESERVED_PREFIX}`,
+      );
+    if (options.rowKey !== undefined && typeof options.rowKey !== "function")
+      throw new OptionsError("InlineDynamoDBStore: rowKey must be a function");
+    this.#client = options.client;
+    this.#table = options.tableName;
+    this.#key = key;
+    this.#rowKey = options.rowKey ?? defaultRowKey;
+  }
+
+  get tableName(): string {
+    return this.#table;
+  }
+
+  get keyAttribute(): string {
+    return this.#key;
+  }
+
+  /** The row (its hash key value) that holds the state of `stateKey`. */
+  rowKeyOf(stateKey: string): string {
+    const row = this.#rowKey(stateKey);
+    if (typeof row !== "string" || row.length === 0)
+      throw new OptionsError(`InlineDynamoDBStore: rowKey gave no row for ${stateKey}`);
+    return row;
+  }
+
+  /**
+   * The user attributes of the event's row, written with its commit (`ctx.atCommit(store.row(ctx, {...}))`).
+   * `undefined` values remove the attribute. The key attribute and `eo_*` names are refused.
+   */
+  row(ctx: InlineRowSource, attributes: Record<string, unknown>): InlineRowWrite {
+    if (typeof ctx?.stateKey !== "string")
+      throw new OptionsError("InlineDynamoDBStore.row: needs the guard context (its stateKey)");
+    if (typeof attributes !== "object" || attributes === null)
+      throw new OptionsError("InlineDynamoDBStore.row: attributes must be an object");
+    const remove: string[] = [];
+    const present: Record<string, unknown> = {};
+    for (const [name, value] of Object.entries(attributes)) {
+      if (name === this.#key || name.startsWith(INLINE_RESERVED_PREFIX) || name.length === 0) {
+        throw new OptionsError(
+          `InlineDynamoDBStore.row: attribute "${name}" is the key or reserved (${INLINE_RESERVED_PREFIX}*)`,
+        );
+      }
+      if (value === undefined) remove.push(name);
+      else present[name] = value;
+    }
+    const rowKey = this.rowKeyOf(ctx.stateKey);
+    const write: InlineRowWrite = {
+      engine: "dynamodb-inline",
+      description: `row ${this.#table}/${rowKey}`,
+      tableName: this.#table,
+      rowKey,
+      set: marshall(present, { removeUndefinedValues: true, convertClassInstanceToMap: true }) as Item,
+      remove,
+    };
+    this.#made.add(write);
+    return write;
+  }
+
+  /**
+   * The row write now, in its own request, while `ctx` holds the claim (`guard.run` progress): applied only if
+   * the claim's fence still holds, else `stale`. Not atomic with the commit.
+   */
+  async putRow(
+    ctx: InlineRowSource & { fence: number },
+    attributes: Record<string, unknown>,
+  ): Promise<"applied" | "stale"> {
+    const write = this.row(ctx, attributes);
+    if (Object.keys(write.set).length === 0 && write.remove.length === 0)
+      throw new OptionsError("InlineDynamoDBStore.putRow: no attributes to write");
+    const values: Item = { ":fence": N(ctx.fence), ":running": S("running") };
+    const input = this.#update(
+      write.rowKey,
+      clauses("", [], [write], values),
+      "#fence = :fence AND #st = :running",
+      values,
+    );
+    try {
+      await this.#client.send(new UpdateItemCommand(input));
+      return "applied";
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return "stale";
+      throw wrap("putRow", ctx.stateKey, error);
+    }
+  }
+
+  canFold(write: AtomicWrite): boolean {
+    return write.engine === "dynamodb-inline" && this.#made.has(write as InlineRowWrite);
+  }
+
+  async claim(req: ClaimRequest): Promise<ClaimResult> {
+    const first = await this.#claimOnce(req, false);
+    if ("claimed" in first) return first;
+    const state = first.refused;
+    // Claimable by this identity again (a retry after a failure or a crash): count on from its attempts.
+    if (state.identity === req.identity && claimAllowed(state, req)) {
+      const second = await this.#claimOnce(req, true);
+      if ("claimed" in second) return second;
+      return { claimed: false, state: second.refused };
+    }
+    return { claimed: false, state };
+  }
+
+  async #claimOnce(
+    req: ClaimRequest,
+    sameIdentity: boolean,
+  ): Promise<ClaimResult | { refused: StateRecord }> {
+    const update =
+      "SET #st = :running, #pos = :pos, #eid = :eid, #fence = :fence, #tok = :tok, #lease = :lease, #exp = :exp, " +
+      (sameIdentity ? "#att = if_not_exists(#att, :zero) + :one" : "#att = :one");
+    const condition = `${claimCondition(req)} AND ${sameIdentity ? "#eid = :eid" : "(attribute_not_exists(#eid) OR #eid <> :eid)"}`;
+    try {
+      const out = await this.#client.send(
+        new UpdateItemCommand({
+          ...this.#update(this.rowKeyOf(req.key), update, condition, {
+            ...claimValues(req),
+            ":tok": S(req.token),
+            ":lease": N(req.leaseUntilMs),
+            ":exp": N(req.expiresAtSeconds),
+            ":zero": N(0),
+            ":one": N(1),
+          }),
+          // The old values of the state attributes only: the user's row is not sent back.
+          ReturnValues: "UPDATED_OLD",
+        }),
+      );
+      // No old state (a new row, or one written by something else): a fresh claim.
+      const previous = hasState(out.Attributes) ? toInlineRecord(req.key, out.Attributes) : undefined;
+      const attempt = sameIdentity ? (previous?.attempts ?? 0) + 1 : 1;
+      return { claimed: true, fence: req.fence, attempt, leaseUntilMs: req.leaseUntilMs, previous };
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw wrap("claim", req.key, error);
+      const state = await this.#refusedState("claim", req.key, error.Item);
+      // The SDK (or the guard) retried a claim that had landed: it is ours.
+      if (isOwnClaim(state, req) && state.status === "running") {
+        return {
+          claimed: true,
+          fence: state.fence,
+          attempt: state.attempts,
+          leaseUntilMs: state.leaseUntilMs ?? req.leaseUntilMs,
+        };
+      }
+      return { refused: state };
+    }
+  }
+
+  async claimAndCommit(req: ClaimAndCommitRequest): Promise<ClaimAndCommitResult> {
+    const writes = this.#rowWrites(req.key, req.writes);
+    const values: Item = {
+      ...claimValues(req),
+      ":done": S("done"),
+      ":tok": S(req.token),
+      ":exp": N(req.expiresAtSeconds),
+    };
+    const remove = ["#lease", "#att"];
+    const set =
+      "SET #st = :done, #pos = :pos, #eid = :eid, #cpos = :pos, #ceid = :eid, #fence = :fence, #tok = :tok, #exp = :exp" +
+      resultUpdate(req, values, remove);
+    const input = this.#update(
+      this.rowKeyOf(req.key),
+      clauses(set, remove, writes, values),
+      claimCondition(req),
+      values,
+    );
+    try {
+      await this.#client.send(new UpdateItemCommand(input));
+      return { claimed: true, writes: applied(writes) };
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw wrap("claimAndCommit", req.key, error);
+      const state = await this.#refusedState("claimAndCommit", req.key, error.Item);
+      // A retry of a claim-and-commit that landed: the row write is in the same update, so it applied.
+      if (isOwnClaim(state, req) && state.status === "done")
+        return { claimed: true, writes: applied(writes) };
+      return { claimed: false, state };
+    }
+  }
+
+  async commit(req: CommitRequest): Promise<CommitResult> {
+    const writes = this.#rowWrites(req.key, req.writes);
+    const values: Item = {
+      ":done": S("done"),
+      ":running": S("running"),
+      ":fence": N(req.fence),
+      ":exp": N(req.expiresAtSeconds),
+    };
+    // The attempt counter is dropped at commit: it is only needed while retrying.
+    const remove = ["#lease", "#att"];
+    const set = `SET #st = :done, #cpos = #pos, #ceid = #eid, #exp = :exp${resultUpdate(req, values, remove)}`;
+    const input = this.#update(
+      this.rowKeyOf(req.key),
+      clauses(set, remove, writes, values),
+      "#fence = :fence AND #st = :running",
+      values,
+    );
+    try {
+      await this.#client.send(new UpdateItemCommand(input));
+      return { committed: true, writes: applied(writes) };
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw wrap("commit", req.key, error);
+      const state = hasState(error.Item) ? toInlineRecord(req.key, error.Item) : await this.read(req.key);
+      // A retry of a commit that landed: only the holder of this fence could have committed it.
+      if (state?.fence === req.fence && state.status === "done")
+        return { committed: true, writes: applied(writes) };
+      return { committed: false, state };
+    }
+  }
+
+  async renew(req: RenewRequest): Promise<FencedResult> {
+    return this.#fenced("renew", req, "SET #lease = :lease, #exp = :exp", {
+      ":lease": N(req.leaseUntilMs),
+      ":exp": N(req.expiresAtSeconds),
+    });
+  }
+
+  async release(req: FencedRequest): Promise<FencedResult> {
+    const r = await this.#fenced("release", req, "SET #st = :released REMOVE #lease", {
+      ":released": S("released"),
+    });
+    // A retry of a release that landed.
+    if (!r.ok && r.state?.fence === req.fence && r.state.status === "released") return { ok: true };
+    return r;
+  }
+
+  async #fenced(op: string, req: FencedRequest, expression: string, values: Item): Promise<FencedResult> {
+    const all = { ...values, ":fence": N(req.fence), ":running": S("running") };
+    try {
+      await this.#client.send(
+        new UpdateItemCommand(
+          this.#update(this.rowKeyOf(req.key), expression, "#fence = :fence AND #st = :running", all),
+        ),
+      );
+      return { ok: true };
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) {
+        return {
+          ok: false,
+          state: hasState(error.Item) ? toInlineRecord(req.key, error.Item) : await this.read(req.key),
+        };
+      }
+      throw wrap(op, req.key, error);
+    }
+  }
+
+  async read(key: string): Promise<StateRecord | undefined> {
+    try {
+      const out = await this.#client.send(
+        new GetItemCommand({
+          TableName: this.#table,
+          Key: { [this.#key]: S(this.rowKeyOf(key)) },
+          ConsistentRead: true,
+        }),
+      );
+      // A row without state attributes (written by something else) holds no claim.
+      return hasState(out.Item) ? toInlineRecord(key, out.Item) : undefined;
+    } catch (error) {
+      if (error instanceof OptionsError) throw error;
+      throw wrap("read", key, error);
+    }
+  }
+
+  /** The state a refusal was decided on: the old row it returned, else a consistent read. */
+  async #refusedState(op: string, key: string, item: Item | undefined): Promise<StateRecord> {
+    const state = hasState(item) ? toInlineRecord(key, item) : await this.read(key);
+    if (!state) throw new StoreError(`${op} of ${key} refused but the row holds no state; retry`);
+    return state;
+  }
+
+  /** The commit's row writes, checked: built by this store, for the committing key's own row. */
+  #rowWrites(key: string, writes: readonly AtomicWrite[] | undefined): InlineRowWrite[] {
+    const row = this.rowKeyOf(key);
+    return (writes ?? []).map((w) => {
+      if (!this.canFold(w))
+        throw new UnsupportedAtomicWriteError(`InlineDynamoDBStore cannot fold a ${w.engine} write`);
+      const r = w as InlineRowWrite;
+      if (r.rowKey !== row) {
+        throw new UnsupportedAtomicWriteError(
+          `InlineDynamoDBStore folds only the committing subject's own row (${row}), not ${r.rowKey}`,
+        );
+      }
+      return r;
+    });
+  }
+
+  #update(
+    row: string,
+    expression: string | Expression,
+    condition: string,
+    values: Item,
+  ): UpdateItemCommandInput {
+    const { update, names: userNames } =
+      typeof expression === "string" ? { update: expression, names: {} } : expression;
+    const expressions = `${update} ${condition}`;
+    const usedValues = new Set(expressions.match(/:\w+/g));
+    const usedNames = new Set(expressions.match(/#\w+/g));
+    const names: Record<string, string> = Object.fromEntries(
+      Object.entries(NAMES).filter(([k]) => usedNames.has(k)),
+    );
+    Object.assign(names, userNames);
+    return {
+      TableName: this.#table,
+      Key: { [this.#key]: S(row) },
+      UpdateExpression: update,
+      ConditionExpression: condition,
+      ExpressionAttributeNames: names,
+      // Only the values an expression uses may be sent (DynamoDB rejects unused ones).
+      ExpressionAttributeValues: Object.fromEntries(
+        Object.entries(values).filter(([k]) => usedValues.has(k)),
+      ),
+      ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+    };
+  }
+}
+
+/**
+ * The full update expression: the state clauses plus the row writes' SET and REMOVE clauses, with placeholders
+ * `#u0`… for the user's attribute names (any name is allowed there).
+ */
+function clauses(set: string, remove: string[], writes: InlineRowWrite[], values: Item): Expression {
+  const names: Record<string, string> = {};
+  const sets = set ? [set.replace(/^SET /, "")] : [];
+  const removes = [...remove];
+  // Later writes win on the same attribute.
+  const merged = new Map<string, AttributeValue | undefined>();
+  for (const w of writes) {
+    for (const [name, value] of Object.entries(w.set)) merged.set(name, value);
+    for (const name of w.remove) merged.set(name, undefined);
+  }
+  let i = 0;
+  for (const [name, value] of merged) {
+    const placeholder = `#u${i}`;
+    names[placeholder] = name;
+    if (value === undefined) removes.push(placeholder);
+    else {
+      sets.push(`${placeholder} = :u${i}`);
+      values[`:u${i}`] = value;
+    }
+    i++;
+  }
+  const update = [
+    sets.length > 0 ? `SET ${sets.join(", ")}` : "",
+    removes.length > 0 ? `REMOVE ${removes.join(", ")}` : "",
+  ]
+    .filter(Boolean)
+    .join(" ");
+  return { update, names };
+}
+
+interface Expression {
+  update: string;
+  /** Placeholders of user attribute names. */
+  names: Record<string, string>;
+}
+
+function applied(writes: InlineRowWrite[]): WriteOutcome[] {
+  return writes.map((w) => ({ description: w.description, status: "applied" }));
+}
+
+function defaultRowKey(stateKey: string): string {
+  return stateKey.startsWith("o#") ? stateKey.slice(2) : stateKey;
+}
+
+function claimValues(req: ClaimRequest): Item {
+  return {
+    ":pos": S(req.position),
+    ":eid": S(req.identity),
+    ":fence": N(req.fence),
+    ":running": S("running"),
+    ":expiredBefore": N(req.nowMs - req.leaseGraceMs),
+  };
+}
+
+/** Sets (or removes) the stored result and the omitted-result size; returns the SET clauses to append. */
+function resultUpdate(
+  req: { result?: string; resultOmittedBytes?: number },
+  values: Item,
+  remove: string[],
+): string {
+  let set = "";
+  if (req.result !== undefined) {
+    set += ", #res = :res";
+    values[":res"] = S(req.result);
+  } else remove.push("#res");
+  if (req.resultOmittedBytes !== undefined) {
+    set += ", #rskip = :rskip";
+    values[":rskip"] = N(req.resultOmittedBytes);
+  } else remove.push("#rskip");
+  return set;
+}
+
+/**
+ * The claim condition of src/core/state.ts on a row: a row without state (absent, or written by something else)
+ * is claimable; otherwise no live holder (with supersede, an older one), newer than the committed position, and
+ * the fence above the row's.
+ */
+function claimCondition(req: ClaimRequest): string {
+  const holderGone = req.supersede
+    ? "(#st <> :running OR #lease < :expiredBefore OR #pos < :pos)"
+    : "(#st <> :running OR #lease < :expiredBefore)";
+  return (
+    `(attribute_not_exists(#fence) OR (${holderGone} AND (attribute_not_exists(#cpos) OR #cpos < :pos) ` +
+    "AND #fence < :fence))"
+  );
+}
+
+function hasState(item: Item | undefined): item is Item {
+  return item !== undefined && item[NAMES["#fence"]]?.N !== undefined;
+}
+
+function toInlineRecord(key: string, item: Item): StateRecord {
+  const str = (name: string) => item[name]?.S;
+  const num = (name: string) => (item[name]?.N !== undefined ? Number(item[name]?.N) : undefined);
+  const record: StateRecord = {
+    key,
+    status: (str("eo_st") ?? "released") as StateStatus,
+    position: str("eo_pos") ?? "",
+    identity: str("eo_eid") ?? "",
+    fence: num("eo_fence") ?? 0,
+    attempts: num("eo_att") ?? 0,
+  };
+  const optional = {
+    token: str("eo_tok"),
+    leaseUntilMs: num("eo_lease"),
+    committedPosition: str("eo_cpos"),
+    committedIdentity: str("eo_ceid"),
+    result: str("eo_res"),
+    resultOmittedBytes: num("eo_rskip"),
+    expiresAtSeconds: num("eo_exp"),
+  };
+  for (const [k, v] of Object.entries(optional)) if (v !== undefined) Object.assign(record, { [k]: v });
+  return record;
+}
+
+/** A DynamoDB failure as a `StoreError`; validation (a row over 400 KB) and a missing table are permanent. */
+function wrap(op: string, key: string, error: unknown): StoreError {
+  const name = error instanceof Error ? error.name : "";
+  const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  const permanent = name === "ValidationException" || name === "ResourceNotFoundException";
+  return new StoreError(`DynamoDB inline ${op} of ${key} failed: ${message.slice(0, 500)}`, {
+    cause: error,
+    retryable: !permanent,
+  });
+}

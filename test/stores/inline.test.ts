@@ -1,0 +1,197 @@
+import { randomUUID } from "node:crypto";
+import { GetItemCommand, PutItemCommand, ScanCommand } from "@aws-sdk/client-dynamodb";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { meterCapacity } from "../../bench/capacity.js";
+import { inlineRecordsHandler } from "../../examples/records/inline.js";
+import { OptionsError, UnsupportedAtomicWriteError } from "../../src/core/errors.js";
+import { type ApplyContext, createGuard } from "../../src/core/guard.js";
+import { positionFromNumber } from "../../src/core/position.js";
+import { stateKey } from "../../src/core/state-key.js";
+import { dynamoDBClient } from "../../src/local/dynamodb-local.js";
+import { countRequests } from "../../src/observe/request-counter.js";
+import { DynamoDBFencedSink } from "../../src/sinks/dynamodb.js";
+import { INLINE_STATE_ATTRIBUTES, InlineDynamoDBStore } from "../../src/stores/dynamodb/index.js";
+import { createTableIfMissing } from "../../src/stores/dynamodb/schema.js";
+import { MemoryStore } from "../../src/stores/memory.js";
+import { fakeContext } from "../lambda/helpers.js";
+import { s3Notification, s3Record } from "../sources/builders.js";
+
+/*
+ * What is particular to inline state (the contract and guard suites run on it through test/stores/harness.ts):
+ * one plain write per event, the user's attributes left alone, its own row only, options checked eagerly.
+ */
+const p = positionFromNumber;
+const ev = (subject: string, n: number) => ({ subject, identity: `${p(n)}:created`, position: p(n) });
+
+describe("InlineDynamoDBStore", () => {
+  const client = dynamoDBClient(inject("dynamodbEndpoint"));
+  const tableName = `inline-only-${randomUUID().slice(0, 8)}`;
+  const requests = countRequests(client, "inlineTestCounter");
+  const capacity = meterCapacity(client);
+  const store = new InlineDynamoDBStore({ client, tableName });
+  const row = async (key: string) =>
+    (
+      await client.send(
+        new GetItemCommand({ TableName: tableName, Key: { pk: { S: key } }, ConsistentRead: true }),
+      )
+    ).Item;
+
+  beforeAll(async () => {
+    await createTableIfMissing(client, tableName, "pk");
+  });
+  afterAll(() => client.destroy());
+
+  it("apply: a new event is one UpdateItem of 1 WCU; duplicate and stale one refused write each", async () => {
+    const g = createGuard({ store });
+    const s = `bucket/${randomUUID()}`;
+    const compute = (n: number) => (ctx: ApplyContext) => {
+      ctx.atCommit(store.row(ctx, { thumb: `t${n}` }));
+      return n;
+    };
+    requests.reset();
+    capacity.reset();
+    expect(await g.apply(ev(s, 2), compute(2))).toMatchObject({
+      status: "processed",
+      writes: [{ status: "applied" }],
+    });
+    expect(requests.counts).toEqual({ UpdateItem: 1 });
+    expect({ wcu: capacity.wcu, rcu: capacity.rcu, estimated: capacity.estimatedWcu }).toEqual({
+      wcu: 1,
+      rcu: 0,
+      estimated: 0,
+    });
+    for (const [n, status] of [
+      [2, "duplicate"],
+      [1, "stale"],
+    ] as const) {
+      requests.reset();
+      expect((await g.apply(ev(s, n), compute(n))).status).toBe(status);
+      expect(requests.counts).toEqual({ UpdateItem: 1 });
+    }
+    expect(await row(s)).toMatchObject({ thumb: { S: "t2" }, eo_cpos: { S: p(2) } });
+  });
+
+  it("run: claim, then commit with the row: two plain UpdateItems, no transaction", async () => {
+    const g = createGuard({ store });
+    const s = `bucket/${randomUUID()}`;
+    requests.reset();
+    const out = await g.run(ev(s, 3), async (ctx) => {
+      ctx.atCommit(store.row(ctx, { thumb: "t3" }));
+      return "ok";
+    });
+    expect(out.status).toBe("processed");
+    expect(requests.counts).toEqual({ UpdateItem: 2 });
+  });
+
+  it("leaves the user's attributes alone: a row written by something else is claimed and keeps them", async () => {
+    const s = `bucket/${randomUUID()}`;
+    await client.send(
+      new PutItemCommand({
+        TableName: tableName,
+        Item: { pk: { S: s }, owner: { S: "backfill" }, thumb: { S: "old" } },
+      }),
+    );
+    const g = createGuard({ store });
+    // A run that fails: claim and release touch only eo_* attributes.
+    const failed = await g.run(ev(s, 1), async () => {
+      throw new Error("boom");
+    });
+    expect(failed).toMatchObject({ status: "failed", released: true });
+    const afterRelease = await row(s);
+    expect(afterRelease).toMatchObject({
+      owner: { S: "backfill" },
+      thumb: { S: "old" },
+      eo_st: { S: "released" },
+    });
+    await g.apply(ev(s, 1), (ctx) => ctx.atCommit(store.row(ctx, { thumb: "new", owner: undefined })));
+    const item = await row(s);
+    expect(item?.thumb).toEqual({ S: "new" });
+    expect(item?.owner).toBeUndefined(); // `undefined` removes the attribute
+    const names = Object.keys(item ?? {});
+    expect(names.filter((n) => n.startsWith("eo_")).every((n) => INLINE_STATE_ATTRIBUTES.includes(n))).toBe(
+      true,
+    );
+  });
+
+  it("folds only its own row writes, for the committing subject's row", async () => {
+    const other = new InlineDynamoDBStore({ client, tableName });
+    const key = stateKey(`bucket/${randomUUID()}`, "", true);
+    expect(store.canFold(store.row({ stateKey: key }, { a: 1 }))).toBe(true);
+    expect(store.canFold(other.row({ stateKey: key }, { a: 1 }))).toBe(false);
+    const sink = new DynamoDBFencedSink({ client, tableName });
+    expect(store.canFold(sink.atomicPut({ position: p(1), fence: 1 }, { pk: "x" }))).toBe(false);
+    const g = createGuard({ store });
+    const out = await g.apply(ev(`bucket/${randomUUID()}`, 1), (ctx) => {
+      ctx.atCommit(sink.atomicPut(ctx, { pk: "x" }));
+    });
+    expect(out.status === "failed" && out.error).toBeInstanceOf(UnsupportedAtomicWriteError);
+    // Another subject's row: refused before anything is sent.
+    requests.reset();
+    const s = `bucket/${randomUUID()}`;
+    await expect(
+      g.apply(ev(s, 1), (ctx) => {
+        ctx.atCommit(store.row({ stateKey: key }, { a: 1 }));
+      }),
+    ).rejects.toBeInstanceOf(UnsupportedAtomicWriteError);
+    expect(requests.total()).toBe(0);
+    expect(await row(store.rowKeyOf(key))).toBeUndefined();
+  });
+
+  it("maps state keys to rows: the subject for ordered events, the state key otherwise, or rowKey", () => {
+    expect(store.rowKeyOf("o#bucket/a.jpg")).toBe("bucket/a.jpg");
+    expect(store.rowKeyOf("u#3#abcid-1")).toBe("u#3#abcid-1");
+    const custom = new InlineDynamoDBStore({ client, tableName, rowKey: (k) => `row:${k}` });
+    expect(custom.rowKeyOf("o#x")).toBe("row:o#x");
+    expect(() => new InlineDynamoDBStore({ client, tableName, rowKey: () => "" }).rowKeyOf("o#x")).toThrow(
+      OptionsError,
+    );
+  });
+
+  it("checks options and row attributes eagerly", async () => {
+    expect(() => new InlineDynamoDBStore({ client, tableName, tablename: "x" } as never)).toThrow(
+      OptionsError,
+    );
+    expect(() => new InlineDynamoDBStore({ client, tableName: "" })).toThrow(OptionsError);
+    expect(() => new InlineDynamoDBStore({ tableName } as never)).toThrow(OptionsError);
+    expect(() => new InlineDynamoDBStore({ client, tableName, keyAttribute: "eo_pk" })).toThrow(OptionsError);
+    expect(() => new InlineDynamoDBStore({ client, tableName, rowKey: "pk" as never })).toThrow(OptionsError);
+    expect(() => new InlineDynamoDBStore(undefined as never)).toThrow(OptionsError);
+    const ctx = { stateKey: "o#s" };
+    expect(() => store.row(ctx, { eo_fence: 1 })).toThrow(OptionsError);
+    expect(() => store.row(ctx, { pk: "other" })).toThrow(OptionsError);
+    expect(() => store.row({} as never, { a: 1 })).toThrow(OptionsError);
+    expect(() => store.row(ctx, null as never)).toThrow(OptionsError);
+    await expect(store.putRow({ stateKey: "o#s", fence: 1 }, {})).rejects.toBeInstanceOf(OptionsError);
+    // The memory store cannot fold an inline row write either.
+    expect(new MemoryStore().canFold(store.row(ctx, { a: 1 }))).toBe(false);
+  });
+});
+
+describe("records example with inline state", () => {
+  const client = dynamoDBClient(inject("dynamodbEndpoint"));
+  const recordsTable = `records-inline-${randomUUID().slice(0, 8)}`;
+  const requests = countRequests(client, "recordsInlineCounter");
+  beforeAll(async () => {
+    await createTableIfMissing(client, recordsTable, "id");
+  });
+  afterAll(() => client.destroy());
+
+  it("one row per upload whatever the duplicates: 2 plain writes for a new upload, 1 for a duplicate", async () => {
+    const handler = inlineRecordsHandler({ dynamodb: client, recordsTable });
+    const key = `photos/${randomUUID()}.jpg`;
+    const upload = s3Notification(s3Record({ encodedKey: key, sequencer: "0055AED6DCD90281E5" }));
+    const reupload = s3Notification(s3Record({ encodedKey: key, sequencer: "0055AED6DCD90281F0" }));
+    requests.reset();
+    await handler(upload as never, fakeContext());
+    expect(requests.counts).toEqual({ UpdateItem: 2 });
+    requests.reset();
+    await handler(upload as never, fakeContext()); // the same notification again
+    expect(requests.counts).toEqual({ UpdateItem: 1 });
+    await handler(reupload as never, fakeContext()); // a re-upload is a new record
+    const rows =
+      (await client.send(new ScanCommand({ TableName: recordsTable, ConsistentRead: true }))).Items ?? [];
+    const mine = rows.filter((r) => r.filename?.S === key);
+    expect(mine.map((r) => r.sequencer?.S).sort()).toEqual(["0055AED6DCD90281E5", "0055AED6DCD90281F0"]);
+    expect(mine.every((r) => r.eo_st?.S === "done")).toBe(true);
+  });
+});
