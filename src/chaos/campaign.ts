@@ -128,7 +128,8 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignSummary> 
       }
       if (r.violations.length > 0) {
         summary.violations++;
-        for (const v of r.violations) summary.byInvariant[v.invariant] = (summary.byInvariant[v.invariant] ?? 0) + 1;
+        for (const v of r.violations)
+          summary.byInvariant[v.invariant] = (summary.byInvariant[v.invariant] ?? 0) + 1;
         if (summary.failures.length < 50) summary.failures.push({ seed: r.seed, violations: r.violations });
       }
       o.onProgress?.(summary.histories, o.histories);

@@ -36,7 +36,8 @@ export function randomConfig(seed: number, profile: Profile = "default"): Histor
     // Within: every pair differs by at most clockSkewMs.
     for (let i = 0; i < workers; i++) offsets[i] = r.int(-guard.clockSkewMs / 2, guard.clockSkewMs / 2);
     // Beyond (1 in 5 of these): one worker's clock is off by more than clockSkewMs.
-    if (skew >= 0.9) offsets[r.int(0, workers - 1)] = pick([-1, 1]) * r.int(guard.clockSkewMs + 60, 3 * guard.leaseMs);
+    if (skew >= 0.9)
+      offsets[r.int(0, workers - 1)] = pick([-1, 1]) * r.int(guard.clockSkewMs + 60, 3 * guard.leaseMs);
   }
   const faults: FaultConfig = {
     storeRate: pick([0.03, 0.08, 0.15]),

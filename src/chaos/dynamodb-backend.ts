@@ -20,7 +20,12 @@ export interface DynamoDBTables {
 }
 
 export async function createChaosTables(client: DynamoDBClient, suffix: string): Promise<DynamoDBTables> {
-  const t = { client, state: `chaos-state-${suffix}`, sink: `chaos-sink-${suffix}`, counter: `chaos-count-${suffix}` };
+  const t = {
+    client,
+    state: `chaos-state-${suffix}`,
+    sink: `chaos-sink-${suffix}`,
+    counter: `chaos-count-${suffix}`,
+  };
   await createStateTable(client, { tableName: t.state });
   await createTableIfMissing(client, t.sink, "pk");
   await createTableIfMissing(client, t.counter, "pk");
@@ -77,10 +82,14 @@ export function dynamoDBBackend(t: DynamoDBTables): Backend {
     },
     readState: async (key) => {
       const item = await get(t.state, key);
-      return item ? { state: toRecord(item), bytes: itemBytes(item) } : { state: undefined, bytes: undefined };
+      return item
+        ? { state: toRecord(item), bytes: itemBytes(item) }
+        : { state: undefined, bytes: undefined };
     },
     forget: async (key) => {
-      await t.client.send(new DeleteItemCommand({ TableName: t.state, Key: { [STATE_KEY_ATTRIBUTE]: { S: key } } }));
+      await t.client.send(
+        new DeleteItemCommand({ TableName: t.state, Key: { [STATE_KEY_ATTRIBUTE]: { S: key } } }),
+      );
     },
   };
 }

@@ -92,7 +92,9 @@ export class FaultInjector {
       return c === 0 ? undefined : (this.#take(kinds[c - 1] as StoreFaultKind) as StoreFaultKind);
     }
     if (!this.chooser.chance(this.config.storeRate)) return undefined;
-    return this.#take(kinds[this.chooser.choose(kinds.length, "fault kind")] as StoreFaultKind) as StoreFaultKind;
+    return this.#take(
+      kinds[this.chooser.choose(kinds.length, "fault kind")] as StoreFaultKind,
+    ) as StoreFaultKind;
   }
 
   pause(): boolean {

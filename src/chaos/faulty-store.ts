@@ -78,7 +78,7 @@ export class FaultyStore implements StateStore {
           observer.claimLanded(worker.id, call, req, res.fence, res.leaseUntilMs, res.previous ?? "unknown");
           return `claimed f${res.fence} att${res.attempt}${res.previous ? ` over ${res.previous.status}` : ""}`;
         }
-        observer.claimRefused(worker.id, call, req, req.nowMs, res.state);
+        observer.claimRefused(worker.id, call, req, res.state);
         return `refused on ${describe(res.state)}`;
       },
       async (before) => {
@@ -103,7 +103,7 @@ export class FaultyStore implements StateStore {
           this.#reportWrites(req.writes, res.writes);
           return "committed";
         }
-        observer.claimRefused(worker.id, call, req, req.nowMs, res.state);
+        observer.claimRefused(worker.id, call, req, res.state);
         return `refused on ${describe(res.state)}`;
       },
       async () => {},
@@ -149,7 +149,8 @@ export class FaultyStore implements StateStore {
       },
       async () => {
         const after = await this.inner.read(req.key);
-        if (after?.status === "done" && after.fence === req.fence) observer.commitLanded(call, req.key, req.fence);
+        if (after?.status === "done" && after.fence === req.fence)
+          observer.commitLanded(call, req.key, req.fence);
       },
       `f${req.fence}`,
     );
@@ -166,7 +167,10 @@ export class FaultyStore implements StateStore {
     );
   }
 
-  #reportWrites(sent: readonly AtomicWrite[] | undefined, outcomes: { description: string; status: string }[]) {
+  #reportWrites(
+    sent: readonly AtomicWrite[] | undefined,
+    outcomes: { description: string; status: string }[],
+  ) {
     if (!this.o.reportAtomicWrites) return;
     for (const w of (sent ?? []) as TaggedWrite[]) {
       const applied = outcomes.some((o) => o.description === w.description && o.status === "applied");

@@ -9,7 +9,7 @@ import { type FaultConfig, type FaultCounts, FaultInjector } from "./faults.js";
 import { FaultyStore, type WorkerState } from "./faulty-store.js";
 import { checkFinal } from "./invariants.js";
 import { Observer, type Violation } from "./observer.js";
-import { type Message, Source } from "./source.js";
+import { type Receipt, Source } from "./source.js";
 import { VirtualScheduler } from "./virtual-time.js";
 
 export interface GuardSettings {
@@ -45,7 +45,8 @@ export interface HistoryConfig {
   modes?: Mode[];
   applyShare: number;
   directShare: number;
-  /** Handler work time (virtual ms) is uniform in [0, maxWorkMs]. */
+  /** Handler work time (virtual ms) is uniform in [minWorkMs, maxWorkMs] (exhaustive runs: always the minimum). */
+  minWorkMs?: number;
   maxWorkMs: number;
   source: {
     visibilityMs: number;
@@ -55,6 +56,8 @@ export interface HistoryConfig {
   };
   /** Extra messages of event 0 in the initial queue (duplicate deliveries racing from the start). */
   extraCopies: number;
+  /** How often time may move on while store calls wait (slow requests), as a scheduling choice. */
+  maxPostpone?: number;
   maxSteps: number;
   maxVirtualMs: number;
 }
@@ -111,7 +114,7 @@ export interface HistoryDeps {
 /** Runs one history: N workers drain a queue of events through guard.run / guard.apply under faults. */
 export async function runHistory(cfg: HistoryConfig, deps: HistoryDeps): Promise<HistoryResult> {
   const { chooser } = deps;
-  const sim = new VirtualScheduler(chooser);
+  const sim = new VirtualScheduler(chooser, cfg.maxPostpone ?? 0);
   const g = cfg.guard;
   const observer = new Observer(sim, {
     leaseMs: g.leaseMs,
@@ -135,7 +138,8 @@ export async function runHistory(cfg: HistoryConfig, deps: HistoryDeps): Promise
       const identity = `v${i}`;
       events.push(simEvent(events.length, subject, identity, position));
     }
-  for (let i = 0; i < cfg.dedupeEvents; i++) events.push(simEvent(events.length, `${ns}d`, `m${i}`, undefined));
+  for (let i = 0; i < cfg.dedupeEvents; i++)
+    events.push(simEvent(events.length, `${ns}d`, `m${i}`, undefined));
   const keys = [...new Set(events.map((e) => e.key))];
   const sinkSubjects = [...new Set(events.filter((e) => e.position !== undefined).map((e) => e.subject))];
 
@@ -182,51 +186,75 @@ export async function runHistory(cfg: HistoryConfig, deps: HistoryDeps): Promise
     return chooser.chance(cfg.directShare) ? "run-direct" : "run-atomic";
   };
 
-  const deliver = async (w: { state: WorkerState; guard: Guard }, m: Message) => {
+  const deliver = async (w: { state: WorkerState; guard: Guard }, r: Receipt) => {
+    const m = r.message;
     const e = events[m.event] as SimEvent;
     const call = ++calls;
     w.state.call = call;
     const mode = pickMode(e);
-    observer.log(() => `w${w.state.id} receives ${e.subject}/${e.identity} (message ${m.id}, receive ${m.receives}) -> ${mode}`);
-    const ge = { subject: e.subject, identity: e.identity, ...(e.position !== undefined ? { position: e.position } : {}) };
+    observer.log(
+      () =>
+        `w${w.state.id} receives ${e.subject}/${e.identity} (message ${m.id}, receive ${r.receive}) -> ${mode}`,
+    );
+    const ge = {
+      subject: e.subject,
+      identity: e.identity,
+      ...(e.position !== undefined ? { position: e.position } : {}),
+    };
+    // Waiting gives up before the invocation's deadline, as the Lambda adapters set it from the remaining time.
+    const runOptions = { deadlineMs: r.deadline - 500 + w.state.offsetMs };
     let out: GuardOutcome<unknown> | undefined;
     try {
       if (mode === "apply") {
-        out = await w.guard.apply(ge, (ctx) => {
-          ctx.atCommit(backend.counter(e.counterId, ctx.fence));
-          if (e.position !== undefined) ctx.atCommit(backend.sinkAtomic(e.subject, e.position, ctx.fence));
-          return { w: w.state.id };
-        });
-      } else {
-        out = await w.guard.run(ge, async (ctx) => {
-          try {
+        out = await w.guard.apply(
+          ge,
+          (ctx) => {
             ctx.atCommit(backend.counter(e.counterId, ctx.fence));
-            if (faults.pause()) {
-              const ms = g.leaseMs + g.clockSkewMs + chooser.int(50, g.leaseMs);
-              observer.log(() => `w${w.state.id} PAUSES ${ms}ms holding ${e.key} f${ctx.fence}`);
-              observer.stopped(e.key, ctx.fence);
-              w.state.frozenUntil = sim.now + ms;
-              await sim.sleep(ms); // frozen: it cannot see its signal
-              observer.log(() => `w${w.state.id} wakes (signal ${ctx.signal.aborted ? "aborted" : "live"})`);
-            } else {
-              const ms = chooser.int(0, cfg.maxWorkMs);
-              if (ms > 0) await sim.sleep(ms, ctx.signal);
-              if (ctx.signal.aborted) throw ctx.signal.reason; // a well-behaved handler stops
-            }
-            if (e.position !== undefined) {
-              if (mode === "run-direct") {
-                await sim.gate(w.state.id, `sink ${e.subject}`);
-                const r = await sim.track(() => backend.sinkPut(e.subject, e.position as string, ctx.fence));
-                if (r === "applied" && !backend.sinkReportsItself)
-                  observer.sinkLanded(e.subject, e.position, ctx.fence);
-                observer.log(() => `w${w.state.id} sink put ${e.subject} ${e.position} f${ctx.fence} -> ${r}`);
-              } else ctx.atCommit(backend.sinkAtomic(e.subject, e.position, ctx.fence));
-            }
+            if (e.position !== undefined) ctx.atCommit(backend.sinkAtomic(e.subject, e.position, ctx.fence));
             return { w: w.state.id };
-          } finally {
-            observer.stopped(e.key, ctx.fence);
-          }
-        });
+          },
+          runOptions,
+        );
+      } else {
+        out = await w.guard.run(
+          ge,
+          async (ctx) => {
+            try {
+              ctx.atCommit(backend.counter(e.counterId, ctx.fence));
+              if (faults.pause()) {
+                const ms = g.leaseMs + g.clockSkewMs + chooser.int(50, g.leaseMs);
+                observer.log(() => `w${w.state.id} PAUSES ${ms}ms holding ${e.key} f${ctx.fence}`);
+                observer.stopped(e.key, ctx.fence);
+                w.state.frozenUntil = sim.now + ms;
+                await sim.sleep(ms); // frozen: it cannot see its signal
+                observer.log(
+                  () => `w${w.state.id} wakes (signal ${ctx.signal.aborted ? "aborted" : "live"})`,
+                );
+              } else {
+                const ms = chooser.int(cfg.minWorkMs ?? 0, cfg.maxWorkMs);
+                if (ms > 0) await sim.sleep(ms, ctx.signal);
+                if (ctx.signal.aborted) throw ctx.signal.reason; // a well-behaved handler stops
+              }
+              if (e.position !== undefined) {
+                if (mode === "run-direct") {
+                  await sim.gate(w.state.id, `sink ${e.subject}`);
+                  const r = await sim.track(() =>
+                    backend.sinkPut(e.subject, e.position as string, ctx.fence),
+                  );
+                  if (r === "applied" && !backend.sinkReportsItself)
+                    observer.sinkLanded(e.subject, e.position, ctx.fence);
+                  observer.log(
+                    () => `w${w.state.id} sink put ${e.subject} ${e.position} f${ctx.fence} -> ${r}`,
+                  );
+                } else ctx.atCommit(backend.sinkAtomic(e.subject, e.position, ctx.fence));
+              }
+              return { w: w.state.id };
+            } finally {
+              observer.stopped(e.key, ctx.fence);
+            }
+          },
+          runOptions,
+        );
       }
     } catch (error) {
       observer.violate("I4", false, `delivery of ${e.identity} ended without an outcome: ${String(error)}`);
@@ -234,12 +262,20 @@ export async function runHistory(cfg: HistoryConfig, deps: HistoryDeps): Promise
     observer.callEnded(call);
     const status = out?.status ?? "threw";
     const acknowledged = out ? isAcknowledged(out.status) : false;
-    deliveries.push({ event: e.index, worker: w.state.id, call, mode, status, acknowledged });
-    observer.log(() => `w${w.state.id} ${e.subject}/${e.identity} -> ${status}${acknowledged ? " (ack)" : ""}`);
-    if (acknowledged) {
-      e.acknowledged = true;
-      source.ack(m);
-    } else source.nack(m);
+    if (source.timedOut(r)) {
+      observer.log(
+        () => `w${w.state.id} ${e.subject}/${e.identity} -> ${status}, but the invocation timed out`,
+      );
+    } else {
+      observer.log(
+        () => `w${w.state.id} ${e.subject}/${e.identity} -> ${status}${acknowledged ? " (ack)" : ""}`,
+      );
+      deliveries.push({ event: e.index, worker: w.state.id, call, mode, status, acknowledged });
+      if (acknowledged) {
+        e.acknowledged = true;
+        source.ack(r);
+      } else source.nack(r);
+    }
     sampleDue = true;
   };
 

@@ -28,7 +28,11 @@ export async function checkFinal(f: FinalInput): Promise<void> {
     counts.set(e.index, c.count);
     // I1, at most once: fencing guarantees it whatever the clocks.
     if (c.count > 1)
-      observer.violate("I1", true, `${e.subject}/${e.identity} applied ${c.count} times (fences ${c.fences.join(", ")})`);
+      observer.violate(
+        "I1",
+        true,
+        `${e.subject}/${e.identity} applied ${c.count} times (fences ${c.fences.join(", ")})`,
+      );
   }
   const committed = (e: SimEvent) => (counts.get(e.index) ?? 0) >= 1;
   const newest = new Map<string, string>();
@@ -70,7 +74,11 @@ export async function checkFinal(f: FinalInput): Promise<void> {
             ? committed(e) || newerCommitted(e)
             : committed(e);
       if (!ok)
-        observer.violate("I4", false, `w${d.worker} call ${d.call}: ${e.subject}/${e.identity} acknowledged as ${d.status}, but nothing committed it`);
+        observer.violate(
+          "I4",
+          false,
+          `w${d.worker} call ${d.call}: ${e.subject}/${e.identity} acknowledged as ${d.status}, but nothing committed it`,
+        );
     }
   }
 
@@ -80,18 +88,34 @@ export async function checkFinal(f: FinalInput): Promise<void> {
     if (n === undefined) continue;
     const row = await backend.readSink(subject);
     if (!row || positionBefore(row.pos, n))
-      observer.violate("I2", true, `sink ${subject} holds ${row?.pos ?? "nothing"}, behind the newest committed ${n}`);
+      observer.violate(
+        "I2",
+        true,
+        `sink ${subject} holds ${row?.pos ?? "nothing"}, behind the newest committed ${n}`,
+      );
     else if (f.completed && row.pos !== n)
-      observer.violate("I2", false, `sink ${subject} holds ${row.pos}, which never committed (newest committed ${n})`);
+      observer.violate(
+        "I2",
+        false,
+        `sink ${subject} holds ${row.pos}, which never committed (newest committed ${n})`,
+      );
     const key = events.find((e) => e.subject === subject)?.key as string;
     const { state } = await backend.readState(key);
     if (state?.committedPosition !== n)
-      observer.violate("I2", true, `state ${key} says committed ${state?.committedPosition ?? "nothing"}, counters say ${n}`);
+      observer.violate(
+        "I2",
+        true,
+        `state ${key} says committed ${state?.committedPosition ?? "nothing"}, counters say ${n}`,
+      );
   }
   for (const e of events) {
     if (e.position !== undefined || !committed(e)) continue;
     const { state } = await backend.readState(e.key);
     if (state?.status !== "done")
-      observer.violate("I2", true, `dedupe item ${e.key} is ${state?.status ?? "gone"} after its event committed`);
+      observer.violate(
+        "I2",
+        true,
+        `dedupe item ${e.key} is ${state?.status ?? "gone"} after its event committed`,
+      );
   }
 }

@@ -103,7 +103,8 @@ export class Observer {
     this.#landedClaims.set(call, calls);
 
     const id = `${key}|${fence}`;
-    const confirmed = leaseUntilMs === undefined ? Number.NEGATIVE_INFINITY : leaseUntilMs - this.#offset(worker);
+    const confirmed =
+      leaseUntilMs === undefined ? Number.NEGATIVE_INFINITY : leaseUntilMs - this.#offset(worker);
     const h = this.#holders.get(id);
     if (h) h.confirmedUntil = Math.max(h.confirmedUntil, confirmed);
     else this.#holders.set(id, { worker, call, confirmedUntil: confirmed });
@@ -121,7 +122,7 @@ export class Observer {
   }
 
   /** A claim (or claim-and-commit) was refused on `state`. */
-  claimRefused(worker: number, call: number, req: ClaimRequest, clockNow: number, state: StateRecord): void {
+  claimRefused(worker: number, call: number, req: ClaimRequest, state: StateRecord): void {
     const own = this.#landedClaims.get(call)?.find((c) => c.key === req.key && c.fence === state.fence);
     if (own && state.status === "running")
       this.violate(
@@ -129,17 +130,19 @@ export class Observer {
         false,
         `w${worker} call ${call}: claim of ${req.key} refused on its own landed claim (fence ${state.fence})`,
       );
-    const refusal = classifyRefusal(state, { ...req, nowMs: clockNow });
+    const refusal = classifyRefusal(state, req);
     if (refusal?.kind !== "busy" && refusal?.kind !== "in-flight") return;
     const h = this.#holder(req.key, state.fence);
     if (h?.stoppedAt === undefined) return;
     const stop = Math.max(h.stoppedAt, h.lastRenewLanded ?? 0);
+    // The store decided on the claimer's clock when it sent the request (a slow request decides on an old now).
+    const decidedAt = req.nowMs - this.#offset(worker);
     const bound = stop + this.o.leaseMs + this.o.clockSkewMs + this.#spread();
-    if (this.sim.now > bound + 1)
+    if (decidedAt > bound + 1)
       this.violate(
         "I3",
         false,
-        `${req.key} still blocked (${refusal.kind}) ${this.sim.now - stop}ms after its holder w${h.worker} (fence ${state.fence}) stopped`,
+        `${req.key} still blocked (${refusal.kind}) ${decidedAt - stop}ms after its holder w${h.worker} (fence ${state.fence}) stopped`,
       );
   }
 
@@ -156,7 +159,13 @@ export class Observer {
     this.#landedCommits.set(call, list);
   }
 
-  commitRefused(worker: number, call: number, key: string, fence: number, state: StateRecord | undefined): void {
+  commitRefused(
+    worker: number,
+    call: number,
+    key: string,
+    fence: number,
+    state: StateRecord | undefined,
+  ): void {
     const own = this.#landedCommits.get(call)?.some((c) => c.key === key && c.fence === fence);
     if (own && state?.fence === fence && state.status === "done")
       this.violate("I6", false, `w${worker} call ${call}: commit of ${key} refused on its own landed commit`);
@@ -179,7 +188,11 @@ export class Observer {
     if (last && positionBefore(pos, last.pos))
       this.violate("I2", true, `sink ${subject} went back from ${last.pos} to ${pos}`);
     else if (last && last.pos === pos && fence < last.fence)
-      this.violate("I2", true, `zombie write on sink ${subject} at ${pos}: fence ${fence} after ${last.fence}`);
+      this.violate(
+        "I2",
+        true,
+        `zombie write on sink ${subject} at ${pos}: fence ${fence} after ${last.fence}`,
+      );
     if (!last || positionBefore(last.pos, pos) || (last.pos === pos && fence > last.fence))
       this.#sink.set(subject, { pos, fence });
   }
@@ -190,14 +203,21 @@ export class Observer {
     if (!state) return; // deleted (TTL): what was true of it is kept for the next sample
     if (last?.cpos !== undefined) {
       if (state.committedPosition === undefined || positionBefore(state.committedPosition, last.cpos))
-        this.violate("I2", true, `committed position of ${key} went back from ${last.cpos} to ${state.committedPosition}`);
+        this.violate(
+          "I2",
+          true,
+          `committed position of ${key} went back from ${last.cpos} to ${state.committedPosition}`,
+        );
     }
     if (last && state.fence < last.fence)
       this.violate("I7", false, `fence of ${key} went back from ${last.fence} to ${state.fence}`);
     if (bytes !== undefined && bytes > MAX_ITEM_BYTES)
       this.violate("I7", false, `state item ${key} grew to ${bytes} bytes`);
     const cpos = state.committedPosition ?? last?.cpos;
-    this.#lastState.set(key, { ...(cpos !== undefined ? { cpos } : {}), fence: Math.max(state.fence, last?.fence ?? 0) });
+    this.#lastState.set(key, {
+      ...(cpos !== undefined ? { cpos } : {}),
+      fence: Math.max(state.fence, last?.fence ?? 0),
+    });
   }
 
   sampleSink(subject: string, row: { pos: string; fence: number } | undefined): void {

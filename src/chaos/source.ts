@@ -9,6 +9,13 @@ export interface Message {
   receives: number;
 }
 
+/** One receive of a message: the invocation must finish by `deadline` (virtual ms), as Lambda's timeout. */
+export interface Receipt {
+  message: Message;
+  receive: number;
+  deadline: number;
+}
+
 export interface SourceOptions {
   /** A received message becomes visible again after this unless acknowledged (SQS visibility timeout). */
   visibilityMs: number;
@@ -42,7 +49,7 @@ export class Source {
   }
 
   /** A message to deliver, or how long to wait for one, or `done` when the queue is empty. */
-  receive(): Message | { waitMs: number } | "done" {
+  receive(): Receipt | { waitMs: number } | "done" {
     if (this.messages.length === 0) return "done";
     const now = this.sim.now;
     const visible = this.messages.filter((m) => m.visibleAt <= now);
@@ -56,16 +63,28 @@ export class Source {
       this.faults.count("duplicate");
       this.send(m.event, this.chooser.int(0, this.o.visibilityMs));
     }
-    return m;
+    return { message: m, receive: m.receives, deadline: now + this.o.visibilityMs };
   }
 
-  ack(m: Message): void {
+  /**
+   * The invocation ran past its deadline: Lambda stopped it, so it neither deletes the message nor returns it;
+   * the message is visible again when its visibility ends (as a delete with a stale receipt handle may not delete).
+   */
+  timedOut(r: Receipt): boolean {
+    return this.sim.now >= r.deadline;
+  }
+
+  ack(r: Receipt): void {
+    if (this.timedOut(r)) return;
+    const m = r.message;
     const i = this.messages.indexOf(m);
     if (i >= 0) this.messages.splice(i, 1);
   }
 
   /** Not acknowledged: delivered again after a delay, or dead-lettered after maxReceives. */
-  nack(m: Message): void {
+  nack(r: Receipt): void {
+    if (this.timedOut(r)) return;
+    const m = r.message;
     const i = this.messages.indexOf(m);
     if (i < 0) return; // acknowledged meanwhile by a concurrent delivery of the same message
     if (m.receives >= this.o.maxReceives) {

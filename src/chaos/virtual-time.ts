@@ -28,10 +28,18 @@ export class VirtualScheduler {
   readonly #timers: Timer[] = [];
   readonly #gates: Gate[] = [];
   #seq = 0;
+  #postponed = 0;
   #inFlight = 0;
   #idle: (() => void) | undefined;
 
-  constructor(readonly chooser: Chooser) {}
+  /**
+   * @param maxPostpone how many times in a history time may move on while store calls wait (0: calls always go
+   *   first). Each is a choice, "these requests are slow": bounded, so that every history ends (fairness).
+   */
+  constructor(
+    readonly chooser: Chooser,
+    readonly maxPostpone = 0,
+  ) {}
 
   /** A worker's clock: virtual time plus its offset (clock skew); sleeps and jitter come from the scheduler. */
   clock(offsetMs: number): Clock {
@@ -102,13 +110,17 @@ export class VirtualScheduler {
       }
       if (this.steps >= opts.maxSteps) return false;
       this.steps++;
-      if (this.#gates.length > 0) {
-        const i = this.chooser.choose(this.#gates.length, "interleave");
-        const [gate] = this.#gates.splice(i, 1);
-        gate?.release();
-        continue;
-      }
       const timer = this.#timers[0];
+      if (this.#gates.length > 0) {
+        const canWait = timer !== undefined && timer.at <= end && this.#postponed < this.maxPostpone;
+        const i = this.chooser.choose(this.#gates.length + (canWait ? 1 : 0), "interleave");
+        if (i < this.#gates.length) {
+          const [gate] = this.#gates.splice(i, 1);
+          gate?.release();
+          continue;
+        }
+        this.#postponed++;
+      }
       if (!timer) return true;
       if (timer.at > end) return false;
       this.now = Math.max(this.now, timer.at);
