@@ -1,13 +1,12 @@
 import { randomUUID } from "node:crypto";
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { dynamoDBClient, startDynamoDBLocal } from "../local/dynamodb-local.js";
-import type { StateStore } from "../stores/contract.js";
 import { memoryBackend } from "./backend.js";
 import { randomChooser } from "./chooser.js";
 import { type Profile, randomConfig } from "./config.js";
 import { createChaosTables, type DynamoDBTables, dynamoDBBackend } from "./dynamodb-backend.js";
 import { addCounts, type FaultCounts } from "./faults.js";
-import { type HistoryConfig, type HistoryResult, runHistory } from "./history.js";
+import { type HistoryConfig, type HistoryResult, runHistory, type StoreWrapper } from "./history.js";
 import type { Violation } from "./observer.js";
 
 export type StoreName = "memory" | "dynamodb";
@@ -24,7 +23,7 @@ export interface CampaignOptions {
   /** Tests: change the seeded config (e.g. an unsafe guard option). */
   configure?: (cfg: HistoryConfig) => HistoryConfig;
   /** Tests: a deliberately broken store around the real one. */
-  wrapStore?: (inner: StateStore) => StateStore;
+  wrapStore?: StoreWrapper;
   /** Tests: a sink that ignores position and fence (memory). */
   unfencedSink?: boolean;
   onProgress?: (done: number, total: number) => void;
@@ -33,6 +32,8 @@ export interface CampaignOptions {
 export interface HistoryFailure {
   seed: number;
   violations: Violation[];
+  /** Known guard issues whose pattern the history shows (KNOWN_ISSUES in history.ts). */
+  knownIssues: string[];
 }
 
 export interface CampaignSummary {
@@ -47,6 +48,10 @@ export interface CampaignSummary {
   /** Violations there that are not reported (the guarantee does not hold beyond the skew bound). */
   beyondSkewUnreported: number;
   byInvariant: Record<string, number>;
+  /** Histories with violations that show a known issue's pattern, per issue. */
+  knownIssues: Record<string, number>;
+  /** Histories with violations and no known issue's pattern: anything new. */
+  unexplained: number;
   failures: HistoryFailure[];
   wallMs: number;
 }
@@ -112,6 +117,8 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignSummary> 
     beyondSkew: 0,
     beyondSkewUnreported: 0,
     byInvariant: {},
+    knownIssues: {},
+    unexplained: 0,
     failures: [],
     wallMs: 0,
   };
@@ -130,7 +137,11 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignSummary> 
         summary.violations++;
         for (const v of r.violations)
           summary.byInvariant[v.invariant] = (summary.byInvariant[v.invariant] ?? 0) + 1;
-        if (summary.failures.length < 50) summary.failures.push({ seed: r.seed, violations: r.violations });
+        for (const k of r.knownIssues) summary.knownIssues[k] = (summary.knownIssues[k] ?? 0) + 1;
+        if (r.knownIssues.length === 0) summary.unexplained++;
+        // Every unexplained failure is kept; known ones only while there is room.
+        if (r.knownIssues.length === 0 || summary.failures.length < 20)
+          summary.failures.push({ seed: r.seed, violations: r.violations, knownIssues: r.knownIssues });
       }
       o.onProgress?.(summary.histories, o.histories);
     };

@@ -1,9 +1,8 @@
-import type { StateStore } from "../stores/contract.js";
 import { memoryBackend } from "./backend.js";
 import { DfsChooser } from "./chooser.js";
 import { SIM_GUARD } from "./config.js";
 import { type FaultConfig, NO_FAULTS, type StoreFaultKind } from "./faults.js";
-import { type HistoryConfig, type Mode, runHistory } from "./history.js";
+import { type HistoryConfig, type Mode, runHistory, type StoreWrapper } from "./history.js";
 import type { Violation } from "./observer.js";
 
 /** A small case whose every interleaving (each store call a scheduling point) and fault placement is explored. */
@@ -131,7 +130,7 @@ export interface ExploreResult {
 /** DFS over every choice of the case, replaying from the start along each prefix. */
 export async function explore(
   c: ExhaustiveCase,
-  o: { maxStates?: number; wrapStore?: (inner: StateStore) => StateStore } = {},
+  o: { maxStates?: number; wrapStore?: StoreWrapper } = {},
 ): Promise<ExploreResult> {
   const result: ExploreResult = { name: c.name, states: 0, complete: false, failures: [] };
   let prefix: number[] | undefined = [];

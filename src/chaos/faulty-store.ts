@@ -84,7 +84,9 @@ export class FaultyStore implements StateStore {
       async (before) => {
         // The response is lost: find out (unfaulted) whether it landed, as the checks need to know.
         const after = await this.inner.read(req.key);
-        if (after?.status === "running" && after.fence === req.fence && after.token === req.token)
+        // Landed iff this very call moved the item to its fence (nothing else runs between the two reads). Not by
+        // token (a broken store may drop it) nor by fence alone (two claims in one ms ask for the same fence).
+        if (after?.status === "running" && after.fence === req.fence && before?.fence !== req.fence)
           observer.claimLanded(worker.id, call, req, after.fence, undefined, before);
       },
       `${req.position || "-"} ${req.identity} f${req.fence}`,

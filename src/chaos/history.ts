@@ -1,6 +1,6 @@
 import { createGuard, type Guard, type GuardOutcome } from "../core/guard.js";
 import { isAcknowledged } from "../core/outcomes.js";
-import { positionFromNumber } from "../core/position.js";
+import { positionBefore, positionFromNumber } from "../core/position.js";
 import { stateKey } from "../core/state-key.js";
 import type { StateStore } from "../stores/contract.js";
 import type { Backend } from "./backend.js";
@@ -11,6 +11,9 @@ import { checkFinal } from "./invariants.js";
 import { Observer, type Violation } from "./observer.js";
 import { type Receipt, Source } from "./source.js";
 import { VirtualScheduler } from "./virtual-time.js";
+
+/** Wraps the shared state store; `forget` deletes an item as TTL does. */
+export type StoreWrapper = (inner: StateStore, forget: (key: string) => Promise<void>) => StateStore;
 
 export interface GuardSettings {
   leaseMs: number;
@@ -93,8 +96,22 @@ export interface HistoryResult {
   steps: number;
   virtualMs: number;
   deliveries: number;
+  /** Known guard issues whose pattern this history shows (see KNOWN_ISSUES). */
+  knownIssues: string[];
   trace?: string[];
 }
+
+/**
+ * Real violations the simulator found in the guard, not fixed yet (test/chaos/regressions.test.ts): recognised by
+ * their pattern so that runs can tell them from anything new.
+ */
+export const KNOWN_ISSUES = {
+  /**
+   * A run's commit is refused because an OLDER event of the subject took its expired claim over; the guard says
+   * `lease-lost` (acknowledged), but that holder commits the older event, never this one: this event is lost.
+   */
+  olderTakerLeaseLost: "lease-lost-to-older-event",
+} as const;
 
 export interface HistoryDeps {
   chooser: Chooser;
@@ -103,7 +120,7 @@ export interface HistoryDeps {
   /** Namespace for subjects (DynamoDB histories share tables). */
   namespace?: string;
   /** Wraps the shared state store (tests: deliberately broken stores). */
-  wrapStore?: (inner: StateStore) => StateStore;
+  wrapStore?: StoreWrapper;
   /** Sample states and sinks after every step (memory), or after every delivery (DynamoDB: requests cost). */
   sampleEvery: "step" | "delivery";
   /** Branch on store faults and pauses instead of drawing them (exhaustive runs). */
@@ -127,7 +144,7 @@ export async function runHistory(cfg: HistoryConfig, deps: HistoryDeps): Promise
   const beyondSkew = spread > (cfg.declaredSkewMs ?? g.clockSkewMs);
   if (spread > 0) faults.count(beyondSkew ? "skew-beyond" : "skew-within");
   const backend = deps.backend((s, p, f) => observer.sinkLanded(s, p, f));
-  const shared = deps.wrapStore ? deps.wrapStore(backend.store) : backend.store;
+  const shared = deps.wrapStore ? deps.wrapStore(backend.store, (key) => backend.forget(key)) : backend.store;
   const ns = deps.namespace ? `${deps.namespace}/` : "";
 
   const events: SimEvent[] = [];
@@ -148,6 +165,7 @@ export async function runHistory(cfg: HistoryConfig, deps: HistoryDeps): Promise
   for (let i = 0; i < cfg.extraCopies && events.length > 0; i++) source.send(0);
 
   const deliveries: Delivery[] = [];
+  const knownIssues = new Set<string>();
   let calls = 0;
   let sampleDue = true;
   let settled = 0;
@@ -260,6 +278,13 @@ export async function runHistory(cfg: HistoryConfig, deps: HistoryDeps): Promise
       observer.violate("I4", false, `delivery of ${e.identity} ended without an outcome: ${String(error)}`);
     }
     observer.callEnded(call);
+    if (
+      out?.status === "lease-lost" &&
+      e.position !== undefined &&
+      out.current &&
+      positionBefore(out.current.position, e.position)
+    )
+      knownIssues.add(KNOWN_ISSUES.olderTakerLeaseLost);
     const status = out?.status ?? "threw";
     const acknowledged = out ? isAcknowledged(out.status) : false;
     if (source.timedOut(r)) {
@@ -344,6 +369,7 @@ export async function runHistory(cfg: HistoryConfig, deps: HistoryDeps): Promise
     steps: sim.steps,
     virtualMs: observer.elapsed,
     deliveries: deliveries.length,
+    knownIssues: [...knownIssues],
     ...(observer.trace ? { trace: observer.trace } : {}),
   };
 }
