@@ -17,7 +17,7 @@ export interface CampaignOptions {
   store: StoreName;
   /** DynamoDB: an endpoint to use; without one, DynamoDB Local is started and stopped here. */
   endpoint?: string;
-  /** DynamoDB histories run this many at a time (each on its own scheduler and subjects). Default 6. */
+  /** DynamoDB histories run this many at a time (each on its own scheduler and subjects). Default 12. */
   concurrency?: number;
   profile?: Profile;
   /** Tests: change the seeded config (e.g. an unsafe guard option). */
@@ -154,7 +154,7 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignSummary> 
       for (let i = 0; i < o.histories; i++) record(await one(i));
     } else {
       let next = 0;
-      const lanes = Array.from({ length: Math.max(1, o.concurrency ?? 6) }, async () => {
+      const lanes = Array.from({ length: Math.max(1, o.concurrency ?? 12) }, async () => {
         while (next < o.histories) record(await one(next++));
       });
       await Promise.all(lanes);

@@ -124,7 +124,12 @@ export interface ExploreResult {
   states: number;
   /** The tree was explored in full (not cut at `maxStates`). */
   complete: boolean;
-  failures: { path: number[]; violations: Violation[] }[];
+  /** Histories with violations. */
+  violations: number;
+  /** Of those, histories showing no known issue's pattern (KNOWN_ISSUES in history.ts). */
+  unexplained: number;
+  /** The first failures (unexplained ones first), with their choice paths for `replayPath`. */
+  failures: { path: number[]; violations: Violation[]; knownIssues: string[] }[];
 }
 
 /** DFS over every choice of the case, replaying from the start along each prefix. */
@@ -132,7 +137,14 @@ export async function explore(
   c: ExhaustiveCase,
   o: { maxStates?: number; wrapStore?: StoreWrapper } = {},
 ): Promise<ExploreResult> {
-  const result: ExploreResult = { name: c.name, states: 0, complete: false, failures: [] };
+  const result: ExploreResult = {
+    name: c.name,
+    states: 0,
+    complete: false,
+    violations: 0,
+    unexplained: 0,
+    failures: [],
+  };
   let prefix: number[] | undefined = [];
   while (prefix) {
     if (o.maxStates !== undefined && result.states >= o.maxStates) return result;
@@ -145,8 +157,16 @@ export async function explore(
       enumerate: true,
     });
     result.states++;
-    if (r.violations.length > 0 && result.failures.length < 20)
-      result.failures.push({ path: chooser.made.map((m) => m.c), violations: r.violations });
+    if (r.violations.length > 0) {
+      result.violations++;
+      if (r.knownIssues.length === 0) result.unexplained++;
+      if (r.knownIssues.length === 0 || result.failures.length < 10)
+        result.failures.push({
+          path: chooser.made.map((m) => m.c),
+          violations: r.violations,
+          knownIssues: r.knownIssues,
+        });
+    }
     prefix = chooser.next();
   }
   result.complete = true;

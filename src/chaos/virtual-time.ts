@@ -1,8 +1,11 @@
 import type { Clock } from "../core/clock.js";
 import type { Chooser } from "./chooser.js";
 
-/** Virtual epoch: fences (µs of the clock) stay far below 2^53. */
-export const VIRTUAL_EPOCH_MS = 1_700_000_000_000;
+/**
+ * Virtual epoch (year 2096): fences (µs of the clock) stay below 2^53, and expiry times stay in the future, as
+ * DynamoDB Local deletes items whose TTL attribute has passed by the real clock.
+ */
+export const VIRTUAL_EPOCH_MS = 4_000_000_000_000;
 
 interface Timer {
   at: number;
