@@ -102,6 +102,8 @@ export class FaultyStore implements StateStore {
       () => this.inner.claimAndCommit(req),
       (res) => {
         if (res.claimed) {
+          // A recognised retry (writes "unknown") landed under an earlier attempt's fence, not this one.
+          if (!res.writes.some((w) => w.status === "unknown")) observer.fenceTaken(req.key, req.fence, call);
           this.#reportWrites(req.writes, res.writes);
           return "committed";
         }

@@ -92,12 +92,7 @@ export class Observer {
     previous: StateRecord | undefined | "unknown",
   ): void {
     const { key } = req;
-    const byFence = this.#fences.get(key) ?? new Map<number, number>();
-    this.#fences.set(key, byFence);
-    const other = byFence.get(fence);
-    if (other !== undefined && other !== call)
-      this.violate("I7", false, `fence ${fence} of ${key} handed to call ${other} and call ${call}`);
-    byFence.set(fence, call);
+    this.fenceTaken(key, fence, call);
     const calls = this.#landedClaims.get(call) ?? [];
     if (!calls.some((c) => c.key === key && c.fence === fence)) calls.push({ key, fence });
     this.#landedClaims.set(call, calls);
@@ -119,6 +114,16 @@ export class Observer {
         `w${worker} took ${key} over (fence ${fence}) while w${prev.worker}'s confirmed lease (fence ${previous.fence}) ran ${prev.confirmedUntil - this.sim.now}ms more`,
       );
     }
+  }
+
+  /** A claim or claim-and-commit took `fence`: no other call may ever take it on this key. */
+  fenceTaken(key: string, fence: number, call: number): void {
+    const byFence = this.#fences.get(key) ?? new Map<number, number>();
+    this.#fences.set(key, byFence);
+    const other = byFence.get(fence);
+    if (other !== undefined && other !== call)
+      this.violate("I7", false, `fence ${fence} of ${key} handed to call ${other} and call ${call}`);
+    byFence.set(fence, call);
   }
 
   /** A claim (or claim-and-commit) was refused on `state`. */
