@@ -5,7 +5,7 @@ import cliProgress from "cli-progress";
 import { Command, CommanderError, InvalidArgumentError } from "commander";
 import { BROKEN_STORES } from "../chaos/broken.js";
 import { type CampaignSummary, replay, runCampaign, type StoreName } from "../chaos/campaign.js";
-import { EXHAUSTIVE_CASES, explore } from "../chaos/exhaustive.js";
+import { EXHAUSTIVE_CASES, explore, replayPath } from "../chaos/exhaustive.js";
 import { INVARIANTS } from "../chaos/observer.js";
 
 interface ChaosOptions {
@@ -14,6 +14,7 @@ interface ChaosOptions {
   store: StoreName;
   json?: boolean;
   replay?: number;
+  replayPath?: string;
   exhaustive?: boolean;
   break?: string;
   unfencedSink?: boolean;
@@ -36,6 +37,7 @@ export function registerChaos(program: Command): void {
     .option("--json", "print the summary as JSON")
     .option("--replay <seed>", "run only the history with this seed and print its trace", integer)
     .option("--exhaustive", "also explore every interleaving of the small cases (memory)")
+    .option("--replay-path <case:choices>", "replay one exhaustive history (as printed for its violations)")
     .option(
       "--break <name>",
       `wrap the store in a deliberately broken one: ${Object.keys(BROKEN_STORES).join(", ")}`,
@@ -81,6 +83,17 @@ function replayCommand(o: ChaosOptions, seed: number): string {
 async function chaos(o: ChaosOptions): Promise<number> {
   if ((o.break || o.unfencedSink) && o.store !== "memory")
     throw new Error("--break and --unfenced-sink need --store memory");
+  if (o.replayPath !== undefined) {
+    const [index, choices = ""] = o.replayPath.split(":");
+    const c = EXHAUSTIVE_CASES[Number(index)];
+    if (!c) throw new Error(`no exhaustive case ${index}`);
+    const r = await replayPath(c, choices.split(",").filter(Boolean).map(Number));
+    process.stdout.write(`exhaustive case ${index}: ${c.name}\n${(r.trace ?? []).join("\n")}\n`);
+    process.stdout.write(
+      `${r.violations.map((v) => `VIOLATION ${v.invariant} at ${v.atMs}ms: ${v.message}`).join("\n") || "no violations"}\n`,
+    );
+    return r.violations.length > 0 ? 1 : 0;
+  }
   if (o.replay !== undefined) {
     const r = await replay(o.replay, common(o));
     if (o.json)
@@ -115,21 +128,20 @@ async function chaos(o: ChaosOptions): Promise<number> {
     bar.stop();
   }
   const exhaustive: { name: string; states: number; complete: boolean; violations: number }[] = [];
+  const exhaustiveReplays: string[] = [];
   if (o.exhaustive) {
     const broken = o.break ? BROKEN_STORES[o.break] : undefined;
     for (const c of EXHAUSTIVE_CASES) {
       const r = await explore(c, broken ? { wrapStore: broken.wrap } : {});
-      exhaustive.push({
-        name: c.name,
-        states: r.states,
-        complete: r.complete,
-        violations: r.failures.length,
-      });
+      exhaustive.push({ name: c.name, states: r.states, complete: r.complete, violations: r.violations });
+      const i = EXHAUSTIVE_CASES.indexOf(c);
+      for (const f of r.failures.slice(0, 5))
+        exhaustiveReplays.push(`npm run chaos -- --replay-path ${i}:${f.path.join(",")}`);
     }
   }
   const states = summary.states + exhaustive.reduce((n, e) => n + e.states, 0);
   const violations = summary.violations + exhaustive.reduce((n, e) => n + e.violations, 0);
-  const replays = summary.failures.map((f) => replayCommand(o, f.seed));
+  const replays = [...summary.failures.map((f) => replayCommand(o, f.seed)), ...exhaustiveReplays];
   if (o.json) {
     process.stdout.write(
       `${JSON.stringify({

@@ -15,7 +15,7 @@ import { KNOWN_ISSUES } from "../../src/chaos/history.js";
  * position is at or past ours); otherwise not acknowledged, so v2 is redelivered and commits.
  */
 describe("regressions found by the fault simulator", () => {
-  // Replay: npm run chaos -- --replay 64
+  // Replay: npm run chaos -- --replay 64 (on DynamoDB Local too: --replay 533 --store dynamodb)
   it.fails("seed 64: an event whose claim an older event took over is acknowledged as lease-lost and lost", async () => {
     const r = await runSeed(64, { store: "memory", trace: true });
     expect(r.knownIssues).toEqual([KNOWN_ISSUES.olderTakerLeaseLost]);
@@ -23,6 +23,7 @@ describe("regressions found by the fault simulator", () => {
   });
 
   // The minimal form: 2 workers, 2 events, 2 outages, no pause, clocks equal (an exhaustive-run path).
+  // Replay: npm run chaos -- --replay-path 1:0,1,0,0,0,0,0,0,0,1,0,0,0,0
   it.fails("minimal: v1's claim and v2's commit hang; v1 takes v2's expired claim; v2 acknowledged, never applied", async () => {
     const c = EXHAUSTIVE_CASES.find((x) => x.name.includes("outages"));
     if (!c) throw new Error("case missing");
