@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { readFileSync } from "node:fs";
 import { Command, CommanderError } from "commander";
+import { registerChaos } from "./chaos.js";
 import { registerDemo } from "./demo.js";
 import { registerInspect } from "./inspect.js";
 import { registerRun } from "./run.js";
@@ -24,6 +25,7 @@ const program = new Command("eonce")
 registerInspect(program);
 registerDemo(program);
 registerRun(program);
+registerChaos(program);
 
 try {
   await program.parseAsync(process.argv);

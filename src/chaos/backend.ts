@@ -1,0 +1,87 @@
+import type { StateRecord } from "../core/state.js";
+import type { AtomicWrite, StateStore } from "../stores/contract.js";
+import { type MemoryAtomicWrite, MemoryStore } from "../stores/memory.js";
+import type { TaggedWrite } from "./faulty-store.js";
+
+/** A row of the fenced sink: the position and fence of the write that landed last. */
+export interface SinkRow {
+  pos: string;
+  fence: number;
+}
+
+/**
+ * One history's stores and effect targets: the shared state store (before fault decoration), the per-identity
+ * counter the folded effect increments, and the fenced sink row per subject. Names are the history's own (DynamoDB
+ * histories share tables, so their subjects carry a namespace).
+ */
+export interface Backend {
+  readonly name: "memory" | "dynamodb";
+  readonly store: StateStore;
+  /** The sink reports its own landed writes to `onSinkLanded` (memory); else the fault store reports them. */
+  readonly sinkReportsItself: boolean;
+  /** Folded into a commit: adds 1 to the counter of `id` and records the fence that did. */
+  counter(id: string, fence: number): AtomicWrite;
+  /** Folded into a commit: the fenced sink row of `subject` takes (pos, fence) unless it holds newer. */
+  sinkAtomic(subject: string, pos: string, fence: number): TaggedWrite;
+  /** The same write, in its own request. */
+  sinkPut(subject: string, pos: string, fence: number): Promise<"applied" | "stale">;
+  readCounter(id: string): Promise<{ count: number; fences: number[] }>;
+  readSink(subject: string): Promise<SinkRow | undefined>;
+  /** The state item and its stored size (memory: JSON bytes; DynamoDB: item bytes). */
+  readState(key: string): Promise<{ state: StateRecord | undefined; bytes: number | undefined }>;
+  /** Deletes a state item, as TTL does. */
+  forget(key: string): Promise<void>;
+}
+
+export interface MemoryBackendOptions {
+  onSinkLanded(subject: string, pos: string, fence: number): void;
+  /** Broken on purpose (tests): the sink ignores position and fence. */
+  unfencedSink?: boolean;
+}
+
+/** The memory store with a counter map and a fenced map as sink; everything synchronous inside. */
+export function memoryBackend(o: MemoryBackendOptions): Backend {
+  const store = new MemoryStore();
+  const counters = new Map<string, { count: number; fences: number[] }>();
+  const rows = new Map<string, SinkRow>();
+  const put = (subject: string, pos: string, fence: number): boolean => {
+    const old = rows.get(subject);
+    if (!o.unfencedSink && old && (pos < old.pos || (pos === old.pos && old.fence >= fence))) return false;
+    rows.set(subject, { pos, fence });
+    o.onSinkLanded(subject, pos, fence);
+    return true;
+  };
+  return {
+    name: "memory",
+    store,
+    sinkReportsItself: true,
+    counter: (id, fence): MemoryAtomicWrite => ({
+      engine: "memory",
+      description: `count ${id} f${fence}`,
+      // Not fenced: a second application must show as a count of 2.
+      apply: () => {
+        const c = counters.get(id) ?? { count: 0, fences: [] };
+        c.count++;
+        c.fences.push(fence);
+        counters.set(id, c);
+        return true;
+      },
+    }),
+    sinkAtomic: (subject, pos, fence): MemoryAtomicWrite & TaggedWrite => ({
+      engine: "memory",
+      description: `sink ${subject} ${pos} f${fence}`,
+      apply: () => put(subject, pos, fence),
+    }),
+    sinkPut: async (subject, pos, fence) => (put(subject, pos, fence) ? "applied" : "stale"),
+    readCounter: async (id) => {
+      const c = counters.get(id);
+      return c ? { count: c.count, fences: [...c.fences] } : { count: 0, fences: [] };
+    },
+    readSink: async (subject) => rows.get(subject),
+    readState: async (key) => {
+      const state = await store.read(key);
+      return { state, bytes: state ? Buffer.byteLength(JSON.stringify(state)) : undefined };
+    },
+    forget: async (key) => store.forget(key),
+  };
+}

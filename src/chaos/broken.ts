@@ -1,0 +1,101 @@
+import type { ClaimRequest } from "../core/state.js";
+import type { CommitRequest, RenewRequest, StateStore } from "../stores/contract.js";
+import type { StoreWrapper } from "./history.js";
+
+/**
+ * Deliberately broken stores, each undoing one thing the guard relies on, for the tests that show the simulator
+ * catches it (and `npm run chaos -- --break <name>`). They wrap a correct store and delegate the rest.
+ */
+function delegate(inner: StateStore, over: Partial<StateStore>): StateStore {
+  return {
+    engine: inner.engine,
+    maxResultBytes: inner.maxResultBytes,
+    claim: (r) => inner.claim(r),
+    renew: (r) => inner.renew(r),
+    commit: (r) => inner.commit(r),
+    claimAndCommit: (r) => inner.claimAndCommit(r),
+    release: (r) => inner.release(r),
+    read: (k) => inner.read(k),
+    canFold: (w) => inner.canFold(w),
+    ...over,
+  };
+}
+
+export const BROKEN_STORES: Record<string, { what: string; wrap: StoreWrapper }> = {
+  "commit-ignores-fence": {
+    what: "commit succeeds for whoever holds the item, not only the fence that claimed it (a zombie commits)",
+    wrap: (inner) =>
+      delegate(inner, {
+        async commit(req: CommitRequest) {
+          const s = await inner.read(req.key);
+          return inner.commit(s?.status === "running" ? { ...req, fence: s.fence } : req);
+        },
+      }),
+  },
+  "forgets-tokens": {
+    what: "claims keep no token, so a retried claim whose first attempt landed looks like someone else's",
+    wrap: (inner) => {
+      let n = 0;
+      return delegate(inner, { claim: (req: ClaimRequest) => inner.claim({ ...req, token: `anon-${n++}` }) });
+    },
+  },
+  "renew-keeps-lease": {
+    what: "renewals say ok but never move the lease",
+    wrap: (inner) =>
+      delegate(inner, {
+        async renew(req: RenewRequest) {
+          const s = await inner.read(req.key);
+          return s?.fence === req.fence && s.status === "running" ? { ok: true } : { ok: false, state: s };
+        },
+      }),
+  },
+  "sticky-lease": {
+    what: "claims write a lease ten times too long, so a stopped holder blocks its subject",
+    wrap: (inner) =>
+      delegate(inner, {
+        claim: (req) =>
+          inner.claim({ ...req, leaseUntilMs: req.leaseUntilMs + 9 * (req.leaseUntilMs - req.nowMs) }),
+      }),
+  },
+  "counter-fences": {
+    what: "fences count up from the item's (1 on a new item) instead of the clock: TTL makes them repeat",
+    wrap: (inner) =>
+      delegate(inner, {
+        async claim(req: ClaimRequest) {
+          const s = await inner.read(req.key);
+          return inner.claim({ ...req, fence: (s?.fence ?? 0) + 1 });
+        },
+      }),
+  },
+  "early-ttl": {
+    what: "committed items expire at once (a dedupe window shorter than redelivery)",
+    wrap: (inner, forget) =>
+      delegate(inner, {
+        async commit(req: CommitRequest) {
+          const r = await inner.commit(req);
+          if (r.committed) await forget(req.key);
+          return r;
+        },
+      }),
+  },
+  "lying-commit": {
+    what: "commit answers committed without writing anything",
+    wrap: (inner) =>
+      delegate(inner, {
+        async commit() {
+          return { committed: true, writes: [] };
+        },
+      }),
+  },
+  "commit-forgets-own": {
+    what: "a retried commit whose first attempt landed is refused instead of recognised",
+    wrap: (inner) =>
+      delegate(inner, {
+        async commit(req: CommitRequest) {
+          const s = await inner.read(req.key);
+          if (s?.status === "done" && s.fence === req.fence) return { committed: false, state: s };
+          return inner.commit(req);
+        },
+      }),
+  },
+};

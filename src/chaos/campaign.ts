@@ -1,0 +1,181 @@
+import { randomUUID } from "node:crypto";
+import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { dynamoDBClient, startDynamoDBLocal } from "../local/dynamodb-local.js";
+import { memoryBackend } from "./backend.js";
+import { randomChooser } from "./chooser.js";
+import { type Profile, randomConfig } from "./config.js";
+import { createChaosTables, type DynamoDBTables, dynamoDBBackend } from "./dynamodb-backend.js";
+import { addCounts, type FaultCounts } from "./faults.js";
+import { type HistoryConfig, type HistoryResult, runHistory, type StoreWrapper } from "./history.js";
+import type { Violation } from "./observer.js";
+
+export type StoreName = "memory" | "dynamodb";
+
+export interface CampaignOptions {
+  histories: number;
+  seed: number;
+  store: StoreName;
+  /** DynamoDB: an endpoint to use; without one, DynamoDB Local is started and stopped here. */
+  endpoint?: string;
+  /** DynamoDB histories run this many at a time (each on its own scheduler and subjects). Default 12. */
+  concurrency?: number;
+  profile?: Profile;
+  /** Tests: change the seeded config (e.g. an unsafe guard option). */
+  configure?: (cfg: HistoryConfig) => HistoryConfig;
+  /** Tests: a deliberately broken store around the real one. */
+  wrapStore?: StoreWrapper;
+  /** Tests: a sink that ignores position and fence (memory). */
+  unfencedSink?: boolean;
+  onProgress?: (done: number, total: number) => void;
+}
+
+export interface HistoryFailure {
+  seed: number;
+  violations: Violation[];
+  /** Known guard issues whose pattern the history shows (KNOWN_ISSUES in history.ts). */
+  knownIssues: string[];
+}
+
+export interface CampaignSummary {
+  histories: number;
+  /** Histories with at least one reported violation. */
+  violations: number;
+  /** Distinct histories (fingerprints of every decision taken). */
+  states: number;
+  faults: FaultCounts;
+  /** Histories whose clocks differed beyond clockSkewMs (only fencing-guaranteed invariants reported). */
+  beyondSkew: number;
+  /** Violations there that are not reported (the guarantee does not hold beyond the skew bound). */
+  beyondSkewUnreported: number;
+  byInvariant: Record<string, number>;
+  /** Histories with violations that show a known issue's pattern, per issue. */
+  knownIssues: Record<string, number>;
+  /** Histories with violations and no known issue's pattern: anything new. */
+  unexplained: number;
+  failures: HistoryFailure[];
+  wallMs: number;
+}
+
+/** The seed of history `i` of a run with `seed`: replay it alone with `--replay`. */
+export function historySeed(seed: number, i: number): number {
+  return seed + i;
+}
+
+export interface ReplayResult extends HistoryResult {
+  seed: number;
+  config: HistoryConfig;
+}
+
+/** A DynamoDB environment for a run: tables (and DynamoDB Local, when no endpoint is given). */
+async function dynamoEnv(endpoint: string | undefined) {
+  const local = endpoint ? undefined : await startDynamoDBLocal();
+  const client: DynamoDBClient = dynamoDBClient(endpoint ?? (local?.endpoint as string));
+  const tables = await createChaosTables(client, randomUUID().slice(0, 8));
+  return {
+    tables,
+    close: async () => {
+      client.destroy();
+      await local?.stop();
+    },
+  };
+}
+
+/** One seeded history on one store (the unit of a run, and `--replay`). */
+export async function runSeed(
+  seed: number,
+  o: Omit<CampaignOptions, "histories" | "seed" | "onProgress" | "endpoint"> & {
+    tables?: DynamoDBTables;
+    trace?: boolean;
+  },
+): Promise<ReplayResult & { digest: string }> {
+  const base = randomConfig(seed, o.profile ?? (o.store === "dynamodb" ? "small" : "default"));
+  const config = o.configure ? o.configure(base) : base;
+  const chooser = randomChooser(seed);
+  const tables = o.tables;
+  const result = await runHistory(config, {
+    chooser,
+    backend: (onSinkLanded) =>
+      o.store === "dynamodb"
+        ? dynamoDBBackend(tables as DynamoDBTables)
+        : memoryBackend({ onSinkLanded, unfencedSink: o.unfencedSink ?? false }),
+    ...(o.store === "dynamodb" ? { namespace: `h${seed}-${randomUUID().slice(0, 6)}` } : {}),
+    ...(o.wrapStore ? { wrapStore: o.wrapStore } : {}),
+    sampleEvery: o.store === "dynamodb" ? "delivery" : "step",
+    trace: o.trace ?? false,
+  });
+  return { ...result, seed, config, digest: chooser.digest() };
+}
+
+/** Runs `histories` seeded histories and sums them up. */
+export async function runCampaign(o: CampaignOptions): Promise<CampaignSummary> {
+  const started = Date.now();
+  const summary: CampaignSummary = {
+    histories: 0,
+    violations: 0,
+    states: 0,
+    faults: {},
+    beyondSkew: 0,
+    beyondSkewUnreported: 0,
+    byInvariant: {},
+    knownIssues: {},
+    unexplained: 0,
+    failures: [],
+    wallMs: 0,
+  };
+  const digests = new Set<string>();
+  const env = o.store === "dynamodb" ? await dynamoEnv(o.endpoint) : undefined;
+  try {
+    const record = (r: ReplayResult & { digest: string }) => {
+      summary.histories++;
+      digests.add(r.digest);
+      addCounts(summary.faults, r.faults);
+      if (r.beyondSkew) {
+        summary.beyondSkew++;
+        summary.beyondSkewUnreported += r.allViolations.length - r.violations.length;
+      }
+      if (r.violations.length > 0) {
+        summary.violations++;
+        for (const v of r.violations)
+          summary.byInvariant[v.invariant] = (summary.byInvariant[v.invariant] ?? 0) + 1;
+        for (const k of r.knownIssues) summary.knownIssues[k] = (summary.knownIssues[k] ?? 0) + 1;
+        if (r.knownIssues.length === 0) summary.unexplained++;
+        // Every unexplained failure is kept; known ones only while there is room.
+        if (r.knownIssues.length === 0 || summary.failures.length < 20)
+          summary.failures.push({ seed: r.seed, violations: r.violations, knownIssues: r.knownIssues });
+      }
+      o.onProgress?.(summary.histories, o.histories);
+    };
+    const one = (i: number) =>
+      runSeed(historySeed(o.seed, i), {
+        ...o,
+        ...(env ? { tables: env.tables } : {}),
+      });
+    if (o.store === "memory") {
+      for (let i = 0; i < o.histories; i++) record(await one(i));
+    } else {
+      let next = 0;
+      const lanes = Array.from({ length: Math.max(1, o.concurrency ?? 12) }, async () => {
+        while (next < o.histories) record(await one(next++));
+      });
+      await Promise.all(lanes);
+    }
+  } finally {
+    await env?.close();
+  }
+  summary.states = digests.size;
+  summary.wallMs = Date.now() - started;
+  return summary;
+}
+
+/** Replays one history with its trace (`--replay`). */
+export async function replay(
+  seed: number,
+  o: Omit<CampaignOptions, "histories" | "seed" | "onProgress">,
+): Promise<ReplayResult> {
+  const env = o.store === "dynamodb" ? await dynamoEnv(o.endpoint) : undefined;
+  try {
+    return await runSeed(seed, { ...o, ...(env ? { tables: env.tables } : {}), trace: true });
+  } finally {
+    await env?.close();
+  }
+}

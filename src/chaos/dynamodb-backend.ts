@@ -1,0 +1,107 @@
+import {
+  type AttributeValue,
+  DeleteItemCommand,
+  type DynamoDBClient,
+  GetItemCommand,
+} from "@aws-sdk/client-dynamodb";
+import { DynamoDBFencedSink } from "../sinks/dynamodb.js";
+import type { DynamoDBAtomicWrite } from "../stores/dynamodb/atomic-write.js";
+import { createStateTable, createTableIfMissing, STATE_KEY_ATTRIBUTE } from "../stores/dynamodb/schema.js";
+import { DynamoDBStore, toRecord } from "../stores/dynamodb/store.js";
+import type { Backend } from "./backend.js";
+import type { TaggedWrite } from "./faulty-store.js";
+
+/** Tables shared by every DynamoDB history of a run; each history names its subjects under its own namespace. */
+export interface DynamoDBTables {
+  client: DynamoDBClient;
+  state: string;
+  sink: string;
+  counter: string;
+}
+
+export async function createChaosTables(client: DynamoDBClient, suffix: string): Promise<DynamoDBTables> {
+  const t = {
+    client,
+    state: `chaos-state-${suffix}`,
+    sink: `chaos-sink-${suffix}`,
+    counter: `chaos-count-${suffix}`,
+  };
+  await createStateTable(client, { tableName: t.state });
+  await createTableIfMissing(client, t.sink, "pk");
+  await createTableIfMissing(client, t.counter, "pk");
+  return t;
+}
+
+/**
+ * The DynamoDB store, the fenced sink (`DynamoDBFencedSink`) and a counter table whose folded effect is an `ADD`
+ * in the commit's TransactWriteItems. All I/O is real (DynamoDB Local): the scheduler waits for each request.
+ */
+export function dynamoDBBackend(t: DynamoDBTables): Backend {
+  const store = new DynamoDBStore({ client: t.client, tableName: t.state });
+  const sink = new DynamoDBFencedSink({ client: t.client, tableName: t.sink });
+  const get = async (table: string, key: string) =>
+    (
+      await t.client.send(
+        new GetItemCommand({ TableName: table, Key: { pk: { S: key } }, ConsistentRead: true }),
+      )
+    ).Item;
+  return {
+    name: "dynamodb",
+    store,
+    sinkReportsItself: false,
+    counter: (id, fence): DynamoDBAtomicWrite => ({
+      engine: "dynamodb",
+      description: `count ${id} f${fence}`,
+      // Not fenced: a second application must show as a count of 2.
+      item: {
+        Update: {
+          TableName: t.counter,
+          Key: { pk: { S: id } },
+          UpdateExpression: "ADD #n :one, #f :f",
+          ExpressionAttributeNames: { "#n": "n", "#f": "fences" },
+          ExpressionAttributeValues: { ":one": { N: "1" }, ":f": { NS: [String(fence)] } },
+        },
+      },
+    }),
+    sinkAtomic: (subject, pos, fence): DynamoDBAtomicWrite & TaggedWrite => ({
+      ...sink.atomicPut({ position: pos, fence }, { pk: subject }),
+      description: `sink ${subject} ${pos} f${fence}`,
+      chaos: { subject, pos, fence },
+    }),
+    sinkPut: (subject, pos, fence) => sink.put({ position: pos, fence }, { pk: subject }),
+    readCounter: async (id) => {
+      const item = await get(t.counter, id);
+      return {
+        count: Number(item?.n?.N ?? 0),
+        fences: (item?.fences?.NS ?? []).map(Number),
+      };
+    },
+    readSink: async (subject) => {
+      const item = await get(t.sink, subject);
+      return item ? { pos: String(item.srcPos?.S), fence: Number(item.srcFence?.N) } : undefined;
+    },
+    readState: async (key) => {
+      const item = await get(t.state, key);
+      return item
+        ? { state: toRecord(item), bytes: itemBytes(item) }
+        : { state: undefined, bytes: undefined };
+    },
+    forget: async (key) => {
+      await t.client.send(
+        new DeleteItemCommand({ TableName: t.state, Key: { [STATE_KEY_ATTRIBUTE]: { S: key } } }),
+      );
+    },
+  };
+}
+
+/** DynamoDB's item size: attribute names plus values (strings and numbers as their text). */
+function itemBytes(item: Record<string, AttributeValue>): number {
+  let bytes = 0;
+  for (const [name, value] of Object.entries(item)) {
+    bytes += Buffer.byteLength(name);
+    if (value.S !== undefined) bytes += Buffer.byteLength(value.S);
+    else if (value.N !== undefined) bytes += value.N.length;
+    else bytes += Buffer.byteLength(JSON.stringify(value));
+  }
+  return bytes;
+}

@@ -1,0 +1,232 @@
+#!/usr/bin/env node
+import { realpathSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import cliProgress from "cli-progress";
+import { Command, CommanderError, InvalidArgumentError } from "commander";
+import { BROKEN_STORES } from "../chaos/broken.js";
+import { type CampaignSummary, replay, runCampaign, type StoreName } from "../chaos/campaign.js";
+import { EXHAUSTIVE_CASES, explore, replayPath } from "../chaos/exhaustive.js";
+import { INVARIANTS } from "../chaos/observer.js";
+
+interface ChaosOptions {
+  histories: number;
+  seed: number;
+  store: StoreName;
+  json?: boolean;
+  replay?: number;
+  replayPath?: string;
+  exhaustive?: boolean;
+  break?: string;
+  unfencedSink?: boolean;
+  dynamodbEndpoint?: string;
+  concurrency?: number;
+}
+
+/**
+ * `eonce chaos` / `npm run chaos`: the fault simulator (src/chaos). Seeded histories of workers running the guard
+ * on virtual time under injected faults, checked against the invariants; any violation comes with the command that
+ * replays it. Exits 1 when there are violations.
+ */
+export function registerChaos(program: Command): void {
+  program
+    .command("chaos")
+    .description("run the guard through seeded fault-injected histories and check its invariants")
+    .option("--histories <n>", "how many seeded histories", integer, 1000)
+    .option("--seed <n>", "seed of the first history (history i has seed + i)", integer, 1)
+    .option("--store <name>", "memory or dynamodb (starts DynamoDB Local itself)", storeName, "memory")
+    .option("--json", "print the summary as JSON")
+    .option("--replay <seed>", "run only the history with this seed and print its trace", integer)
+    .option("--exhaustive", "also explore every interleaving of the small cases (memory)")
+    .option("--replay-path <case:choices>", "replay one exhaustive history (as printed for its violations)")
+    .option(
+      "--break <name>",
+      `wrap the store in a deliberately broken one: ${Object.keys(BROKEN_STORES).join(", ")}`,
+    )
+    .option(
+      "--unfenced-sink",
+      "use a sink that ignores positions and fences (memory; to see the checks fire)",
+    )
+    .option("--dynamodb-endpoint <url>", "use this running DynamoDB Local instead of starting one")
+    .option("--concurrency <n>", "DynamoDB histories in parallel (default 12)", integer)
+    .action(async (options: ChaosOptions) => {
+      process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
+      try {
+        process.exitCode = await chaos(options);
+      } catch (error) {
+        process.stderr.write(`eonce chaos: ${error instanceof Error ? error.message : String(error)}\n`);
+        process.exitCode = 2;
+      }
+    });
+}
+
+function common(o: ChaosOptions) {
+  const broken = o.break ? BROKEN_STORES[o.break] : undefined;
+  if (o.break && !broken) throw new Error(`unknown --break ${o.break}`);
+  return {
+    store: o.store,
+    ...(o.dynamodbEndpoint ? { endpoint: o.dynamodbEndpoint } : {}),
+    ...(broken ? { wrapStore: broken.wrap } : {}),
+    ...(o.unfencedSink ? { unfencedSink: true } : {}),
+  };
+}
+
+/** The command line that replays one history of this run. */
+function replayCommand(o: ChaosOptions, seed: number): string {
+  const extra = [
+    o.store !== "memory" ? `--store ${o.store}` : "",
+    o.break ? `--break ${o.break}` : "",
+    o.unfencedSink ? "--unfenced-sink" : "",
+  ].filter(Boolean);
+  return ["npm run chaos -- --replay", String(seed), ...extra].join(" ");
+}
+
+async function chaos(o: ChaosOptions): Promise<number> {
+  if ((o.break || o.unfencedSink) && o.store !== "memory")
+    throw new Error("--break and --unfenced-sink need --store memory");
+  if (o.replayPath !== undefined) {
+    const [index, choices = ""] = o.replayPath.split(":");
+    const c = EXHAUSTIVE_CASES[Number(index)];
+    if (!c) throw new Error(`no exhaustive case ${index}`);
+    const r = await replayPath(c, choices.split(",").filter(Boolean).map(Number));
+    process.stdout.write(`exhaustive case ${index}: ${c.name}\n${(r.trace ?? []).join("\n")}\n`);
+    process.stdout.write(
+      `${r.violations.map((v) => `VIOLATION ${v.invariant} at ${v.atMs}ms: ${v.message}`).join("\n") || "no violations"}\n`,
+    );
+    return r.violations.length > 0 ? 1 : 0;
+  }
+  if (o.replay !== undefined) {
+    const r = await replay(o.replay, common(o));
+    if (o.json)
+      process.stdout.write(
+        `${JSON.stringify({ seed: r.seed, config: r.config, violations: r.violations, beyondSkew: r.beyondSkew, trace: r.trace })}\n`,
+      );
+    else {
+      process.stdout.write(`history ${r.seed} (${o.store}): ${JSON.stringify(r.config)}\n`);
+      process.stdout.write(`${(r.trace ?? []).join("\n")}\n`);
+      process.stdout.write(
+        r.violations.length === 0
+          ? `no violations${r.beyondSkew && r.allViolations.length > 0 ? ` (${r.allViolations.length} beyond the clock-skew bound, not reported)` : ""}\n`
+          : `${r.violations.map((v) => `VIOLATION ${v.invariant} at ${v.atMs}ms: ${v.message}`).join("\n")}\n`,
+      );
+      if (r.knownIssues.length > 0)
+        process.stdout.write(`known issue pattern: ${r.knownIssues.join(", ")}\n`);
+    }
+    return r.violations.length > 0 ? 1 : 0;
+  }
+
+  const bar = progress(o.histories);
+  let summary: CampaignSummary;
+  try {
+    summary = await runCampaign({
+      ...common(o),
+      histories: o.histories,
+      seed: o.seed,
+      ...(o.concurrency ? { concurrency: o.concurrency } : {}),
+      onProgress: (done) => bar.update(done),
+    });
+  } finally {
+    bar.stop();
+  }
+  const exhaustive: { name: string; states: number; complete: boolean; violations: number }[] = [];
+  const exhaustiveReplays: string[] = [];
+  if (o.exhaustive) {
+    const broken = o.break ? BROKEN_STORES[o.break] : undefined;
+    for (const c of EXHAUSTIVE_CASES) {
+      const r = await explore(c, broken ? { wrapStore: broken.wrap } : {});
+      exhaustive.push({ name: c.name, states: r.states, complete: r.complete, violations: r.violations });
+      const i = EXHAUSTIVE_CASES.indexOf(c);
+      for (const f of r.failures.slice(0, 5))
+        exhaustiveReplays.push(`npm run chaos -- --replay-path ${i}:${f.path.join(",")}`);
+    }
+  }
+  const states = summary.states + exhaustive.reduce((n, e) => n + e.states, 0);
+  const violations = summary.violations + exhaustive.reduce((n, e) => n + e.violations, 0);
+  const replays = [...summary.failures.map((f) => replayCommand(o, f.seed)), ...exhaustiveReplays];
+  if (o.json) {
+    process.stdout.write(
+      `${JSON.stringify({
+        histories: summary.histories,
+        violations,
+        states,
+        faults: summary.faults,
+        store: o.store,
+        seed: o.seed,
+        beyondSkew: summary.beyondSkew,
+        beyondSkewUnreported: summary.beyondSkewUnreported,
+        byInvariant: summary.byInvariant,
+        knownIssues: summary.knownIssues,
+        unexplained: summary.unexplained,
+        ...(o.exhaustive ? { exhaustive } : {}),
+        wallMs: summary.wallMs,
+        replays,
+      })}\n`,
+    );
+  } else {
+    const lines = [
+      `${summary.histories} histories on ${o.store} (seeds ${o.seed}..${o.seed + summary.histories - 1}), ${summary.states} distinct, in ${(summary.wallMs / 1000).toFixed(1)}s`,
+      `faults: ${Object.entries(summary.faults)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(", ")}`,
+      `clocks beyond the skew bound: ${summary.beyondSkew} histories (${summary.beyondSkewUnreported} violations there not reported: the guarantee does not hold)`,
+      ...exhaustive.map(
+        (e) =>
+          `exhaustive: ${e.name}: ${e.states} histories${e.complete ? "" : " (cut)"}, ${e.violations} with violations`,
+      ),
+      violations === 0
+        ? "no violations"
+        : `${violations} histories with violations: ${Object.entries(summary.byInvariant)
+            .map(([k, v]) => `${k} ${v}× (${INVARIANTS[k as keyof typeof INVARIANTS]})`)
+            .join("; ")}`,
+      ...(Object.keys(summary.knownIssues).length > 0
+        ? [
+            `known issues: ${Object.entries(summary.knownIssues)
+              .map(([k, v]) => `${k} ${v}`)
+              .join(", ")}; unexplained: ${summary.unexplained}`,
+          ]
+        : []),
+      ...summary.failures
+        .slice(0, 10)
+        .map(
+          (f) =>
+            `  ${f.violations[0]?.invariant}: ${f.violations[0]?.message}\n    replay: ${replayCommand(o, f.seed)}`,
+        ),
+    ];
+    process.stdout.write(`${lines.join("\n")}\n`);
+  }
+  return violations > 0 ? 1 : 0;
+}
+
+function progress(total: number): { update(done: number): void; stop(): void } {
+  const stream = process.stderr;
+  if (!stream.isTTY || total < 200) return { update() {}, stop() {} };
+  const bar = new cliProgress.SingleBar(
+    { stream, format: "chaos {bar} {value}/{total} histories", hideCursor: false },
+    cliProgress.Presets.shades_classic,
+  );
+  bar.start(total, 0);
+  return { update: (d) => bar.update(d), stop: () => bar.stop() };
+}
+
+function integer(value: string): number {
+  const n = Number(value);
+  if (!Number.isSafeInteger(n) || n < 0) throw new InvalidArgumentError("expected a non-negative integer");
+  return n;
+}
+
+function storeName(value: string): StoreName {
+  if (value !== "memory" && value !== "dynamodb")
+    throw new InvalidArgumentError("expected memory or dynamodb");
+  return value;
+}
+
+// Run directly (`tsx src/cli/chaos.ts`, the `chaos` npm script): the same command without the `eonce` prefix.
+if (process.argv[1] && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const program = new Command("chaos").exitOverride();
+  registerChaos(program);
+  try {
+    await program.parseAsync(["node", "chaos", "chaos", ...process.argv.slice(2)]);
+  } catch (e) {
+    if (!(e instanceof CommanderError)) throw e;
+    process.exitCode = e.exitCode === 0 ? 0 : 2;
+  }
+}

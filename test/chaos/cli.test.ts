@@ -1,0 +1,37 @@
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import { describe, expect, it } from "vitest";
+
+const run = promisify(execFile);
+
+async function chaos(args: string[]): Promise<{ code: number; stdout: string }> {
+  try {
+    const { stdout } = await run("npx", ["tsx", "src/cli/chaos.ts", ...args], { cwd: process.cwd() });
+    return { code: 0, stdout };
+  } catch (error) {
+    const e = error as { code: number; stdout: string };
+    return { code: e.code, stdout: e.stdout };
+  }
+}
+
+describe("npm run chaos", () => {
+  it("prints the JSON summary and exits 0 without violations", async () => {
+    const r = await chaos(["--histories", "20", "--seed", "1", "--json"]);
+    expect(r.code).toBe(0);
+    const out = JSON.parse(r.stdout);
+    expect(out).toMatchObject({ histories: 20, violations: 0, states: 20 });
+    expect(Object.keys(out.faults).length).toBeGreaterThan(0);
+  }, 60_000);
+
+  it("exits 1 on a violation and prints the command that replays it", async () => {
+    // A store whose commit answers "committed" without writing: history 3 acknowledges what nobody committed.
+    const r = await chaos(["--histories", "1", "--seed", "3", "--break", "lying-commit", "--json"]);
+    expect(r.code).toBe(1);
+    const out = JSON.parse(r.stdout);
+    expect(out.violations).toBe(1);
+    expect(out.replays).toEqual(["npm run chaos -- --replay 3 --break lying-commit"]);
+    const replay = await chaos(["--replay", "3", "--break", "lying-commit"]);
+    expect(replay.code).toBe(1);
+    expect(replay.stdout).toContain("VIOLATION I4");
+  }, 60_000);
+});
