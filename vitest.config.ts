@@ -22,6 +22,8 @@ const INTEGRATION = [
   // CDK synth (aws-cdk-lib alone takes seconds to import per file, esbuild bundling, CloudFormation validation).
   "test/cdk/**/*.test.ts",
   "test/bench.test.ts",
+  // The fault simulator: tens of thousands of histories, exhaustive small cases, 500 on DynamoDB Local.
+  "test/chaos/**/*.test.ts",
   "test/consumer.test.ts",
   "test/demo.test.ts",
   "test/demo-cli.test.ts",
