@@ -31,7 +31,7 @@ export const TTL_ATTRIBUTE = "expiresAt";
 
 export interface CreateStateTableOptions {
   tableName: string;
-  /** Enable TTL on `expiresAt` (DynamoDB Local accepts the call; it does not delete on schedule). Default true. */
+  /** Enable TTL on `expiresAt` (DynamoDB Local deletes expired items too, by the real clock). Default true. */
   ttl?: boolean;
 }
 
