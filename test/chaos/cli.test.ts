@@ -24,13 +24,13 @@ describe("npm run chaos", () => {
   }, 60_000);
 
   it("exits 1 on a violation and prints the command that replays it", async () => {
-    // A store whose commit answers "committed" without writing: history 3 acknowledges what nobody committed.
-    const r = await chaos(["--histories", "1", "--seed", "3", "--break", "lying-commit", "--json"]);
+    // A store whose commit answers "committed" without writing: history 4 acknowledges what nobody committed.
+    const r = await chaos(["--histories", "1", "--seed", "4", "--break", "lying-commit", "--json"]);
     expect(r.code).toBe(1);
     const out = JSON.parse(r.stdout);
     expect(out.violations).toBe(1);
-    expect(out.replays).toEqual(["npm run chaos -- --replay 3 --break lying-commit"]);
-    const replay = await chaos(["--replay", "3", "--break", "lying-commit"]);
+    expect(out.replays).toEqual(["npm run chaos -- --replay 4 --break lying-commit"]);
+    const replay = await chaos(["--replay", "4", "--break", "lying-commit"]);
     expect(replay.code).toBe(1);
     expect(replay.stdout).toContain("VIOLATION I4");
   }, 60_000);
