@@ -1,4 +1,5 @@
 import type { AttributeValue, DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { dynamoItemBytes } from "../src/stores/dynamodb/limits.js";
 
 /**
  * Capacity consumed, summed from DynamoDB's own `ConsumedCapacity` (`ReturnConsumedCapacity: TOTAL` is set on every
@@ -89,7 +90,7 @@ function refusedWriteUnits(command: string, input: Record<string, unknown>, erro
   if (name === "ConditionalCheckFailedException") {
     const old = (error as { Item?: Item }).Item;
     const written = (input.Item as Item | undefined) ?? {};
-    return kb(Math.max(old ? itemBytes(old) : 0, itemBytes(written)));
+    return kb(Math.max(old ? dynamoItemBytes(old) : 0, dynamoItemBytes(written)));
   }
   if (name === "TransactionCanceledException" && command === "TransactWriteItems") {
     const reasons = (error as { CancellationReasons?: { Item?: Item }[] }).CancellationReasons ?? [];
@@ -104,21 +105,9 @@ function transactionUnits(input: Record<string, unknown>, reasons: { Item?: Item
   return actions.reduce((sum, action, i) => {
     const written = Object.values(action)[0]?.Item ?? {};
     const old = reasons[i]?.Item;
-    return sum + 2 * kb(Math.max(old ? itemBytes(old) : 0, itemBytes(written)));
+    return sum + 2 * kb(Math.max(old ? dynamoItemBytes(old) : 0, dynamoItemBytes(written)));
   }, 0);
 }
 
 /** Write units for an item of `bytes`: 1 per KB started, at least 1. */
 const kb = (bytes: number) => Math.max(1, Math.ceil(bytes / 1024));
-
-/** DynamoDB's item size: attribute names plus values (strings and numbers as their text). */
-export function itemBytes(item: Item): number {
-  let bytes = 0;
-  for (const [name, value] of Object.entries(item)) {
-    bytes += Buffer.byteLength(name);
-    if (value.S !== undefined) bytes += Buffer.byteLength(value.S);
-    else if (value.N !== undefined) bytes += value.N.length;
-    else bytes += Buffer.byteLength(JSON.stringify(value));
-  }
-  return bytes;
-}

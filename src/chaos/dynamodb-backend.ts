@@ -1,11 +1,7 @@
-import {
-  type AttributeValue,
-  DeleteItemCommand,
-  type DynamoDBClient,
-  GetItemCommand,
-} from "@aws-sdk/client-dynamodb";
+import { DeleteItemCommand, type DynamoDBClient, GetItemCommand } from "@aws-sdk/client-dynamodb";
 import { DynamoDBFencedSink } from "../sinks/dynamodb.js";
 import type { DynamoDBAtomicWrite } from "../stores/dynamodb/atomic-write.js";
+import { dynamoItemBytes } from "../stores/dynamodb/limits.js";
 import { createStateTable, createTableIfMissing, STATE_KEY_ATTRIBUTE } from "../stores/dynamodb/schema.js";
 import { DynamoDBStore, toRecord } from "../stores/dynamodb/store.js";
 import type { Backend } from "./backend.js";
@@ -83,7 +79,7 @@ export function dynamoDBBackend(t: DynamoDBTables): Backend {
     readState: async (key) => {
       const item = await get(t.state, key);
       return item
-        ? { state: toRecord(item), bytes: itemBytes(item) }
+        ? { state: toRecord(item), bytes: dynamoItemBytes(item) }
         : { state: undefined, bytes: undefined };
     },
     forget: async (key) => {
@@ -92,16 +88,4 @@ export function dynamoDBBackend(t: DynamoDBTables): Backend {
       );
     },
   };
-}
-
-/** DynamoDB's item size: attribute names plus values (strings and numbers as their text). */
-function itemBytes(item: Record<string, AttributeValue>): number {
-  let bytes = 0;
-  for (const [name, value] of Object.entries(item)) {
-    bytes += Buffer.byteLength(name);
-    if (value.S !== undefined) bytes += Buffer.byteLength(value.S);
-    else if (value.N !== undefined) bytes += value.N.length;
-    else bytes += Buffer.byteLength(JSON.stringify(value));
-  }
-  return bytes;
 }

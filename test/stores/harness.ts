@@ -1,10 +1,5 @@
 import { randomUUID } from "node:crypto";
-import {
-  type AttributeValue,
-  DeleteItemCommand,
-  type DynamoDBClient,
-  GetItemCommand,
-} from "@aws-sdk/client-dynamodb";
+import { DeleteItemCommand, type DynamoDBClient, GetItemCommand } from "@aws-sdk/client-dynamodb";
 import { inject } from "vitest";
 import { StoreError } from "../../src/core/errors.js";
 import { dynamoDBClient } from "../../src/local/dynamodb-local.js";
@@ -12,6 +7,7 @@ import { countRequests, type RequestCounter } from "../../src/observe/request-co
 import { DynamoDBFencedSink } from "../../src/sinks/dynamodb.js";
 import type { AtomicWrite, StateStore } from "../../src/stores/contract.js";
 import { InlineDynamoDBStore } from "../../src/stores/dynamodb/inline.js";
+import { dynamoItemBytes } from "../../src/stores/dynamodb/limits.js";
 import { createStateTable, createTableIfMissing } from "../../src/stores/dynamodb/schema.js";
 import { DynamoDBStore } from "../../src/stores/dynamodb/store.js";
 import { type MemoryAtomicWrite, MemoryStore } from "../../src/stores/memory.js";
@@ -97,7 +93,7 @@ export const ALL_STORES: StoreFactory[] = [
             new GetItemCommand({ TableName: tableName, Key: { pk: { S: key } }, ConsistentRead: true }),
           );
           if (!out.Item) return undefined;
-          return { attributes: Object.keys(out.Item).sort(), bytes: itemBytes(out.Item) };
+          return { attributes: Object.keys(out.Item).sort(), bytes: dynamoItemBytes(out.Item) };
         },
         close: async () => client.destroy(),
       };
@@ -160,7 +156,7 @@ export const ALL_STORES: StoreFactory[] = [
         rawItem: async (key) => {
           const out = await rowOf(store.rowKeyOf(key));
           if (!out.Item) return undefined;
-          return { attributes: Object.keys(out.Item).sort(), bytes: itemBytes(out.Item) };
+          return { attributes: Object.keys(out.Item).sort(), bytes: dynamoItemBytes(out.Item) };
         },
         close: async () => client.destroy(),
       };
@@ -278,18 +274,6 @@ export function loseResponses(client: DynamoDBClient): { lose(count: number): vo
       toLose += count;
     },
   };
-}
-
-/** DynamoDB's item size: attribute names plus values (strings and numbers as their text). */
-export function itemBytes(item: Record<string, AttributeValue>): number {
-  let bytes = 0;
-  for (const [name, value] of Object.entries(item)) {
-    bytes += Buffer.byteLength(name);
-    if (value.S !== undefined) bytes += Buffer.byteLength(value.S);
-    else if (value.N !== undefined) bytes += value.N.length;
-    else bytes += Buffer.byteLength(JSON.stringify(value));
-  }
-  return bytes;
 }
 
 /** A store whose chosen operations are replaced, the rest delegated (the contract's methods only). */

@@ -29,6 +29,7 @@ import type {
   StateStore,
   WriteOutcome,
 } from "../contract.js";
+import { claimValues, type Item, N, resultUpdate, S, storeError } from "./expressions.js";
 import { DYNAMODB_MAX_RESULT_BYTES } from "./limits.js";
 
 /**
@@ -68,10 +69,6 @@ const NAMES = {
 
 /** The reserved attribute names, for documentation and checks. */
 export const INLINE_STATE_ATTRIBUTES: readonly string[] = Object.values(NAMES);
-
-type Item = Record<string, AttributeValue>;
-const S = (s: string): AttributeValue => ({ S: s });
-const N = (n: number): AttributeValue => ({ N: String(n) });
 
 export interface InlineDynamoDBStoreOptions {
   client: DynamoDBClient;
@@ -493,34 +490,6 @@ function defaultRowKey(stateKey: string): string {
   return stateKey.startsWith("o#") ? stateKey.slice(2) : stateKey;
 }
 
-function claimValues(req: ClaimRequest): Item {
-  return {
-    ":pos": S(req.position),
-    ":eid": S(req.identity),
-    ":fence": N(req.fence),
-    ":running": S("running"),
-    ":expiredBefore": N(req.nowMs - req.leaseGraceMs),
-  };
-}
-
-/** Sets (or removes) the stored result and the omitted-result size; returns the SET clauses to append. */
-function resultUpdate(
-  req: { result?: string; resultOmittedBytes?: number },
-  values: Item,
-  remove: string[],
-): string {
-  let set = "";
-  if (req.result !== undefined) {
-    set += ", #res = :res";
-    values[":res"] = S(req.result);
-  } else remove.push("#res");
-  if (req.resultOmittedBytes !== undefined) {
-    set += ", #rskip = :rskip";
-    values[":rskip"] = N(req.resultOmittedBytes);
-  } else remove.push("#rskip");
-  return set;
-}
-
 /**
  * The claim condition of src/core/state.ts on a row: a row without state (absent, or written by something else)
  * is claimable; otherwise no live holder (with supersede, an older one), newer than the committed position, and
@@ -564,13 +533,6 @@ function toInlineRecord(key: string, item: Item): StateRecord {
   return record;
 }
 
-/** A DynamoDB failure as a `StoreError`; validation (a row over 400 KB) and a missing table are permanent. */
 function wrap(op: string, key: string, error: unknown): StoreError {
-  const name = error instanceof Error ? error.name : "";
-  const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-  const permanent = name === "ValidationException" || name === "ResourceNotFoundException";
-  return new StoreError(`DynamoDB inline ${op} of ${key} failed: ${message.slice(0, 500)}`, {
-    cause: error,
-    retryable: !permanent,
-  });
+  return storeError("DynamoDB inline", op, key, error);
 }

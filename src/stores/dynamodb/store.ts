@@ -1,5 +1,4 @@
 import {
-  type AttributeValue,
   ConditionalCheckFailedException,
   type DynamoDBClient,
   GetItemCommand,
@@ -33,6 +32,7 @@ import {
   type WriteOutcome,
 } from "../contract.js";
 import { type DynamoDBAtomicWrite, isDynamoDBAtomicWrite } from "./atomic-write.js";
+import { claimValues, type Item, N, resultUpdate, S, storeError } from "./expressions.js";
 import { DYNAMODB_MAX_RESULT_BYTES } from "./limits.js";
 import { STATE_KEY_ATTRIBUTE, TTL_ATTRIBUTE } from "./schema.js";
 
@@ -40,8 +40,6 @@ export interface DynamoDBStoreOptions {
   client: DynamoDBClient;
   tableName: string;
 }
-
-type Item = Record<string, AttributeValue>;
 
 const NAMES = {
   "#pk": STATE_KEY_ATTRIBUTE,
@@ -58,9 +56,6 @@ const NAMES = {
   "#exp": TTL_ATTRIBUTE,
   "#att": "att",
 };
-
-const S = (s: string): AttributeValue => ({ S: s });
-const N = (n: number): AttributeValue => ({ N: String(n) });
 
 /**
  * The state store on DynamoDB. Each operation is one conditional request that returns the old item on refusal
@@ -301,34 +296,6 @@ export class DynamoDBStore implements StateStore {
   }
 }
 
-function claimValues(req: ClaimRequest): Item {
-  return {
-    ":pos": S(req.position),
-    ":eid": S(req.identity),
-    ":fence": N(req.fence),
-    ":running": S("running"),
-    ":expiredBefore": N(req.nowMs - req.leaseGraceMs),
-  };
-}
-
-/** Sets (or removes) the stored result and the omitted-result size; returns the SET clauses to append. */
-function resultUpdate(
-  req: { result?: string; resultOmittedBytes?: number },
-  values: Item,
-  remove: string[],
-): string {
-  let set = "";
-  if (req.result !== undefined) {
-    set += ", #res = :res";
-    values[":res"] = S(req.result);
-  } else remove.push("#res");
-  if (req.resultOmittedBytes !== undefined) {
-    set += ", #rskip = :rskip";
-    values[":rskip"] = N(req.resultOmittedBytes);
-  } else remove.push("#rskip");
-  return set;
-}
-
 function commitUpdate(table: string, req: CommitRequest) {
   const values: Item = {
     ":done": S("done"),
@@ -403,24 +370,6 @@ function withOldItemOnFailure(item: TransactWriteItem): TransactWriteItem {
   return item;
 }
 
-/**
- * A DynamoDB failure as a `StoreError`. Validation (an item over 400 KB, a transaction over its limits) and a
- * missing table are permanent: retrying the same request cannot succeed.
- */
-function wrap(op: string, key: string, error: unknown): StoreError {
-  const name = error instanceof Error ? error.name : "";
-  const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-  const reasons = error instanceof TransactionCanceledException ? (error.CancellationReasons ?? []) : [];
-  const permanent =
-    name === "ValidationException" ||
-    name === "ResourceNotFoundException" ||
-    reasons.some((r) => r.Code === "ValidationError");
-  return new StoreError(`DynamoDB ${op} of ${key} failed: ${message.slice(0, 500)}`, {
-    cause: error,
-    retryable: !permanent,
-  });
-}
-
 export function toRecord(item: Item): StateRecord {
   const str = (name: string) => item[name]?.S;
   const num = (name: string) => (item[name]?.N !== undefined ? Number(item[name]?.N) : undefined);
@@ -443,4 +392,8 @@ export function toRecord(item: Item): StateRecord {
   };
   for (const [k, v] of Object.entries(optional)) if (v !== undefined) Object.assign(record, { [k]: v });
   return record;
+}
+
+function wrap(op: string, key: string, error: unknown): StoreError {
+  return storeError("DynamoDB", op, key, error);
 }
