@@ -489,8 +489,9 @@ async function settle<T>(
     try {
       return { ok: true, value: await send() };
     } catch (error) {
-      const retryable = !(error instanceof StoreError) || error.retryable;
-      if (!(error instanceof StoreError) || !retryable || tries >= SETTLE_TRIES) {
+      // Anything but a retryable store error is a bug or a request the store refuses for good: give the claim up.
+      const retryable = error instanceof StoreError && error.retryable;
+      if (!retryable || tries >= SETTLE_TRIES) {
         return { ok: false, error, retryable };
       }
       await o.clock.sleep(delayMs);
