@@ -1,6 +1,7 @@
 import { type AttributeValue, TransactionCanceledException } from "@aws-sdk/client-dynamodb";
 import { StoreError } from "../../core/errors.js";
-import type { ClaimRequest } from "../../core/state.js";
+import { type ClaimRequest, claimAllowed, type StateRecord } from "../../core/state.js";
+import type { ClaimResult } from "../contract.js";
 
 /** Pieces of the conditional requests both DynamoDB stores (state table and inline state) send. */
 
@@ -57,4 +58,30 @@ export function storeError(what: string, op: string, key: string, error: unknown
     cause: error,
     retryable: !permanent,
   });
+}
+
+/** One claim write: claimed, or refused with the state it was refused on. */
+export type ClaimOnce = (sameIdentity: boolean) => Promise<ClaimResult | { refused: StateRecord }>;
+
+/**
+ * A claim that counts attempts in one attribute: the first write assumes a new identity (attempt 1); when the
+ * refusal shows the same identity could claim again (a retry after a failure or a crash), a second write counts on.
+ */
+export async function claimCountingAttempts(req: ClaimRequest, once: ClaimOnce): Promise<ClaimResult> {
+  const first = await once(false);
+  if ("claimed" in first) return first;
+  const state = first.refused;
+  if (state.identity === req.identity && claimAllowed(state, req)) {
+    const second = await once(true);
+    return "claimed" in second ? second : { claimed: false, state: second.refused };
+  }
+  return { claimed: false, state };
+}
+
+/** The claim's SET clause: status, position, identity, fence, token, lease, expiry and the attempt counter. */
+export function claimSet(sameIdentity: boolean): string {
+  return (
+    "SET #st = :running, #pos = :pos, #eid = :eid, #fence = :fence, #tok = :tok, #lease = :lease, #exp = :exp, " +
+    (sameIdentity ? "#att = if_not_exists(#att, :zero) + :one" : "#att = :one")
+  );
 }

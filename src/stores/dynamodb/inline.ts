@@ -9,13 +9,7 @@ import {
 import { marshall } from "@aws-sdk/util-dynamodb";
 import { OptionsError, StoreError, UnsupportedAtomicWriteError } from "../../core/errors.js";
 import { rejectUnknownKeys } from "../../core/options.js";
-import {
-  type ClaimRequest,
-  claimAllowed,
-  isOwnClaim,
-  type StateRecord,
-  type StateStatus,
-} from "../../core/state.js";
+import { type ClaimRequest, isOwnClaim, type StateRecord, type StateStatus } from "../../core/state.js";
 import type {
   AtomicWrite,
   ClaimAndCommitRequest,
@@ -29,7 +23,16 @@ import type {
   StateStore,
   WriteOutcome,
 } from "../contract.js";
-import { claimValues, type Item, N, resultUpdate, S, storeError } from "./expressions.js";
+import {
+  claimCountingAttempts,
+  claimSet,
+  claimValues,
+  type Item,
+  N,
+  resultUpdate,
+  S,
+  storeError,
+} from "./expressions.js";
 import { DYNAMODB_MAX_RESULT_BYTES } from "./limits.js";
 
 /**
@@ -220,25 +223,14 @@ export class InlineDynamoDBStore implements StateStore {
   }
 
   async claim(req: ClaimRequest): Promise<ClaimResult> {
-    const first = await this.#claimOnce(req, false);
-    if ("claimed" in first) return first;
-    const state = first.refused;
-    // Claimable by this identity again (a retry after a failure or a crash): count on from its attempts.
-    if (state.identity === req.identity && claimAllowed(state, req)) {
-      const second = await this.#claimOnce(req, true);
-      if ("claimed" in second) return second;
-      return { claimed: false, state: second.refused };
-    }
-    return { claimed: false, state };
+    return claimCountingAttempts(req, (sameIdentity) => this.#claimOnce(req, sameIdentity));
   }
 
   async #claimOnce(
     req: ClaimRequest,
     sameIdentity: boolean,
   ): Promise<ClaimResult | { refused: StateRecord }> {
-    const update =
-      "SET #st = :running, #pos = :pos, #eid = :eid, #fence = :fence, #tok = :tok, #lease = :lease, #exp = :exp, " +
-      (sameIdentity ? "#att = if_not_exists(#att, :zero) + :one" : "#att = :one");
+    const update = claimSet(sameIdentity);
     const condition = `${claimCondition(req)} AND ${sameIdentity ? "#eid = :eid" : "(attribute_not_exists(#eid) OR #eid <> :eid)"}`;
     try {
       const out = await this.#client.send(

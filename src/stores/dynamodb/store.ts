@@ -10,13 +10,7 @@ import {
 } from "@aws-sdk/client-dynamodb";
 import { OptionsError, StoreError, UnsupportedAtomicWriteError } from "../../core/errors.js";
 import { rejectUnknownKeys } from "../../core/options.js";
-import {
-  type ClaimRequest,
-  claimAllowed,
-  isOwnClaim,
-  type StateRecord,
-  type StateStatus,
-} from "../../core/state.js";
+import { type ClaimRequest, isOwnClaim, type StateRecord, type StateStatus } from "../../core/state.js";
 import {
   type AtomicWrite,
   type ClaimAndCommitRequest,
@@ -32,7 +26,16 @@ import {
   type WriteOutcome,
 } from "../contract.js";
 import { type DynamoDBAtomicWrite, isDynamoDBAtomicWrite } from "./atomic-write.js";
-import { claimValues, type Item, N, resultUpdate, S, storeError } from "./expressions.js";
+import {
+  claimCountingAttempts,
+  claimSet,
+  claimValues,
+  type Item,
+  N,
+  resultUpdate,
+  S,
+  storeError,
+} from "./expressions.js";
 import { DYNAMODB_MAX_RESULT_BYTES } from "./limits.js";
 import { STATE_KEY_ATTRIBUTE, TTL_ATTRIBUTE } from "./schema.js";
 
@@ -89,25 +92,14 @@ export class DynamoDBStore implements StateStore {
   }
 
   async claim(req: ClaimRequest): Promise<ClaimResult> {
-    const first = await this.#claimOnce(req, false);
-    if ("claimed" in first) return first;
-    const state = first.refused;
-    // Claimable by this identity again (a retry after a failure or a crash): count on from its attempts.
-    if (state.identity === req.identity && claimAllowed(state, req)) {
-      const second = await this.#claimOnce(req, true);
-      if ("claimed" in second) return second;
-      return { claimed: false, state: second.refused };
-    }
-    return { claimed: false, state };
+    return claimCountingAttempts(req, (sameIdentity) => this.#claimOnce(req, sameIdentity));
   }
 
   async #claimOnce(
     req: ClaimRequest,
     sameIdentity: boolean,
   ): Promise<ClaimResult | { refused: StateRecord }> {
-    const update =
-      "SET #st = :running, #pos = :pos, #eid = :eid, #fence = :fence, #tok = :tok, #lease = :lease, #exp = :exp, " +
-      (sameIdentity ? "#att = if_not_exists(#att, :zero) + :one" : "#att = :one");
+    const update = claimSet(sameIdentity);
     const condition = `${claimCondition(req)} AND ${sameIdentity ? "#eid = :eid" : "(attribute_not_exists(#pk) OR #eid <> :eid)"}`;
     try {
       const out = await this.#client.send(
