@@ -369,14 +369,20 @@ describe.each(FORMS)("$name form", (form) => {
     );
     const started: string[] = [];
     const finished: string[] = [];
+    // A1 holds its group until all of B finished (or 5 s pass, if B were waiting behind A): no race with the clock.
+    let bFinished!: () => void;
+    const allOfB = new Promise<void>((resolve) => {
+      bFinished = resolve;
+    });
     const handler = form.wrap(
       "sqs",
       async (e) => {
         const { group, n } = JSON.parse((e as MessageEvent).body) as { group: string; n: number };
         started.push(`${group}${n}`);
-        if (group === "A" && n === 1) await sleep(300);
+        if (group === "A" && n === 1) await Promise.race([allOfB, sleep(5_000)]);
         if (group === "A" && n === 2) throw new Error("A2 cannot be processed");
         finished.push(`${group}${n}`);
+        if (group === "B" && n === 3) bFinished();
       },
       { store: tables.store, messages: "accept", subject: (m) => body(m).orderId },
     );
