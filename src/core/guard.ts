@@ -1,9 +1,19 @@
 import type { AtomicWrite, StateStore, WriteOutcome } from "../stores/contract.js";
 import { acquire, type NotAcquired } from "./acquire.js";
 import { type Clock, clockReading, systemClock } from "./clock.js";
-import { OptionsError, StoreError, UnsupportedAtomicWriteError } from "./errors.js";
+import { StoreError, UnsupportedAtomicWriteError } from "./errors.js";
 import { holdLease } from "./lease.js";
-import { rejectUnknownKeys, requireOneOf, requirePositiveInteger } from "./options.js";
+import {
+  boolean,
+  custom,
+  func,
+  integer,
+  oneOf,
+  optionsRule,
+  required,
+  resolveOptions,
+  schemaFor,
+} from "./options.js";
 import type { GuardOutcomeStatus } from "./outcomes.js";
 import { assertPosition, type Position, positionBefore } from "./position.js";
 import { parseResult, type StoredResult, storeResult } from "./result.js";
@@ -167,12 +177,43 @@ export const GUARD_PASS_THROUGH_KEYS = [
   "clockSkewMs",
 ] as const;
 
-const GUARD_KEYS = [...GUARD_PASS_THROUGH_KEYS, "now", "clock", "onEvent"] as const;
+/** The guard's options, field by field (defaults that depend on other options are filled in by resolveGuardOptions). */
+export const GUARD_OPTIONS = schemaFor<GuardOptions>()({
+  store: required(
+    custom<StateStore>(
+      "a state store (see src/core/store.ts)",
+      (v) => typeof (v as StateStore | null)?.claim === "function",
+    ),
+  ),
+  leaseMs: integer({ min: 1, default: 30_000, doc: "how long a claim holds without a heartbeat" }),
+  heartbeatMs: integer({ min: 1, doc: "renewal interval while the handler runs (default leaseMs / 3)" }),
+  busy: oneOf(["wait", "retry", "supersede"], {
+    default: "wait",
+    doc: "an older event of the subject is running",
+  }),
+  inFlight: oneOf(["wait", "retry"], { default: "wait", doc: "the same event is running elsewhere" }),
+  expiresAfterSeconds: integer({
+    min: 1,
+    default: 7 * 24 * 3600,
+    doc: "how long committed state is kept",
+  }),
+  waitIntervalMs: integer({ min: 1, default: 50, doc: "first back-off while waiting" }),
+  maxWaitIntervalMs: integer({ min: 1, default: 1000, doc: "longest back-off while waiting" }),
+  storeResult: boolean({ default: true }),
+  maxStoredResultBytes: integer({ min: 1 }),
+  clockSkewMs: integer({
+    min: 0,
+    doc: "the most that workers' clocks may differ (default min(1000, leaseMs / 10))",
+  }),
+  now: func<() => number>(),
+  clock: custom<Clock>("a Clock (see src/core/clock.ts)", (v) => typeof v === "object" && v !== null),
+  onEvent: func<(event: GuardTrace) => void>(),
+});
 
 /** Tries of a commit or release whose outcome the store did not confirm, before giving up (`unconfirmed`). */
 const SETTLE_TRIES = 4;
 
-interface Resolved {
+export interface ResolvedGuardOptions {
   store: StateStore;
   leaseMs: number;
   heartbeatMs: number;
@@ -186,70 +227,52 @@ interface Resolved {
   clockSkewMs: number;
   clock: Clock;
 }
+type Resolved = ResolvedGuardOptions;
 
-export function createGuard(options: GuardOptions): Guard {
-  if (typeof options !== "object" || options === null)
-    throw new OptionsError("createGuard: options are required");
-  rejectUnknownKeys("createGuard", options, GUARD_KEYS);
-  if (!options.store || typeof options.store.claim !== "function") {
-    throw new OptionsError("createGuard: store is required");
-  }
-  const what = "createGuard";
-  const leaseMs = requirePositiveInteger(what, "leaseMs", options.leaseMs ?? 30_000);
-  const heartbeatMs = requirePositiveInteger(
+/** Validates eagerly and fills the defaults; the rules that relate options are checked here. */
+export function resolveGuardOptions(what: string, options: GuardOptions): Resolved {
+  const o = resolveOptions(what, GUARD_OPTIONS, options);
+  const leaseMs = o.leaseMs;
+  const heartbeatMs = o.heartbeatMs ?? Math.floor(leaseMs / 3);
+  optionsRule(what, heartbeatMs < leaseMs, `heartbeatMs (${heartbeatMs}) must be below leaseMs (${leaseMs})`);
+  const clockSkewMs = o.clockSkewMs ?? Math.min(1000, Math.floor(leaseMs / 10));
+  const storeLimit = o.store.maxResultBytes;
+  optionsRule(
     what,
-    "heartbeatMs",
-    options.heartbeatMs ?? Math.floor(leaseMs / 3),
+    Number.isSafeInteger(storeLimit) && storeLimit > 0,
+    "the store must declare maxResultBytes (see src/core/store.ts)",
   );
-  if (heartbeatMs >= leaseMs) {
-    throw new OptionsError(`createGuard: heartbeatMs (${heartbeatMs}) must be below leaseMs (${leaseMs})`);
-  }
-  const clockSkewMs = options.clockSkewMs ?? Math.min(1000, Math.floor(leaseMs / 10));
-  if (typeof clockSkewMs !== "number" || !Number.isSafeInteger(clockSkewMs) || clockSkewMs < 0) {
-    throw new OptionsError("createGuard: clockSkewMs must be a non-negative integer");
-  }
-  const storeLimit = options.store.maxResultBytes;
-  if (!Number.isSafeInteger(storeLimit) || storeLimit <= 0) {
-    throw new OptionsError("createGuard: the store must declare maxResultBytes (see src/stores/contract.ts)");
-  }
-  const maxStoredResultBytes = requirePositiveInteger(
+  const maxStoredResultBytes = o.maxStoredResultBytes ?? storeLimit;
+  optionsRule(
     what,
-    "maxStoredResultBytes",
-    options.maxStoredResultBytes ?? storeLimit,
+    maxStoredResultBytes <= storeLimit,
+    `maxStoredResultBytes (${maxStoredResultBytes}) exceeds the ${o.store.engine} store's limit (${storeLimit})`,
   );
-  if (maxStoredResultBytes > storeLimit) {
-    throw new OptionsError(
-      `createGuard: maxStoredResultBytes (${maxStoredResultBytes}) exceeds the ${options.store.engine} store's limit (${storeLimit})`,
-    );
-  }
-  if (options.now !== undefined && options.clock !== undefined) {
-    throw new OptionsError("createGuard: give now or clock, not both");
-  }
-  if (options.now !== undefined && typeof options.now !== "function") {
-    throw new OptionsError("createGuard: now must be a function");
-  }
-  const opts: Resolved = {
-    store: options.store,
+  optionsRule(what, o.now === undefined || o.clock === undefined, "give now or clock, not both");
+  // Renewals keep the item's expiry ahead of the lease; this keeps a claim that is never renewed safe too.
+  optionsRule(
+    what,
+    o.expiresAfterSeconds * 1000 > leaseMs + clockSkewMs,
+    "expiresAfterSeconds must outlast leaseMs + clockSkewMs",
+  );
+  return {
+    store: o.store,
     leaseMs,
     heartbeatMs,
-    busy: requireOneOf(what, "busy", options.busy ?? "wait", ["wait", "retry", "supersede"] as const),
-    inFlight: requireOneOf(what, "inFlight", options.inFlight ?? "wait", ["wait", "retry"] as const),
-    expiresAfterSeconds: requirePositiveInteger(
-      what,
-      "expiresAfterSeconds",
-      options.expiresAfterSeconds ?? 7 * 24 * 3600,
-    ),
-    waitIntervalMs: requirePositiveInteger(what, "waitIntervalMs", options.waitIntervalMs ?? 50),
-    maxWaitIntervalMs: requirePositiveInteger(what, "maxWaitIntervalMs", options.maxWaitIntervalMs ?? 1000),
-    storeResult: options.storeResult ?? true,
+    busy: o.busy,
+    inFlight: o.inFlight,
+    expiresAfterSeconds: o.expiresAfterSeconds,
+    waitIntervalMs: o.waitIntervalMs,
+    maxWaitIntervalMs: o.maxWaitIntervalMs,
+    storeResult: o.storeResult,
     maxStoredResultBytes,
     clockSkewMs,
-    clock: options.clock ?? (options.now ? clockReading(options.now) : systemClock),
+    clock: o.clock ?? (o.now ? clockReading(o.now) : systemClock),
   };
-  // Renewals keep the item's expiry ahead of the lease; this keeps a claim that is never renewed safe too.
-  if (opts.expiresAfterSeconds * 1000 <= leaseMs + clockSkewMs) {
-    throw new OptionsError("createGuard: expiresAfterSeconds must outlast leaseMs + clockSkewMs");
-  }
+}
+
+export function createGuard(options: GuardOptions): Guard {
+  const opts = resolveGuardOptions("createGuard", options);
   const trace = options.onEvent ?? (() => {});
   return {
     options: opts,

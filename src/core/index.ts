@@ -40,7 +40,17 @@ export {
   type RunOptions,
 } from "./guard.js";
 export { s3Identity, s3Operation, s3Subject } from "./identity.js";
-export { isAcknowledged, OUTCOMES } from "./outcomes.js";
+export {
+  ACKNOWLEDGED_STATUSES,
+  DELIVERY_STATUSES,
+  type DeliveryStatus,
+  GUARD_OUTCOME_STATUSES,
+  isAcknowledged,
+  isDeliveryStatus,
+  OUTCOMES,
+  type OutcomeInfo,
+  RETRIED_STATUSES,
+} from "./outcomes.js";
 export {
   assertPosition,
   comparePositions,

@@ -3,7 +3,7 @@ import { describeError, describeValue } from "../core/describe-value.js";
 import { InvalidPositionError, MalformedEventError, SubjectTooLongError } from "../core/errors.js";
 import type { Delivery, EnvelopeKind, MessageEvent, S3TestEvent } from "../core/event.js";
 import { createGuard, type GuardedEvent, type GuardOutcome } from "../core/guard.js";
-import { type GuardOutcomeStatus, isAcknowledged, OUTCOMES } from "../core/outcomes.js";
+import { type DeliveryStatus, isAcknowledged } from "../core/outcomes.js";
 import { toPosition } from "../core/position.js";
 import { type DeliveryObserver, type InvocationObserver, Observer } from "../observe/observer.js";
 import { parseInvocation } from "../sources/parse-invocation.js";
@@ -14,13 +14,8 @@ import { groupLanes, runLanes } from "./lanes.js";
 import type { EventHandler, HandledEvent, HandlerContext, ResolvedOptions } from "./options.js";
 import { type HeartbeatRun, type SqsSender, VisibilityHeartbeat } from "./visibility-heartbeat.js";
 
-/** How a delivery (or one event in it) ended. `ok` deliveries are acknowledged, the others retried. */
-export type DeliveryStatus =
-  | GuardOutcome<unknown>["status"]
-  | "malformed"
-  | "test-event"
-  | "deferred"
-  | "empty";
+/** How a delivery (or one event in it) ended: see src/core/outcomes.ts. */
+export type { DeliveryStatus } from "../core/outcomes.js";
 
 export interface EventReport<R = unknown> {
   status: DeliveryStatus;
@@ -50,11 +45,8 @@ export type InvocationResult<R> =
 /** Which invocations a typed wrapper accepts: `sqs` batches, `direct` S3/EventBridge invokes, or `any`. */
 export type Trigger = "sqs" | "direct" | "any";
 
-/** Acknowledged: the guard's outcomes its table says so (src/core/outcomes.ts), test events and empty deliveries. */
-function acknowledged(status: DeliveryStatus): boolean {
-  if (status in OUTCOMES) return isAcknowledged(status as GuardOutcomeStatus);
-  return status === "test-event" || status === "empty";
-}
+/** Acknowledged as the outcome table says (src/core/outcomes.ts); `malformed` is decided per source below. */
+const acknowledged = isAcknowledged;
 
 type Item =
   | { kind: "test"; event: S3TestEvent }
