@@ -2,13 +2,6 @@
 // runtime with its Java-based emulator) live behind their own subpath exports and are never imported here.
 // Named re-exports of the subpath barrels only, so nothing internal reaches the root (test/exports.test.ts).
 export * from "./core/index.js";
-export { countRequests, type RequestCounter } from "./observe/request-counter.js";
-export {
-  DynamoDBFencedSink,
-  type DynamoDBFencedSinkOptions,
-  type FenceSource,
-  type SinkWriteStatus,
-} from "./sinks/dynamodb.js";
 export {
   type AtomicWrite,
   type ClaimAndCommitRequest,
@@ -22,6 +15,13 @@ export {
   type StateStore,
   unknownWrites,
   type WriteOutcome,
-} from "./stores/contract.js";
+} from "./core/store.js";
+export { countRequests, type RequestCounter } from "./observe/request-counter.js";
+export {
+  DynamoDBFencedSink,
+  type DynamoDBFencedSinkOptions,
+  type FenceSource,
+  type SinkWriteStatus,
+} from "./sinks/dynamodb.js";
 export * from "./stores/dynamodb/index.js";
 export { type MemoryAtomicWrite, MemoryStore, type MemoryStoreOptions } from "./stores/memory.js";

@@ -1,6 +1,6 @@
 import { HeadObjectCommand, PutObjectCommand, type S3Client } from "@aws-sdk/client-s3";
 import type { GuardContext } from "../../src/core/guard.js";
-import type { StateStore } from "../../src/stores/contract.js";
+import type { StateStore } from "../../src/core/store.js";
 
 /**
  * A fenced write of one output object: "read-check-write under the guard's fence".

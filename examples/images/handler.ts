@@ -1,10 +1,10 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { GetObjectCommand, PutObjectCommand, type S3Client } from "@aws-sdk/client-s3";
 import type { Context, EventBridgeEvent } from "aws-lambda";
+import type { StateStore } from "../../src/core/store.js";
 import { eventBridgeHandler } from "../../src/lambda/handlers.js";
 import type { EffectivelyOnceOptions } from "../../src/lambda/options.js";
 import { faultPoint } from "../../src/local/invocation-scope.js";
-import type { StateStore } from "../../src/stores/contract.js";
 import { FencedS3Output } from "./fenced-output.js";
 import { invert } from "./pictures.js";
 

@@ -3,11 +3,11 @@ import { type DynamoDBClient, PutItemCommand } from "@aws-sdk/client-dynamodb";
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import { marshall } from "@aws-sdk/util-dynamodb";
 import type { SQSEvent } from "aws-lambda";
+import type { StateStore } from "../../src/core/store.js";
 import { sqsHandler } from "../../src/lambda/handlers.js";
 import type { EffectivelyOnceOptions } from "../../src/lambda/options.js";
 import { faultPoint } from "../../src/local/invocation-scope.js";
 import { DynamoDBFencedSink } from "../../src/sinks/dynamodb.js";
-import type { StateStore } from "../../src/stores/contract.js";
 import { parseOrder } from "./order.js";
 
 /**

@@ -1,9 +1,9 @@
 import { Logger } from "@aws-lambda-powertools/logger";
 import { Metrics } from "@aws-lambda-powertools/metrics";
+import type { StateStore } from "../../src/core/store.js";
 import { instrumentStore } from "../../src/local/instrumented-store.js";
 import type { LocalRuntime } from "../../src/local/runtime.js";
 import { scanTable } from "../../src/local/scan-table.js";
-import type { StateStore } from "../../src/stores/contract.js";
 import { createStateTable } from "../../src/stores/dynamodb/schema.js";
 import { DynamoDBStore } from "../../src/stores/dynamodb/store.js";
 

@@ -1,5 +1,5 @@
 import type { StateRecord } from "../core/state.js";
-import type { AtomicWrite, StateStore } from "../stores/contract.js";
+import type { AtomicWrite, StateStore } from "../core/store.js";
 import { type MemoryAtomicWrite, MemoryStore } from "../stores/memory.js";
 import type { TaggedWrite } from "./faulty-store.js";
 

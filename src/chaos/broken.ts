@@ -1,5 +1,5 @@
 import type { ClaimRequest } from "../core/state.js";
-import type { CommitRequest, RenewRequest, StateStore } from "../stores/contract.js";
+import type { CommitRequest, RenewRequest, StateStore } from "../core/store.js";
 import type { StoreWrapper } from "./history.js";
 
 /**

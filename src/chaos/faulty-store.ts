@@ -11,7 +11,7 @@ import type {
   FencedResult,
   RenewRequest,
   StateStore,
-} from "../stores/contract.js";
+} from "../core/store.js";
 import type { FaultInjector } from "./faults.js";
 import type { Observer } from "./observer.js";
 import type { VirtualScheduler } from "./virtual-time.js";

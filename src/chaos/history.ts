@@ -2,7 +2,7 @@ import { createGuard, type Guard, type GuardOutcome } from "../core/guard.js";
 import { isAcknowledged } from "../core/outcomes.js";
 import { positionBefore, positionFromNumber } from "../core/position.js";
 import { stateKey } from "../core/state-key.js";
-import type { StateStore } from "../stores/contract.js";
+import type { StateStore } from "../core/store.js";
 import type { Backend } from "./backend.js";
 import type { Chooser } from "./chooser.js";
 import { type FaultConfig, type FaultCounts, FaultInjector } from "./faults.js";

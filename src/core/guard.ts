@@ -1,4 +1,3 @@
-import type { AtomicWrite, StateStore, WriteOutcome } from "../stores/contract.js";
 import { acquire, type NotAcquired } from "./acquire.js";
 import { type Clock, clockReading, systemClock } from "./clock.js";
 import { StoreError, UnsupportedAtomicWriteError } from "./errors.js";
@@ -19,6 +18,7 @@ import { assertPosition, type Position, positionBefore } from "./position.js";
 import { parseResult, type StoredResult, storeResult } from "./result.js";
 import { describeClaim, type StateRecord, UNORDERED_POSITION } from "./state.js";
 import { stateKey } from "./state-key.js";
+import type { AtomicWrite, StateStore, WriteOutcome } from "./store.js";
 
 /**
  * The guard: acquire (claim) → hold the lease (heartbeats) while the handler runs → commit, or release on failure.

@@ -1,6 +1,6 @@
-import type { StateStore } from "../stores/contract.js";
 import type { Clock } from "./clock.js";
 import { LeaseLostError, LeaseUnconfirmedError } from "./errors.js";
+import type { StateStore } from "./store.js";
 
 export interface LeaseOptions {
   store: StateStore;

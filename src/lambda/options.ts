@@ -13,7 +13,7 @@ import {
   type InFlightPolicy,
 } from "../core/guard.js";
 import { rejectUnknownKeys, requireOneOf, requirePositiveInteger } from "../core/options.js";
-import type { StateStore } from "../stores/contract.js";
+import type { StateStore } from "../core/store.js";
 import {
   type ResolvedVisibilityHeartbeatOptions,
   resolveVisibilityHeartbeatOptions,

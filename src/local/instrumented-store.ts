@@ -1,5 +1,5 @@
 import { classifyRefusal, describeClaim, type Refusal } from "../core/state.js";
-import type { StateStore } from "../stores/contract.js";
+import type { StateStore } from "../core/store.js";
 import { currentInvocation } from "./invocation-scope.js";
 import type { GuardStep, Trace } from "./trace.js";
 

@@ -13,8 +13,8 @@ import type {
   RenewRequest,
   StateStore,
   WriteOutcome,
-} from "./contract.js";
-import { unknownWrites } from "./contract.js";
+} from "../core/store.js";
+import { unknownWrites } from "../core/store.js";
 import { DYNAMODB_MAX_RESULT_BYTES } from "./dynamodb/limits.js";
 
 /** An effect the memory store applies inside its commit: `apply` returns false when its fencing refuses it. */

@@ -9,7 +9,7 @@ import {
 import { type ApplyContext, createGuard, type GuardOptions } from "../../src/core/guard.js";
 import { positionFromNumber } from "../../src/core/position.js";
 import { stateKey } from "../../src/core/state-key.js";
-import type { StateStore } from "../../src/stores/contract.js";
+import type { StateStore } from "../../src/core/store.js";
 import { MemoryStore } from "../../src/stores/memory.js";
 import { STORES, type StoreUnderTest } from "../stores/harness.js";
 

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { UnsupportedAtomicWriteError } from "../../src/core/errors.js";
 import { positionFromNumber } from "../../src/core/position.js";
 import { type ClaimRequest, classifyRefusal } from "../../src/core/state.js";
-import type { ClaimResult } from "../../src/stores/contract.js";
+import type { ClaimResult } from "../../src/core/store.js";
 import { STORES, type StoreUnderTest } from "./harness.js";
 
 const LEASE_MS = 10_000;

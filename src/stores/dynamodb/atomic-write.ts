@@ -1,5 +1,5 @@
 import type { TransactWriteItem } from "@aws-sdk/client-dynamodb";
-import type { AtomicWrite } from "../contract.js";
+import type { AtomicWrite } from "../../core/store.js";
 
 /** A DynamoDB write (Put/Update/Delete/ConditionCheck with its condition) the DynamoDB store folds into its commit. */
 export interface DynamoDBAtomicWrite extends AtomicWrite {

@@ -1,7 +1,7 @@
 import { type AttributeValue, TransactionCanceledException } from "@aws-sdk/client-dynamodb";
 import { StoreError } from "../../core/errors.js";
 import { type ClaimRequest, claimAllowed, type StateRecord } from "../../core/state.js";
-import type { ClaimResult } from "../contract.js";
+import type { ClaimResult } from "../../core/store.js";
 
 /** Pieces of the conditional requests both DynamoDB stores (state table and inline state) send. */
 

@@ -22,7 +22,7 @@ import type {
   RenewRequest,
   StateStore,
   WriteOutcome,
-} from "../contract.js";
+} from "../../core/store.js";
 import {
   claimCountingAttempts,
   claimSet,

@@ -24,7 +24,7 @@ import {
   type StateStore,
   unknownWrites,
   type WriteOutcome,
-} from "../contract.js";
+} from "../../core/store.js";
 import { type DynamoDBAtomicWrite, isDynamoDBAtomicWrite } from "./atomic-write.js";
 import {
   claimCountingAttempts,

@@ -1,4 +1,4 @@
-import type { ClaimRequest, StateRecord } from "../core/state.js";
+import type { ClaimRequest, StateRecord } from "./state.js";
 
 /**
  * The state store contract: each operation is one conditional write or read (the DynamoDB claim takes a second
