@@ -60,14 +60,9 @@ export function integer<const S extends Spec<number, number> & { min?: number; m
 ): Field<number, Present<S>> {
   const min = spec.min ?? Number.MIN_SAFE_INTEGER;
   const max = spec.max ?? Number.MAX_SAFE_INTEGER;
-  const range =
-    spec.max !== undefined
-      ? `an integer from ${min} to ${max}`
-      : min === 1
-        ? "a positive integer"
-        : min === 0
-          ? "a non-negative integer"
-          : `an integer of at least ${min}`;
+  const base =
+    min === 1 ? "a positive integer" : min === 0 ? "a non-negative integer" : `an integer of at least ${min}`;
+  const range = spec.max === undefined ? base : `${base}, at most ${max}`;
   return field(
     spec,
     (value) => {

@@ -1,8 +1,7 @@
 import { createHash } from "node:crypto";
 import type { MessageAttributeValue, SendMessageCommandOutput, SQSClient } from "@aws-sdk/client-sqs";
-import { describeValue } from "../core/describe-value.js";
 import { OptionsError } from "../core/errors.js";
-import { rejectUnknownKeys } from "../core/options.js";
+import { custom, required, resolveOptions, schemaFor, string } from "../core/options.js";
 
 /**
  * Sending to an SQS FIFO queue with ids derived from the event: MessageGroupId from the subject (so the
@@ -50,23 +49,23 @@ export interface SendFifoMessageInput extends FifoKeys {
   messageAttributes?: Record<string, MessageAttributeValue>;
 }
 
+const SEND_FIFO_MESSAGE_INPUT = schemaFor<SendFifoMessageInput>()({
+  queueUrl: required(string({ pattern: /\.fifo$/, expected: "a FIFO queue URL (.fifo)" })),
+  body: required(custom<NonNullable<unknown>>("a string or a JSON value", (v) => v !== undefined)),
+  subject: required(string()),
+  identity: required(string()),
+  messageAttributes: custom<Record<string, MessageAttributeValue>>(
+    "SQS message attributes (an object)",
+    (v) => typeof v === "object" && v !== null,
+  ),
+});
+
 /** Sends one message with {@link fifoMessageIds}. A resend of the same event within 5 minutes is dropped by SQS. */
 export async function sendFifoMessage(
   client: Pick<SQSClient, "send">,
   input: SendFifoMessageInput,
 ): Promise<SendMessageCommandOutput> {
-  rejectUnknownKeys("sendFifoMessage", input, [
-    "queueUrl",
-    "body",
-    "subject",
-    "identity",
-    "messageAttributes",
-  ]);
-  if (typeof input.queueUrl !== "string" || !input.queueUrl.endsWith(".fifo")) {
-    throw new OptionsError(
-      `sendFifoMessage: ${describeValue(input.queueUrl)} is not a FIFO queue URL (.fifo)`,
-    );
-  }
+  resolveOptions("sendFifoMessage", SEND_FIFO_MESSAGE_INPUT, input);
   const body = typeof input.body === "string" ? input.body : JSON.stringify(input.body);
   if (body === undefined) throw new OptionsError("sendFifoMessage: body is required");
   // Loaded here so that importing the lambda entry does not load the SQS SDK.

@@ -1,19 +1,26 @@
 import type { Logger } from "@aws-lambda-powertools/logger";
 import type { Metrics } from "@aws-lambda-powertools/metrics";
 import type { Context } from "aws-lambda";
-import { describeValue } from "../core/describe-value.js";
-import { OptionsError } from "../core/errors.js";
 import type { Delivery, MessageEvent, S3ObjectEvent } from "../core/event.js";
 import {
-  type BusyPolicy,
-  createGuard,
+  GUARD_OPTIONS,
   GUARD_PASS_THROUGH_KEYS,
   type GuardContext,
   type GuardOptions,
-  type InFlightPolicy,
+  resolveGuardOptions,
 } from "../core/guard.js";
-import { rejectUnknownKeys, requireOneOf, requirePositiveInteger } from "../core/options.js";
-import type { StateStore } from "../core/store.js";
+import {
+  boolean,
+  custom,
+  func,
+  integer,
+  optionsRule,
+  pickFields,
+  resolveOptions as resolveSchema,
+  schemaFor,
+  string,
+} from "../core/options.js";
+import { PARSE_OPTIONS } from "../sources/options.js";
 import {
   type ResolvedVisibilityHeartbeatOptions,
   resolveVisibilityHeartbeatOptions,
@@ -38,23 +45,10 @@ export type EventHandler<R = unknown> = (event: HandledEvent, ctx: HandlerContex
 
 export type PositionValue = number | bigint | Date | string;
 
-export interface EffectivelyOnceOptions {
-  store: StateStore;
+/** The guard's options pass through unchanged (see GuardOptions for each). */
+export interface EffectivelyOnceOptions extends Pick<GuardOptions, GuardPassThroughKey> {
   /** Metric dimension `pipeline` and a field on every log line. Default: the Lambda function name. */
   pipeline?: string;
-  /** Claim lease; see the guard. Default 30 000. */
-  leaseMs?: number;
-  heartbeatMs?: number;
-  busy?: BusyPolicy;
-  inFlight?: InFlightPolicy;
-  expiresAfterSeconds?: number;
-  waitIntervalMs?: number;
-  maxWaitIntervalMs?: number;
-  storeResult?: boolean;
-  /** Results larger than this are not stored for replay; see the guard. Default: the store's limit. */
-  maxStoredResultBytes?: number;
-  /** The most that workers' clocks may differ; see the guard. Default min(1000, leaseMs / 10). */
-  clockSkewMs?: number;
   /**
    * S3 events: order them by sequencer within `bucket/key` (default true: an older event is skipped as stale once
    * a newer one is committed — right when the newest state wins, e.g. a thumbnail). false: deduplicate only —
@@ -90,22 +84,32 @@ export interface EffectivelyOnceOptions {
   deadlineMarginMs?: number;
 }
 
-const KEYS = [
-  ...GUARD_PASS_THROUGH_KEYS,
-  "pipeline",
-  "orderS3Events",
-  "subject",
-  "identity",
-  "position",
-  "logger",
-  "metrics",
-  "concurrency",
-  "visibilityHeartbeat",
-  "sqsClient",
-  "correlationAttribute",
-  "messages",
-  "deadlineMarginMs",
-] as const;
+type GuardPassThroughKey = (typeof GUARD_PASS_THROUGH_KEYS)[number];
+const DERIVES = { expected: "a function of (message, delivery)" };
+
+/** The wrappers' options: the guard's fields, and the adapter's own. */
+export const EFFECTIVELY_ONCE_OPTIONS = schemaFor<EffectivelyOnceOptions>()({
+  ...pickFields(GUARD_OPTIONS, GUARD_PASS_THROUGH_KEYS),
+  pipeline: string(),
+  orderS3Events: boolean({ default: true }),
+  subject: func<NonNullable<EffectivelyOnceOptions["subject"]>>(DERIVES),
+  identity: func<NonNullable<EffectivelyOnceOptions["identity"]>>(DERIVES),
+  position: func<NonNullable<EffectivelyOnceOptions["position"]>>(DERIVES),
+  logger: custom<Logger>("a Powertools Logger instance", isObject),
+  metrics: custom<Metrics>("a Powertools Metrics instance", isObject),
+  concurrency: integer({ min: 1, default: 10 }),
+  visibilityHeartbeat: custom<VisibilityHeartbeatOptions | false>(
+    "an object or false",
+    (v) => v === false || isObject(v),
+  ),
+  sqsClient: custom<SqsSender>("an SQSClient", (v) => typeof (v as SqsSender | null)?.send === "function"),
+  ...PARSE_OPTIONS,
+  deadlineMarginMs: integer({ min: 0, default: 1000 }),
+});
+
+function isObject(value: unknown): boolean {
+  return typeof value === "object" && value !== null;
+}
 
 export interface ResolvedOptions {
   guard: Omit<GuardOptions, "onEvent">;
@@ -125,85 +129,35 @@ export interface ResolvedOptions {
 
 /** Validates eagerly (at cold start, not at the first event): unknown keys, types, consistency. */
 export function resolveOptions(what: string, options: EffectivelyOnceOptions): ResolvedOptions {
-  if (typeof options !== "object" || options === null)
-    throw new OptionsError(`${what}: options are required`);
-  rejectUnknownKeys(what, options, KEYS);
-  const guard: Omit<GuardOptions, "onEvent"> = { store: options.store };
+  const o = resolveSchema(what, EFFECTIVELY_ONCE_OPTIONS, options);
+  const guard: Omit<GuardOptions, "onEvent"> = { store: o.store };
   for (const key of GUARD_PASS_THROUGH_KEYS) {
     if (options[key] !== undefined) (guard as Record<string, unknown>)[key] = options[key];
   }
-  createGuard(guard); // validates the guard options the same way createGuard will per delivery
-
-  for (const key of ["subject", "identity", "position"] as const) {
-    if (options[key] !== undefined && typeof options[key] !== "function") {
-      throw new OptionsError(`${what}: ${key} must be a function of (message, delivery)`);
-    }
-  }
-  const messages = requireOneOf(what, "messages", options.messages ?? "reject", [
-    "accept",
-    "reject",
-  ] as const);
-  const derives = options.subject ?? options.identity ?? options.position;
-  if (derives && messages !== "accept") {
-    throw new OptionsError(
-      `${what}: subject/identity/position derive keys of application messages, which need messages: "accept"`,
-    );
-  }
-  if (
-    options.pipeline !== undefined &&
-    (typeof options.pipeline !== "string" || options.pipeline.length === 0)
-  ) {
-    throw new OptionsError(`${what}: pipeline must be a non-empty string`);
-  }
-  if (
-    options.correlationAttribute !== undefined &&
-    (typeof options.correlationAttribute !== "string" || options.correlationAttribute.length === 0)
-  ) {
-    throw new OptionsError(`${what}: correlationAttribute must be a non-empty string`);
-  }
-  for (const key of ["logger", "metrics"] as const) {
-    const value = options[key] as unknown;
-    if (value !== undefined && (typeof value !== "object" || value === null)) {
-      throw new OptionsError(
-        `${what}: ${key} must be a Powertools ${key === "logger" ? "Logger" : "Metrics"} instance`,
-      );
-    }
-  }
-  if (options.sqsClient !== undefined && typeof options.sqsClient?.send !== "function") {
-    throw new OptionsError(`${what}: sqsClient must be an SQSClient`);
-  }
-  const deadlineMarginMs = options.deadlineMarginMs ?? 1000;
-  if (!Number.isSafeInteger(deadlineMarginMs) || deadlineMarginMs < 0) {
-    throw new OptionsError(
-      `${what}: deadlineMarginMs must be a non-negative integer, got ${describeValue(deadlineMarginMs)}`,
-    );
-  }
-  const hb = options.visibilityHeartbeat;
+  resolveGuardOptions(what, guard); // the rules that relate guard options, as createGuard checks them per delivery
+  optionsRule(
+    what,
+    (o.subject ?? o.identity ?? o.position) === undefined || o.messages === "accept",
+    'subject/identity/position derive keys of application messages, which need messages: "accept"',
+  );
+  const hb = o.visibilityHeartbeat;
   return {
     guard,
-    pipeline: options.pipeline,
-    orderS3Events: requireBoolean(what, "orderS3Events", options.orderS3Events ?? true),
-    subject: options.subject,
-    identity: options.identity,
-    position: options.position,
-    logger: options.logger,
-    metrics: options.metrics,
-    concurrency: requirePositiveInteger(what, "concurrency", options.concurrency ?? 10),
+    pipeline: o.pipeline,
+    orderS3Events: o.orderS3Events,
+    subject: o.subject,
+    identity: o.identity,
+    position: o.position,
+    logger: o.logger,
+    metrics: o.metrics,
+    concurrency: o.concurrency,
     visibilityHeartbeat:
       hb === undefined || hb === false ? undefined : resolveVisibilityHeartbeatOptions(what, hb),
-    sqsClient: options.sqsClient,
+    sqsClient: o.sqsClient,
     parse: {
-      messages,
-      ...(options.correlationAttribute !== undefined
-        ? { correlationAttribute: options.correlationAttribute }
-        : {}),
+      messages: o.messages,
+      ...(o.correlationAttribute !== undefined ? { correlationAttribute: o.correlationAttribute } : {}),
     },
-    deadlineMarginMs,
+    deadlineMarginMs: o.deadlineMarginMs,
   };
-}
-
-function requireBoolean(what: string, name: string, value: unknown): boolean {
-  if (typeof value !== "boolean")
-    throw new OptionsError(`${what}: ${name} must be a boolean, got ${describeValue(value)}`);
-  return value;
 }

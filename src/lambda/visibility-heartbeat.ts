@@ -1,7 +1,7 @@
 import type { ChangeMessageVisibilityBatchCommandOutput, SQSClient } from "@aws-sdk/client-sqs";
 import { describeValue } from "../core/describe-value.js";
 import { OptionsError } from "../core/errors.js";
-import { rejectUnknownKeys, requirePositiveInteger } from "../core/options.js";
+import { func, integer, optionsRule, required, resolveOptions, schemaFor } from "../core/options.js";
 
 /**
  * Keeps the SQS messages of a batch invisible while they are processed, so that a handler that outlives
@@ -55,46 +55,31 @@ export interface VisibilityHeartbeatDeps {
 const MAX_VISIBILITY_SECONDS = 43_200;
 const BATCH = 10;
 
-export const VISIBILITY_HEARTBEAT_KEYS = ["visibilityTimeoutSeconds", "intervalSeconds", "queueUrl"] as const;
+export const VISIBILITY_HEARTBEAT_OPTIONS = schemaFor<VisibilityHeartbeatOptions>()({
+  visibilityTimeoutSeconds: required(integer({ min: 1, max: MAX_VISIBILITY_SECONDS })),
+  intervalSeconds: required(integer({ min: 1 })),
+  queueUrl: func<(eventSourceArn: string) => string>({ expected: "a function (eventSourceArn) => url" }),
+});
+
+export const VISIBILITY_HEARTBEAT_KEYS = Object.keys(
+  VISIBILITY_HEARTBEAT_OPTIONS,
+) as readonly (keyof VisibilityHeartbeatOptions)[];
 
 export function resolveVisibilityHeartbeatOptions(
   what: string,
   options: VisibilityHeartbeatOptions,
 ): ResolvedVisibilityHeartbeatOptions {
-  if (typeof options !== "object" || options === null) {
-    throw new OptionsError(`${what}: visibilityHeartbeat must be an object or false`);
-  }
-  rejectUnknownKeys(`${what}: visibilityHeartbeat`, options, VISIBILITY_HEARTBEAT_KEYS);
-  const visibilityTimeoutSeconds = requirePositiveInteger(
+  const o = resolveOptions(`${what}: visibilityHeartbeat`, VISIBILITY_HEARTBEAT_OPTIONS, options);
+  optionsRule(
     what,
-    "visibilityHeartbeat.visibilityTimeoutSeconds",
-    options.visibilityTimeoutSeconds,
+    o.intervalSeconds < o.visibilityTimeoutSeconds,
+    `visibilityHeartbeat.intervalSeconds (${o.intervalSeconds}) must be below visibilityTimeoutSeconds ` +
+      `(${o.visibilityTimeoutSeconds}), or the message reappears between two extensions`,
   );
-  const intervalSeconds = requirePositiveInteger(
-    what,
-    "visibilityHeartbeat.intervalSeconds",
-    options.intervalSeconds,
-  );
-  if (visibilityTimeoutSeconds > MAX_VISIBILITY_SECONDS) {
-    throw new OptionsError(
-      `${what}: visibilityTimeoutSeconds must be at most ${MAX_VISIBILITY_SECONDS} (12 hours)`,
-    );
-  }
-  if (intervalSeconds >= visibilityTimeoutSeconds) {
-    throw new OptionsError(
-      `${what}: visibilityHeartbeat.intervalSeconds (${intervalSeconds}) must be below visibilityTimeoutSeconds ` +
-        `(${visibilityTimeoutSeconds}), or the message reappears between two extensions`,
-    );
-  }
-  if (options.queueUrl !== undefined && typeof options.queueUrl !== "function") {
-    throw new OptionsError(
-      `${what}: visibilityHeartbeat.queueUrl must be a function (eventSourceArn) => url`,
-    );
-  }
   return {
-    visibilityTimeoutSeconds,
-    intervalSeconds,
-    ...(options.queueUrl ? { queueUrl: options.queueUrl } : {}),
+    visibilityTimeoutSeconds: o.visibilityTimeoutSeconds,
+    intervalSeconds: o.intervalSeconds,
+    ...(o.queueUrl ? { queueUrl: o.queueUrl } : {}),
   };
 }
 

@@ -1,40 +1,17 @@
+import { countersOf, DELIVERY_STATUSES } from "../core/outcomes.js";
+
 /**
- * The names the adapters emit and the CDK construct alarms on. No imports: the construct loads this file
- * without loading the runtime (Powertools, the AWS SDK) into a CDK app.
+ * The names the adapters emit and the CDK construct alarms on. Imports only the outcome table (which imports
+ * nothing): the construct loads this file without loading the runtime (Powertools, the AWS SDK) into a CDK app.
  */
 
 /**
- * Counters, one per way a delivery can end (every delivery is counted), plus a few events
- * worth an alarm. Emitted as CloudWatch EMF through Powertools Metrics, dimension `pipeline`.
+ * Counters, one per way a delivery can end (src/core/outcomes.ts: every delivery is counted), plus two events
+ * worth an alarm: `superseded` (this run took the claim from a live older run, busy policy `supersede`) and
+ * `tookOver` (this run claimed an event whose previous holder's lease had expired: a crashed or frozen run).
+ * Emitted as CloudWatch EMF through Powertools Metrics, dimension `pipeline`.
  */
-export const COUNTERS = [
-  /** The handler ran and its result was committed. */
-  "processed",
-  /** The same event was already committed: acknowledged, stored result replayed. */
-  "duplicate",
-  /** A newer event of the subject was already claimed or committed: acknowledged, nothing done. */
-  "stale",
-  /** An older event of the subject still ran after the busy policy: failed for a later redelivery. */
-  "busy",
-  /** The same event ran elsewhere after the in-flight policy: failed for a later redelivery. */
-  "inFlight",
-  /** This run took the claim from a live older run (busy policy `supersede`). */
-  "superseded",
-  /** This run's claim was taken over meanwhile: nothing committed, acknowledged. */
-  "leaseLost",
-  /** This run claimed an event whose previous holder's lease had expired (a crashed or frozen run). */
-  "tookOver",
-  /** The handler threw (or the store refused its commit for good): failed for a later redelivery. */
-  "failed",
-  /** The store did not confirm a claim, lease or commit (an outage): not acknowledged, redelivered. */
-  "unconfirmed",
-  /** Input that is no event (typed MalformedEventError): dead-lettered via the queue, or acknowledged. */
-  "malformed",
-  /** `s3:TestEvent`: acknowledged. */
-  "testEvent",
-  /** Not processed in this invocation (an earlier record of its FIFO group failed, or no time was left). */
-  "deferred",
-] as const;
+export const COUNTERS = [...countersOf(DELIVERY_STATUSES), "superseded", "tookOver"] as const;
 
 export type CounterName = (typeof COUNTERS)[number];
 

@@ -3,6 +3,7 @@ import type { Metrics } from "@aws-lambda-powertools/metrics";
 import { MalformedEventError } from "../core/errors.js";
 import type { Delivery } from "../core/event.js";
 import type { GuardedEvent, GuardOutcome, GuardTrace } from "../core/guard.js";
+import { OUTCOMES } from "../core/outcomes.js";
 import { errorToLocalRun } from "./local-hook.js";
 import { defaultMetrics, InvocationMetrics } from "./metrics.js";
 
@@ -246,90 +247,72 @@ export class DeliveryObserver {
     };
   }
 
-  /** One line and one counter per guard outcome. */
+  /** One line and one counter per guard outcome: the counter and the level from the outcome table. */
   outcome(event: GuardedEvent, outcome: GuardOutcome<unknown>, durationMs: number): void {
-    const subject = event.subject;
-    const m = this.#inv.metrics;
-    const f: Fields = {
-      subject,
+    const info = OUTCOMES[outcome.status];
+    if (info.counter !== undefined) this.#inv.metrics.count(info.counter);
+    if (outcome.status === "failed") errorToLocalRun(outcome.error);
+    const [message, details] = describeOutcome(event.subject, outcome);
+    const fields: Fields = {
+      subject: event.subject,
       identity: event.identity,
       status: outcome.status,
       durationMs: Math.round(durationMs),
     };
-    if (event.position !== undefined) f.position = event.position;
-    switch (outcome.status) {
-      case "processed":
-        m.count("processed");
-        this.log("info", `processed ${subject}`, {
-          ...f,
+    if (event.position !== undefined) fields.position = event.position;
+    this.log(info.level, message, { ...fields, ...details });
+  }
+}
+
+/** The grep-able message of an outcome (see the list at the top) and the fields only that outcome has. */
+function describeOutcome(subject: string, outcome: GuardOutcome<unknown>): [string, Fields] {
+  switch (outcome.status) {
+    case "processed":
+      return [
+        `processed ${subject}`,
+        {
           fence: outcome.fence,
           attempt: outcome.attempt,
           ...(outcome.writes.length > 0 ? { writes: outcome.writes } : {}),
           ...(outcome.resultOmittedBytes !== undefined
             ? { resultOmittedBytes: outcome.resultOmittedBytes }
             : {}),
-        });
-        return;
-      case "duplicate":
-        m.count("duplicate");
-        this.log("info", `duplicate skipped for ${subject}`, f);
-        return;
-      case "stale": {
-        m.count("stale");
-        const pos = outcome.position ?? "-";
-        const relation =
-          pos === outcome.current
-            ? `${pos} = ${outcome.current}, another event`
-            : `${pos} < ${outcome.current}`;
-        this.log("info", `stale event skipped for ${subject} (${relation})`, {
-          ...f,
-          current: outcome.current,
-        });
-        return;
-      }
-      case "busy":
-        m.count("busy");
-        this.log(
-          "warn",
-          `busy: ${subject} is held by an older event (${outcome.holder}); delivery failed for a retry`,
-          {
-            ...f,
-            holder: outcome.holder,
-          },
-        );
-        return;
-      case "in-flight":
-        m.count("inFlight");
-        this.log("warn", `in flight elsewhere: ${subject}; delivery failed for a retry`, f);
-        return;
-      case "lease-lost":
-        m.count("leaseLost");
-        this.log(
-          "warn",
-          outcome.reason === "superseded"
-            ? `lease lost for ${subject}: superseded by a newer event; this run's result was not committed`
-            : `lease lost for ${subject}: the lease expired and was taken over; this run's result was not committed`,
-          { ...f, reason: outcome.reason },
-        );
-        return;
-      case "failed":
-        m.count("failed");
-        errorToLocalRun(outcome.error);
-        this.log(
-          "error",
-          `handler failed for ${subject}; ${outcome.released ? "claim released" : "claim not released (it frees at lease expiry)"}, delivery failed for a retry`,
-          { ...f, released: outcome.released, error: outcome.error },
-        );
-        return;
-      case "unconfirmed":
-        m.count("unconfirmed");
-        this.log(
-          "error",
-          `state store did not confirm the ${outcome.phase} for ${subject}; delivery failed for a retry`,
-          { ...f, phase: outcome.phase, error: outcome.error },
-        );
-        return;
+        },
+      ];
+    case "duplicate":
+      return [`duplicate skipped for ${subject}`, {}];
+    case "stale": {
+      const pos = outcome.position ?? "-";
+      const relation =
+        pos === outcome.current
+          ? `${pos} = ${outcome.current}, another event`
+          : `${pos} < ${outcome.current}`;
+      return [`stale event skipped for ${subject} (${relation})`, { current: outcome.current }];
     }
+    case "busy":
+      return [
+        `busy: ${subject} is held by an older event (${outcome.holder}); delivery failed for a retry`,
+        { holder: outcome.holder },
+      ];
+    case "in-flight":
+      return [`in flight elsewhere: ${subject}; delivery failed for a retry`, {}];
+    case "lease-lost":
+      return [
+        outcome.reason === "superseded"
+          ? `lease lost for ${subject}: superseded by a newer event; this run's result was not committed`
+          : `lease lost for ${subject}: the lease expired and was taken over; this run's result was not committed`,
+        { reason: outcome.reason },
+      ];
+    case "failed":
+      return [
+        `handler failed for ${subject}; ${outcome.released ? "claim released" : "claim not released (it frees at lease expiry)"}, delivery failed for a retry`,
+        { released: outcome.released, error: outcome.error },
+      ];
+    case "unconfirmed":
+      return [
+        `state store did not confirm the ${outcome.phase} for ${subject}; delivery failed for a retry`,
+        { phase: outcome.phase, error: outcome.error },
+      ];
   }
 }
 

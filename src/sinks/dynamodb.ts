@@ -9,10 +9,11 @@ import {
 } from "@aws-sdk/client-dynamodb";
 import { marshall, unmarshall } from "@aws-sdk/util-dynamodb";
 import { OptionsError, StoreError } from "../core/errors.js";
-import { rejectUnknownKeys } from "../core/options.js";
+import { oneOf, resolveOptions, schemaFor, string } from "../core/options.js";
 import { assertPosition, type Position } from "../core/position.js";
 import { UNORDERED_POSITION } from "../core/state.js";
 import type { DynamoDBAtomicWrite } from "../stores/dynamodb/atomic-write.js";
+import { DYNAMODB_TABLE_FIELDS } from "../stores/dynamodb/options.js";
 
 /** What a fenced write needs from the guard's context: the event's position and the claim's fence. */
 export interface FenceSource {
@@ -36,6 +37,14 @@ export interface DynamoDBFencedSinkOptions {
    */
   unfencedRows?: "overwrite" | "keep";
 }
+
+const FENCED_SINK_OPTIONS = schemaFor<DynamoDBFencedSinkOptions>()({
+  ...DYNAMODB_TABLE_FIELDS,
+  keyAttribute: string({ default: "pk" }),
+  positionAttribute: string({ default: "srcPos" }),
+  fenceAttribute: string({ default: "srcFence" }),
+  unfencedRows: oneOf(["overwrite", "keep"], { default: "overwrite" }),
+});
 
 export type SinkWriteStatus = "applied" | "stale";
 
@@ -61,26 +70,13 @@ export class DynamoDBFencedSink {
   readonly #overwriteUnfenced: boolean;
 
   constructor(options: DynamoDBFencedSinkOptions) {
-    rejectUnknownKeys("DynamoDBFencedSink", options, [
-      "client",
-      "tableName",
-      "keyAttribute",
-      "positionAttribute",
-      "fenceAttribute",
-      "unfencedRows",
-    ]);
-    if (!options.client || !options.tableName)
-      throw new OptionsError("DynamoDBFencedSink: client and tableName are required");
-    this.#client = options.client;
-    this.#table = options.tableName;
-    this.#key = options.keyAttribute ?? "pk";
-    this.#pos = options.positionAttribute ?? "srcPos";
-    this.#fence = options.fenceAttribute ?? "srcFence";
-    const unfenced = options.unfencedRows ?? "overwrite";
-    if (unfenced !== "overwrite" && unfenced !== "keep") {
-      throw new OptionsError('DynamoDBFencedSink: unfencedRows must be "overwrite" or "keep"');
-    }
-    this.#overwriteUnfenced = unfenced === "overwrite";
+    const o = resolveOptions("DynamoDBFencedSink", FENCED_SINK_OPTIONS, options);
+    this.#client = o.client;
+    this.#table = o.tableName;
+    this.#key = o.keyAttribute;
+    this.#pos = o.positionAttribute;
+    this.#fence = o.fenceAttribute;
+    this.#overwriteUnfenced = o.unfencedRows === "overwrite";
   }
 
   get tableName(): string {

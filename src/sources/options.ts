@@ -1,26 +1,15 @@
-import { OptionsError } from "../core/errors.js";
-import { rejectUnknownKeys, requireOneOf } from "../core/options.js";
+import { oneOf, resolveOptions, schemaFor, string } from "../core/options.js";
 import type { ParseOptions, ResolvedParseOptions } from "./types.js";
 
-const WHAT = "parseInvocation";
+export const PARSE_OPTIONS = schemaFor<ParseOptions>()({
+  messages: oneOf(["accept", "reject"], { default: "reject" }),
+  correlationAttribute: string(),
+});
 
 export function resolveParseOptions(options: ParseOptions | undefined): ResolvedParseOptions {
-  if (options === undefined) return { messages: "reject" };
-  if (typeof options !== "object" || options === null)
-    throw new OptionsError(`${WHAT}: options must be an object`);
-  rejectUnknownKeys(WHAT, options, ["messages", "correlationAttribute"]);
-  const resolved: ResolvedParseOptions = {
-    messages:
-      options.messages === undefined
-        ? "reject"
-        : requireOneOf(WHAT, "messages", options.messages, ["accept", "reject"] as const),
+  const o = resolveOptions("parseInvocation", PARSE_OPTIONS, options ?? {});
+  return {
+    messages: o.messages,
+    ...(o.correlationAttribute !== undefined ? { correlationAttribute: o.correlationAttribute } : {}),
   };
-  const attribute = options.correlationAttribute;
-  if (attribute !== undefined) {
-    if (typeof attribute !== "string" || attribute.length === 0) {
-      throw new OptionsError(`${WHAT}: correlationAttribute must be a non-empty string`);
-    }
-    resolved.correlationAttribute = attribute;
-  }
-  return resolved;
 }

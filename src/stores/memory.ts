@@ -1,5 +1,5 @@
-import { OptionsError, UnsupportedAtomicWriteError } from "../core/errors.js";
-import { rejectUnknownKeys, requirePositiveInteger } from "../core/options.js";
+import { UnsupportedAtomicWriteError } from "../core/errors.js";
+import { integer, resolveOptions, schemaFor } from "../core/options.js";
 import { type ClaimRequest, claimAllowed, isOwnClaim, type StateRecord } from "../core/state.js";
 import type {
   AtomicWrite,
@@ -33,20 +33,17 @@ export interface MemoryStoreOptions {
  * same contract suite as the DynamoDB store; use it for unit tests of handlers, never for production.
  * Every operation is synchronous inside, so each is one atomic step like the engine's single request.
  */
+const MEMORY_STORE_OPTIONS = schemaFor<MemoryStoreOptions>()({
+  maxResultBytes: integer({ min: 1, default: DYNAMODB_MAX_RESULT_BYTES }),
+});
+
 export class MemoryStore implements StateStore {
   readonly engine = "memory";
   readonly maxResultBytes: number;
   readonly #items = new Map<string, StateRecord>();
 
   constructor(options: MemoryStoreOptions = {}) {
-    if (typeof options !== "object" || options === null)
-      throw new OptionsError("MemoryStore: options must be an object");
-    rejectUnknownKeys("MemoryStore", options, ["maxResultBytes"]);
-    this.maxResultBytes = requirePositiveInteger(
-      "MemoryStore",
-      "maxResultBytes",
-      options.maxResultBytes ?? DYNAMODB_MAX_RESULT_BYTES,
-    );
+    this.maxResultBytes = resolveOptions("MemoryStore", MEMORY_STORE_OPTIONS, options).maxResultBytes;
   }
 
   async claim(req: ClaimRequest): Promise<ClaimResult> {

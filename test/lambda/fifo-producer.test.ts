@@ -107,7 +107,7 @@ describe("sendFifoMessage on fauxqs", () => {
   it("refuses a standard queue URL and unknown keys", async () => {
     await expect(
       sendFifoMessage(sqs, { queueUrl: server.queueUrl("plain"), subject: "s", identity: "i", body: "x" }),
-    ).rejects.toThrow(/not a FIFO queue URL/);
+    ).rejects.toThrow(/queueUrl must be a FIFO queue URL/);
     await expect(
       sendFifoMessage(sqs, {
         queueUrl: server.queueUrl("q.fifo"),

@@ -8,7 +8,7 @@ import {
 } from "@aws-sdk/client-dynamodb";
 import { marshall } from "@aws-sdk/util-dynamodb";
 import { OptionsError, StoreError, UnsupportedAtomicWriteError } from "../../core/errors.js";
-import { rejectUnknownKeys } from "../../core/options.js";
+import { func, resolveOptions, schemaFor, string } from "../../core/options.js";
 import { type ClaimRequest, isOwnClaim, type StateRecord, type StateStatus } from "../../core/state.js";
 import type {
   AtomicWrite,
@@ -34,6 +34,7 @@ import {
   storeError,
 } from "./expressions.js";
 import { DYNAMODB_MAX_RESULT_BYTES } from "./limits.js";
+import { DYNAMODB_TABLE_FIELDS } from "./options.js";
 
 /**
  * Inline state: the guard's state lives in the user's own row, in attributes with the reserved prefix `eo_`.
@@ -86,6 +87,16 @@ export interface InlineDynamoDBStoreOptions {
   rowKey?: (stateKey: string) => string;
 }
 
+const INLINE_STORE_OPTIONS = schemaFor<InlineDynamoDBStoreOptions>()({
+  ...DYNAMODB_TABLE_FIELDS,
+  keyAttribute: string({
+    default: "pk",
+    pattern: new RegExp(`^(?!${INLINE_RESERVED_PREFIX})`),
+    expected: `a name outside the reserved prefix ${INLINE_RESERVED_PREFIX}`,
+  }),
+  rowKey: func<(stateKey: string) => string>(),
+});
+
 /** The user attributes of the row of one state key, written by that key's commit (`InlineDynamoDBStore.row`). */
 export interface InlineRowWrite extends AtomicWrite {
   readonly engine: "dynamodb-inline";
@@ -123,23 +134,11 @@ export class InlineDynamoDBStore implements StateStore {
   readonly #made = new WeakSet<InlineRowWrite>();
 
   constructor(options: InlineDynamoDBStoreOptions) {
-    if (typeof options !== "object" || options === null)
-      throw new OptionsError("InlineDynamoDBStore: options are required");
-    rejectUnknownKeys("InlineDynamoDBStore", options, ["client", "tableName", "keyAttribute", "rowKey"]);
-    if (!options.client) throw new OptionsError("InlineDynamoDBStore: client is required");
-    if (typeof options.tableName !== "string" || !options.tableName)
-      throw new OptionsError("InlineDynamoDBStore: tableName is required");
-    const key = options.keyAttribute ?? "pk";
-    if (typeof key !== "string" || !key || key.startsWith(INLINE_RESERVED_PREFIX))
-      throw new OptionsError(
-        `InlineDynamoDBStore: keyAttribute must be a non-empty name outside the reserved prefix ${INLINE_RESERVED_PREFIX}`,
-      );
-    if (options.rowKey !== undefined && typeof options.rowKey !== "function")
-      throw new OptionsError("InlineDynamoDBStore: rowKey must be a function");
-    this.#client = options.client;
-    this.#table = options.tableName;
-    this.#key = key;
-    this.#rowKey = options.rowKey ?? defaultRowKey;
+    const o = resolveOptions("InlineDynamoDBStore", INLINE_STORE_OPTIONS, options);
+    this.#client = o.client;
+    this.#table = o.tableName;
+    this.#key = o.keyAttribute;
+    this.#rowKey = o.rowKey ?? defaultRowKey;
   }
 
   get tableName(): string {

@@ -8,8 +8,8 @@ import {
   type Update,
   UpdateItemCommand,
 } from "@aws-sdk/client-dynamodb";
-import { OptionsError, StoreError, UnsupportedAtomicWriteError } from "../../core/errors.js";
-import { rejectUnknownKeys } from "../../core/options.js";
+import { StoreError, UnsupportedAtomicWriteError } from "../../core/errors.js";
+import { resolveOptions, schemaFor } from "../../core/options.js";
 import { type ClaimRequest, isOwnClaim, type StateRecord, type StateStatus } from "../../core/state.js";
 import {
   type AtomicWrite,
@@ -37,12 +37,15 @@ import {
   storeError,
 } from "./expressions.js";
 import { DYNAMODB_MAX_RESULT_BYTES } from "./limits.js";
+import { DYNAMODB_TABLE_FIELDS } from "./options.js";
 import { STATE_KEY_ATTRIBUTE, TTL_ATTRIBUTE } from "./schema.js";
 
 export interface DynamoDBStoreOptions {
   client: DynamoDBClient;
   tableName: string;
 }
+
+const DYNAMODB_STORE_OPTIONS = schemaFor<DynamoDBStoreOptions>()(DYNAMODB_TABLE_FIELDS);
 
 const NAMES = {
   "#pk": STATE_KEY_ATTRIBUTE,
@@ -76,15 +79,9 @@ export class DynamoDBStore implements StateStore {
   readonly #table: string;
 
   constructor(options: DynamoDBStoreOptions) {
-    if (typeof options !== "object" || options === null)
-      throw new OptionsError("DynamoDBStore: options are required");
-    rejectUnknownKeys("DynamoDBStore", options, ["client", "tableName"]);
-    if (!options.client) throw new OptionsError("DynamoDBStore: client is required");
-    if (typeof options.tableName !== "string" || !options.tableName) {
-      throw new OptionsError("DynamoDBStore: tableName is required");
-    }
-    this.#client = options.client;
-    this.#table = options.tableName;
+    const o = resolveOptions("DynamoDBStore", DYNAMODB_STORE_OPTIONS, options);
+    this.#client = o.client;
+    this.#table = o.tableName;
   }
 
   get tableName(): string {
