@@ -54,80 +54,111 @@ export function claimToken(): string {
  */
 export async function acquire<T extends object>(
   o: AcquireOptions,
-  target: { key: string; position: Position | undefined; identity: string },
+  target: ClaimTarget,
   deadlineMs: number,
   signal: AbortSignal | undefined,
   attempt: (req: ClaimRequest) => Promise<Attempt<T>>,
   onWait: (w: WaitTrace) => void,
-): Promise<{ ok: true; value: { claimed: true } & T; req: ClaimRequest } | { ok: false; why: NotAcquired }> {
+): Promise<Acquired<T>> {
   const token = claimToken();
   const random = () => o.clock.random?.() ?? Math.random();
+  const fences = { floor: 0, retries: 0 };
   let delayMs = o.waitIntervalMs;
-  let fenceFloor = 0;
-  let fenceRetries = 0;
   for (;;) {
     const now = o.clock.now();
-    const req: ClaimRequest = {
-      key: target.key,
-      position: target.position ?? UNORDERED_POSITION,
-      identity: target.identity,
-      nowMs: now,
-      leaseUntilMs: now + o.leaseMs,
-      expiresAtSeconds: Math.ceil((now + o.leaseMs) / 1000) + o.expiresAfterSeconds,
-      supersede: o.busy === "supersede",
-      fence: Math.max(clockFence(now, random), fenceFloor),
-      token,
-      leaseGraceMs: o.clockSkewMs,
-    };
-    let waitReason: WaitTrace["reason"];
-    let untilMs = Number.POSITIVE_INFINITY;
-    try {
-      const result = await attempt(req);
-      if (result.claimed) return { ok: true, value: result, req };
-      const refusal = classifyRefusal(result.state, req);
-      if (refusal?.kind === "duplicate")
-        return { ok: false, why: { kind: "duplicate", state: refusal.state } };
-      if (refusal?.kind === "stale") return { ok: false, why: { kind: "stale", current: refusal.current } };
-      if (refusal?.kind === "fence") {
-        fenceFloor = refusal.state.fence + 1;
-        if (++fenceRetries <= MAX_FENCE_RETRIES) continue;
-        waitReason = "changed";
-      } else if (refusal === undefined) {
-        waitReason = "changed"; // claimable after all: the item changed between the write and the read
-      } else {
-        const policy = refusal.kind === "busy" ? o.busy : o.inFlight;
-        const final: NotAcquired =
-          refusal.kind === "busy" ? { kind: "busy", holder: refusal.state.position } : { kind: "in-flight" };
-        if (policy !== "wait") return { ok: false, why: final };
-        if (deadlineMs - o.clock.now() <= 0 || signal?.aborted) return { ok: false, why: final };
-        waitReason = refusal.kind;
-        // Not much past the holder's lease end: a crashed holder frees the subject then.
-        untilMs =
-          (refusal.state.leaseUntilMs ?? Number.POSITIVE_INFINITY) + o.clockSkewMs + 1 - o.clock.now();
-      }
-    } catch (error) {
-      if (!(error instanceof StoreError) || !error.retryable)
-        return { ok: false, why: { kind: "store-error", error } };
-      waitReason = "store-error";
-      if (deadlineMs - o.clock.now() <= 0 || signal?.aborted) {
-        return { ok: false, why: { kind: "store-error", error } };
-      }
-    }
+    const req = claimRequest(o, target, now, Math.max(clockFence(now, random), fences.floor), token);
+    const step = await tryOnce(o, req, deadlineMs, signal, attempt, fences);
+    if (step.kind === "done") return step.result;
+    if (step.kind === "again") continue;
     const remainingMs = deadlineMs - o.clock.now();
     if (remainingMs <= 0 || signal?.aborted) {
       // Out of time on a loop that is not a policy wait: the last refusal said "try again", so say busy/unknown.
-      return {
-        ok: false,
-        why: {
-          kind: "store-error",
-          error: new StoreError(`claim of ${target.key} did not settle before the deadline`),
-        },
-      };
+      const error = new StoreError(`claim of ${target.key} did not settle before the deadline`);
+      return { ok: false, why: { kind: "store-error", error } };
     }
     // Jittered back-off, never past the deadline (one last try there).
-    const sleepMs = Math.max(1, Math.min(Math.round(delayMs * (0.5 + random() / 2)), remainingMs, untilMs));
-    onWait({ reason: waitReason, delayMs: sleepMs });
+    const sleepMs = Math.max(
+      1,
+      Math.min(Math.round(delayMs * (0.5 + random() / 2)), remainingMs, step.untilMs),
+    );
+    onWait({ reason: step.reason, delayMs: sleepMs });
     await o.clock.sleep(sleepMs, signal);
     delayMs = Math.min(delayMs * 2, o.maxWaitIntervalMs);
   }
+}
+
+type ClaimTarget = { key: string; position: Position | undefined; identity: string };
+type Acquired<T> =
+  | { ok: true; value: { claimed: true } & T; req: ClaimRequest }
+  | { ok: false; why: NotAcquired };
+/** One try's verdict: final, try again at once (a fence refusal), or wait (at most `untilMs`) and try again. */
+type Step<T> =
+  | { kind: "done"; result: Acquired<T> }
+  | { kind: "again" }
+  | { kind: "wait"; reason: WaitTrace["reason"]; untilMs: number };
+
+function claimRequest(
+  o: AcquireOptions,
+  target: ClaimTarget,
+  now: number,
+  fence: number,
+  token: string,
+): ClaimRequest {
+  return {
+    key: target.key,
+    position: target.position ?? UNORDERED_POSITION,
+    identity: target.identity,
+    nowMs: now,
+    leaseUntilMs: now + o.leaseMs,
+    expiresAtSeconds: Math.ceil((now + o.leaseMs) / 1000) + o.expiresAfterSeconds,
+    supersede: o.busy === "supersede",
+    fence,
+    token,
+    leaseGraceMs: o.clockSkewMs,
+  };
+}
+
+async function tryOnce<T extends object>(
+  o: AcquireOptions,
+  req: ClaimRequest,
+  deadlineMs: number,
+  signal: AbortSignal | undefined,
+  attempt: (req: ClaimRequest) => Promise<Attempt<T>>,
+  fences: { floor: number; retries: number },
+): Promise<Step<T>> {
+  const outOfTime = () => deadlineMs - o.clock.now() <= 0 || signal?.aborted === true;
+  const notAcquired = (why: NotAcquired): Step<T> => ({ kind: "done", result: { ok: false, why } });
+  let result: Attempt<T>;
+  try {
+    result = await attempt(req);
+  } catch (error) {
+    if (!(error instanceof StoreError) || !error.retryable || outOfTime()) {
+      return notAcquired({ kind: "store-error", error });
+    }
+    return { kind: "wait", reason: "store-error", untilMs: Number.POSITIVE_INFINITY };
+  }
+  if (result.claimed) return { kind: "done", result: { ok: true, value: result, req } };
+  const refusal = classifyRefusal(result.state, req);
+  if (refusal === undefined) {
+    // Claimable after all: the item changed between the write and the read.
+    return { kind: "wait", reason: "changed", untilMs: Number.POSITIVE_INFINITY };
+  }
+  switch (refusal.kind) {
+    case "duplicate":
+      return notAcquired({ kind: "duplicate", state: refusal.state });
+    case "stale":
+      return notAcquired({ kind: "stale", current: refusal.current });
+    case "fence":
+      fences.floor = refusal.state.fence + 1;
+      if (++fences.retries <= MAX_FENCE_RETRIES) return { kind: "again" };
+      return { kind: "wait", reason: "changed", untilMs: Number.POSITIVE_INFINITY };
+  }
+  const policy = refusal.kind === "busy" ? o.busy : o.inFlight;
+  const final: NotAcquired =
+    refusal.kind === "busy" ? { kind: "busy", holder: refusal.state.position } : { kind: "in-flight" };
+  if (policy !== "wait" || outOfTime()) return notAcquired(final);
+  // Not much past the holder's lease end: a crashed holder frees the subject then.
+  const untilMs =
+    (refusal.state.leaseUntilMs ?? Number.POSITIVE_INFINITY) + o.clockSkewMs + 1 - o.clock.now();
+  return { kind: "wait", reason: refusal.kind, untilMs };
 }

@@ -317,30 +317,58 @@ async function run<R>(
 ): Promise<GuardOutcome<R>> {
   const key = keyOf(event);
   const done = finisher<R>(o, trace, key);
-  const deadlineMs = runOptions.deadlineMs ?? o.clock.now() + o.leaseMs;
 
   // 1. Acquire: claim, waiting with back-off while busy or in flight if the policy says so.
   const acquired = await acquire(
     o,
     { key, position: event.position, identity: event.identity },
-    deadlineMs,
+    runOptions.deadlineMs ?? o.clock.now() + o.leaseMs,
     runOptions.signal,
     (req) => o.store.claim(req),
     (w) => trace({ type: "waiting", key, ...w }),
   );
   if (!acquired.ok) return done(notAcquired<R>(acquired.why, event, "claim"));
-  const claim = acquired.value;
-  const how = describeClaim(claim.previous, acquired.req);
-  trace({ type: "claimed", key, fence: claim.fence, attempt: claim.attempt, ...how });
+  const claim: Claim = { key, ...acquired.value, how: describeClaim(acquired.value.previous, acquired.req) };
+  trace({ type: "claimed", key, fence: claim.fence, attempt: claim.attempt, ...claim.how });
 
-  // 2. Lease: heartbeats while the handler runs; 3. execute.
-  const lease = holdLease(o, key, claim.fence, claim.leaseUntilMs, runOptions.signal, (h) =>
-    trace({ type: "heartbeat", key, fence: claim.fence, ...h }),
+  // 2. Lease and 3. execute; 4. commit (or release, when the store refuses the commit for good).
+  const executed = await execute(o, trace, event, claim, handler, runOptions.signal);
+  if ("status" in executed) return done(executed);
+  return done(await commitRun(o, event, claim, executed));
+}
+
+/** A claim `run` holds: its state key, fence, attempt and lease end, and how it came about. */
+interface Claim {
+  key: string;
+  fence: number;
+  attempt: number;
+  leaseUntilMs: number;
+  how: { superseded?: Position; tookOver?: true };
+}
+
+interface Executed<R> {
+  result: R;
+  stored: StoredResult;
+  writes: AtomicWrite[];
+}
+
+/** Runs the handler under the lease (heartbeats until it returns); a throw releases the claim. */
+async function execute<R>(
+  o: Resolved,
+  trace: Trace,
+  event: GuardedEvent,
+  claim: Claim,
+  handler: GuardHandler<R>,
+  signal: AbortSignal | undefined,
+): Promise<Executed<R> | GuardOutcome<R>> {
+  const { key, fence } = claim;
+  const lease = holdLease(o, key, fence, claim.leaseUntilMs, signal, (h) =>
+    trace({ type: "heartbeat", key, fence, ...h }),
   );
   const writes: AtomicWrite[] = [];
   const ctx: GuardContext = {
     signal: lease.signal,
-    fence: claim.fence,
+    fence,
     position: event.position,
     attempt: claim.attempt,
     subject: event.subject,
@@ -348,52 +376,63 @@ async function run<R>(
     stateKey: key,
     atCommit: atCommitFor(o, writes),
   };
-  let result: R;
-  let stored: StoredResult;
   try {
-    result = await handler(ctx);
+    const result = await handler(ctx);
     // Serialized here so that an unserializable result fails (and releases) like a throwing handler.
-    stored = storeResult(result, o.storeResult, o.maxStoredResultBytes);
+    return { result, stored: storeResult(result, o.storeResult, o.maxStoredResultBytes), writes };
   } catch (error) {
     lease.stop();
-    return done(await release<R>(o, key, claim.fence, event, error));
+    return release<R>(o, key, fence, event, error);
   } finally {
     lease.stop();
   }
+}
 
-  // 4. Commit (or release, when the store refuses the commit for good).
+/** Commits the handler's result and effects; a refusal says who holds the subject now. */
+async function commitRun<R>(
+  o: Resolved,
+  event: GuardedEvent,
+  claim: Claim,
+  { result, stored, writes }: Executed<R>,
+): Promise<GuardOutcome<R>> {
+  const omitted = stored.omittedBytes !== undefined ? { resultOmittedBytes: stored.omittedBytes } : {};
   const settled = await settle(o, () =>
     o.store.commit({
-      key,
+      key: claim.key,
       fence: claim.fence,
       identity: event.identity,
       result: stored.json,
-      ...(stored.omittedBytes !== undefined ? { resultOmittedBytes: stored.omittedBytes } : {}),
+      ...omitted,
       expiresAtSeconds: Math.ceil(o.clock.now() / 1000) + o.expiresAfterSeconds,
       writes,
     }),
   );
   if (!settled.ok) {
-    if (settled.retryable) return done({ status: "unconfirmed", phase: "commit", error: settled.error });
-    return done(await release<R>(o, key, claim.fence, event, settled.error));
+    if (settled.retryable) return { status: "unconfirmed", phase: "commit", error: settled.error };
+    return release<R>(o, claim.key, claim.fence, event, settled.error);
   }
   const commit = settled.value;
   if (!commit.committed) {
-    const lost = refusedBy<R>(commit.state, claim.fence, event);
     const gone = new StoreError(
       "the commit was refused but no newer claim holds the subject (the item is gone)",
     );
-    return done(lost ?? { status: "unconfirmed", phase: "commit", error: gone });
+    return (
+      refusedBy<R>(commit.state, claim.fence, event) ?? {
+        status: "unconfirmed",
+        phase: "commit",
+        error: gone,
+      }
+    );
   }
-  return done({
+  return {
     status: "processed",
     result,
     fence: claim.fence,
     attempt: claim.attempt,
     writes: commit.writes,
-    ...how,
-    ...(stored.omittedBytes !== undefined ? { resultOmittedBytes: stored.omittedBytes } : {}),
-  });
+    ...claim.how,
+    ...omitted,
+  };
 }
 
 async function apply<R>(
@@ -405,10 +444,53 @@ async function apply<R>(
 ): Promise<GuardOutcome<R>> {
   const key = keyOf(event);
   const done = finisher<R>(o, trace, key);
-  // Compute runs for the fence its request takes (again only when a retry takes another fence).
-  let computed: { fence: number; result: R; stored: StoredResult; writes: AtomicWrite[] } | undefined;
+  const computer = fenceComputer(o, event, key, compute);
+  const acquired = await acquire(
+    o,
+    { key, position: event.position, identity: event.identity },
+    runOptions.deadlineMs ?? o.clock.now() + o.leaseMs,
+    runOptions.signal,
+    async (req) => {
+      const c = await computer.computeFor(req.fence);
+      return o.store.claimAndCommit({
+        ...req,
+        expiresAtSeconds: Math.ceil(req.nowMs / 1000) + o.expiresAfterSeconds,
+        result: c.stored.json,
+        ...(c.stored.omittedBytes !== undefined ? { resultOmittedBytes: c.stored.omittedBytes } : {}),
+        writes: c.writes,
+      });
+    },
+    (w) => trace({ type: "waiting", key, ...w }),
+  );
+  const failed = computer.error();
+  if (failed) return done({ status: "failed", error: failed.error, released: false }); // nothing claimed
+  if (!acquired.ok) return done(notAcquired<R>(acquired.why, event, "claim"));
+  const c = computer.computed() as Computed<R>;
+  trace({ type: "claimed", key, fence: c.fence, attempt: 1 });
+  return done({
+    status: "processed",
+    result: c.result,
+    fence: c.fence,
+    attempt: 1,
+    writes: acquired.value.writes,
+    ...(c.stored.omittedBytes !== undefined ? { resultOmittedBytes: c.stored.omittedBytes } : {}),
+  });
+}
+
+interface Computed<R> extends Executed<R> {
+  fence: number;
+}
+
+/** `apply`'s compute, run for the fence its request takes (again only when a retry takes another fence). */
+function fenceComputer<R>(
+  o: Resolved,
+  event: GuardedEvent,
+  key: string,
+  compute: (ctx: ApplyContext) => R | Promise<R>,
+) {
+  let computed: Computed<R> | undefined;
   let computeError: { error: unknown } | undefined;
-  const computeFor = async (fence: number) => {
+  const computeFor = async (fence: number): Promise<Computed<R>> => {
     if (computed?.fence === fence) return computed;
     const writes: AtomicWrite[] = [];
     const ctx: ApplyContext = {
@@ -433,35 +515,7 @@ async function apply<R>(
       throw error;
     }
   };
-  const acquired = await acquire(
-    o,
-    { key, position: event.position, identity: event.identity },
-    runOptions.deadlineMs ?? o.clock.now() + o.leaseMs,
-    runOptions.signal,
-    async (req) => {
-      const c = await computeFor(req.fence);
-      return o.store.claimAndCommit({
-        ...req,
-        expiresAtSeconds: Math.ceil(req.nowMs / 1000) + o.expiresAfterSeconds,
-        result: c.stored.json,
-        ...(c.stored.omittedBytes !== undefined ? { resultOmittedBytes: c.stored.omittedBytes } : {}),
-        writes: c.writes,
-      });
-    },
-    (w) => trace({ type: "waiting", key, ...w }),
-  );
-  if (computeError) return done({ status: "failed", error: computeError.error, released: false }); // nothing claimed
-  if (!acquired.ok) return done(notAcquired<R>(acquired.why, event, "claim"));
-  const c = computed as NonNullable<typeof computed>;
-  trace({ type: "claimed", key, fence: c.fence, attempt: 1 });
-  return done({
-    status: "processed",
-    result: c.result,
-    fence: c.fence,
-    attempt: 1,
-    writes: acquired.value.writes,
-    ...(c.stored.omittedBytes !== undefined ? { resultOmittedBytes: c.stored.omittedBytes } : {}),
-  });
+  return { computeFor, computed: () => computed, error: () => computeError };
 }
 
 /** Releases the claim after the handler failed (or its commit was refused for good). */

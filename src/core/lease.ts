@@ -47,42 +47,9 @@ export function holdLease(
   outer?.addEventListener("abort", onOuterAbort, { once: true });
   // The outer signal may have aborted while the claim was in flight: no event will come for that.
   if (outer?.aborted) abort(outer.reason);
-  let untilMs = confirmedUntilMs;
-
-  // The watchdog: wakes at the confirmed lease end, and again whenever a renewal moved it.
-  void (async () => {
-    while (!stopped.signal.aborted) {
-      const leftMs = untilMs - o.clock.now();
-      if (leftMs <= 0) return abort(new LeaseUnconfirmedError(key, fence));
-      await o.clock.sleep(leftMs, stopped.signal);
-    }
-  })();
-
-  // The heartbeat: one renewal at a time; a hanging one never delays the watchdog.
-  void (async () => {
-    for (;;) {
-      await o.clock.sleep(o.heartbeatMs, stopped.signal);
-      if (stopped.signal.aborted) return;
-      const nextMs = o.clock.now() + o.leaseMs;
-      try {
-        const renewed = await o.store.renew({
-          key,
-          fence,
-          leaseUntilMs: nextMs,
-          expiresAtSeconds: Math.ceil(nextMs / 1000) + o.expiresAfterSeconds,
-        });
-        if (stopped.signal.aborted) return;
-        onHeartbeat({ ok: renewed.ok });
-        if (renewed.ok) untilMs = Math.max(untilMs, nextMs);
-        else if (renewed.state && renewed.state.fence > fence) return abort(new LeaseLostError(key, fence));
-        else return abort(new LeaseUnconfirmedError(key, fence)); // the item is gone: nobody holds the claim
-      } catch (error) {
-        // Transient or not, the lease we hold is still good until `untilMs`: the watchdog ends it then.
-        if (stopped.signal.aborted) return;
-        onHeartbeat({ ok: false, error });
-      }
-    }
-  })();
+  const held: HeldLease = { key, fence, untilMs: confirmedUntilMs, stopped: stopped.signal, abort };
+  void watchdog(o, held);
+  void heartbeat(o, held, onHeartbeat);
 
   return {
     signal: controller.signal,
@@ -91,4 +58,54 @@ export function holdLease(
       outer?.removeEventListener("abort", onOuterAbort);
     },
   };
+}
+
+/** What the watchdog and the heartbeat share: the confirmed lease end, which only a confirmed renewal moves. */
+interface HeldLease {
+  key: string;
+  fence: number;
+  untilMs: number;
+  stopped: AbortSignal;
+  abort(reason: unknown): void;
+}
+
+/** Wakes at the confirmed lease end, and again whenever a renewal moved it; aborts when it passes unmoved. */
+async function watchdog(o: LeaseOptions, held: HeldLease): Promise<void> {
+  while (!held.stopped.aborted) {
+    const leftMs = held.untilMs - o.clock.now();
+    if (leftMs <= 0) return held.abort(new LeaseUnconfirmedError(held.key, held.fence));
+    await o.clock.sleep(leftMs, held.stopped);
+  }
+}
+
+/** One renewal at a time; a hanging one never delays the watchdog. */
+async function heartbeat(
+  o: LeaseOptions,
+  held: HeldLease,
+  onHeartbeat: (h: HeartbeatTrace) => void,
+): Promise<void> {
+  const { key, fence } = held;
+  for (;;) {
+    await o.clock.sleep(o.heartbeatMs, held.stopped);
+    if (held.stopped.aborted) return;
+    const nextMs = o.clock.now() + o.leaseMs;
+    try {
+      const renewed = await o.store.renew({
+        key,
+        fence,
+        leaseUntilMs: nextMs,
+        expiresAtSeconds: Math.ceil(nextMs / 1000) + o.expiresAfterSeconds,
+      });
+      if (held.stopped.aborted) return;
+      onHeartbeat({ ok: renewed.ok });
+      if (renewed.ok) held.untilMs = Math.max(held.untilMs, nextMs);
+      else if (renewed.state && renewed.state.fence > fence)
+        return held.abort(new LeaseLostError(key, fence));
+      else return held.abort(new LeaseUnconfirmedError(key, fence)); // the item is gone: nobody holds the claim
+    } catch (error) {
+      // Transient or not, the lease we hold is still good until `untilMs`: the watchdog ends it then.
+      if (held.stopped.aborted) return;
+      onHeartbeat({ ok: false, error });
+    }
+  }
 }

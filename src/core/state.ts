@@ -114,6 +114,28 @@ export function isOwnClaim(state: StateRecord, req: Pick<ClaimRequest, "token">)
   return state.token === req.token;
 }
 
+/**
+ * A refused claim that is this call's own landed claim (see isOwnClaim) is a claim, as it landed: its fence,
+ * attempt and lease. Every store answers a retried claim this way.
+ */
+export function landedClaim(
+  state: StateRecord,
+  req: Pick<ClaimRequest, "token" | "leaseUntilMs">,
+): { claimed: true; fence: number; attempt: number; leaseUntilMs: number } | undefined {
+  if (!isOwnClaim(state, req) || state.status !== "running") return undefined;
+  return {
+    claimed: true,
+    fence: state.fence,
+    attempt: state.attempts,
+    leaseUntilMs: state.leaseUntilMs ?? req.leaseUntilMs,
+  };
+}
+
+/** A refused commit (or release) whose fence holds the state it set: a retry of a request that had landed. */
+export function landedAs(state: StateRecord | undefined, fence: number, status: StateStatus): boolean {
+  return state?.fence === fence && state.status === status;
+}
+
 /** How a claim came about, from the state before it: a takeover of a crashed holder, or a supersede of a live one. */
 export function describeClaim(
   previous: StateRecord | undefined,

@@ -1,6 +1,13 @@
 import { UnsupportedAtomicWriteError } from "../core/errors.js";
 import { integer, resolveOptions, schemaFor } from "../core/options.js";
-import { type ClaimRequest, claimAllowed, isOwnClaim, type StateRecord } from "../core/state.js";
+import {
+  type ClaimRequest,
+  claimAllowed,
+  isOwnClaim,
+  landedAs,
+  landedClaim,
+  type StateRecord,
+} from "../core/state.js";
 import type {
   AtomicWrite,
   ClaimAndCommitRequest,
@@ -55,15 +62,7 @@ export class MemoryStore implements StateStore {
     if (!claimAllowed(old, req)) {
       const state = { ...(old as StateRecord) };
       // A retry of a claim that landed: ours, not a refusal.
-      if (isOwnClaim(state, req) && state.status === "running") {
-        return {
-          claimed: true,
-          fence: state.fence,
-          attempt: state.attempts,
-          leaseUntilMs: state.leaseUntilMs ?? req.leaseUntilMs,
-        };
-      }
-      return { claimed: false, state };
+      return landedClaim(state, req) ?? { claimed: false, state };
     }
     const attempt = old && old.identity === req.identity ? old.attempts + 1 : 1;
     const record: StateRecord = {
@@ -113,7 +112,7 @@ export class MemoryStore implements StateStore {
     if (!held) {
       const state = this.#copy(req.key);
       // A retry of a release that landed.
-      if (state?.fence === req.fence && state.status === "released") return { ok: true };
+      if (landedAs(state, req.fence, "released")) return { ok: true };
       return { ok: false, state };
     }
     held.status = "released";
@@ -124,7 +123,7 @@ export class MemoryStore implements StateStore {
   async commit(req: CommitRequest): Promise<CommitResult> {
     const state = this.#items.get(req.key);
     // A retry of a commit that landed: the fence committed it, and no one else holds that fence.
-    if (state && state.fence === req.fence && state.status === "done") {
+    if (landedAs(state, req.fence, "done")) {
       return { committed: true, writes: unknownWrites(req.writes) };
     }
     return this.#commit(req, memoryWrites(req.writes));

@@ -1,7 +1,14 @@
 import { type AttributeValue, TransactionCanceledException } from "@aws-sdk/client-dynamodb";
 import { StoreError } from "../../core/errors.js";
-import { type ClaimRequest, claimAllowed, type StateRecord } from "../../core/state.js";
-import type { ClaimResult } from "../../core/store.js";
+import { type ClaimRequest, claimAllowed, landedAs, type StateRecord } from "../../core/state.js";
+import type {
+  ClaimAndCommitRequest,
+  ClaimResult,
+  CommitRequest,
+  FencedRequest,
+  FencedResult,
+  RenewRequest,
+} from "../../core/store.js";
 
 /** Pieces of the conditional requests both DynamoDB stores (state table and inline state) send. */
 
@@ -76,6 +83,72 @@ export async function claimCountingAttempts(req: ClaimRequest, once: ClaimOnce):
     return "claimed" in second ? second : { claimed: false, state: second.refused };
   }
   return { claimed: false, state };
+}
+
+/** An update's parts: the SET clause, the attributes to REMOVE, and the values both use. */
+export interface UpdateParts {
+  set: string;
+  remove: string[];
+  values: Item;
+}
+
+/**
+ * Claim and commit in one update (`apply`): the claimed event becomes the committed one. The attempt counter and the
+ * lease are dropped: they are only needed while a claim runs.
+ */
+export function claimAndCommitParts(req: ClaimAndCommitRequest): UpdateParts {
+  const values: Item = {
+    ...claimValues(req),
+    ":done": S("done"),
+    ":tok": S(req.token),
+    ":exp": N(req.expiresAtSeconds),
+  };
+  const remove = ["#lease", "#att"];
+  const set =
+    "SET #st = :done, #pos = :pos, #eid = :eid, #cpos = :pos, #ceid = :eid, #fence = :fence, #tok = :tok, #exp = :exp" +
+    resultUpdate(req, values, remove);
+  return { set, remove, values };
+}
+
+/** The commit of a running claim (condition: COMMIT_CONDITION): its event becomes the committed one. */
+export function commitParts(req: CommitRequest): UpdateParts {
+  const values: Item = {
+    ":done": S("done"),
+    ":running": S("running"),
+    ":fence": N(req.fence),
+    ":exp": N(req.expiresAtSeconds),
+  };
+  // The attempt counter is dropped at commit: it is only needed while retrying.
+  const remove = ["#lease", "#att"];
+  const set = `SET #st = :done, #cpos = #pos, #ceid = #eid, #exp = :exp${resultUpdate(req, values, remove)}`;
+  return { set, remove, values };
+}
+
+/** Only the holder of the fence, while its claim runs, may renew, release or commit. */
+export const FENCED_CONDITION = "#fence = :fence AND #st = :running";
+
+/** A conditional update under FENCED_CONDITION: ok, or refused with the state it was refused on. */
+export type FencedUpdate = (
+  op: string,
+  req: FencedRequest,
+  expression: string,
+  values: Item,
+) => Promise<FencedResult>;
+
+/** Moves the lease end and the item's expiry on, for the holder of the fence. */
+export function renewWith(fenced: FencedUpdate, req: RenewRequest): Promise<FencedResult> {
+  return fenced("renew", req, "SET #lease = :lease, #exp = :exp", {
+    ":lease": N(req.leaseUntilMs),
+    ":exp": N(req.expiresAtSeconds),
+  });
+}
+
+/** Gives the holder's claim up, so the next delivery claims at once. */
+export async function releaseWith(fenced: FencedUpdate, req: FencedRequest): Promise<FencedResult> {
+  const r = await fenced("release", req, "SET #st = :released REMOVE #lease", { ":released": S("released") });
+  // A retry of a release that landed.
+  if (!r.ok && landedAs(r.state, req.fence, "released")) return { ok: true };
+  return r;
 }
 
 /** The claim's SET clause: status, position, identity, fence, token, lease, expiry and the attempt counter. */

@@ -9,7 +9,14 @@ import {
 import { marshall } from "@aws-sdk/util-dynamodb";
 import { OptionsError, StoreError, UnsupportedAtomicWriteError } from "../../core/errors.js";
 import { func, resolveOptions, schemaFor, string } from "../../core/options.js";
-import { type ClaimRequest, isOwnClaim, type StateRecord, type StateStatus } from "../../core/state.js";
+import {
+  type ClaimRequest,
+  isOwnClaim,
+  landedAs,
+  landedClaim,
+  type StateRecord,
+  type StateStatus,
+} from "../../core/state.js";
 import type {
   AtomicWrite,
   ClaimAndCommitRequest,
@@ -24,12 +31,16 @@ import type {
   WriteOutcome,
 } from "../../core/store.js";
 import {
+  claimAndCommitParts,
   claimCountingAttempts,
   claimSet,
   claimValues,
+  commitParts,
+  FENCED_CONDITION,
   type Item,
   N,
-  resultUpdate,
+  releaseWith,
+  renewWith,
   S,
   storeError,
 } from "./expressions.js";
@@ -202,12 +213,7 @@ export class InlineDynamoDBStore implements StateStore {
     if (Object.keys(write.set).length === 0 && write.remove.length === 0)
       throw new OptionsError("InlineDynamoDBStore.putRow: no attributes to write");
     const values: Item = { ":fence": N(ctx.fence), ":running": S("running") };
-    const input = this.#update(
-      write.rowKey,
-      clauses("", [], [write], values),
-      "#fence = :fence AND #st = :running",
-      values,
-    );
+    const input = this.#update(write.rowKey, clauses("", [], [write], values), FENCED_CONDITION, values);
     try {
       await this.#client.send(new UpdateItemCommand(input));
       return "applied";
@@ -254,30 +260,13 @@ export class InlineDynamoDBStore implements StateStore {
       if (!(error instanceof ConditionalCheckFailedException)) throw wrap("claim", req.key, error);
       const state = await this.#refusedState("claim", req.key, error.Item);
       // The SDK (or the guard) retried a claim that had landed: it is ours.
-      if (isOwnClaim(state, req) && state.status === "running") {
-        return {
-          claimed: true,
-          fence: state.fence,
-          attempt: state.attempts,
-          leaseUntilMs: state.leaseUntilMs ?? req.leaseUntilMs,
-        };
-      }
-      return { refused: state };
+      return landedClaim(state, req) ?? { refused: state };
     }
   }
 
   async claimAndCommit(req: ClaimAndCommitRequest): Promise<ClaimAndCommitResult> {
     const writes = this.#rowWrites(req.key, req.writes);
-    const values: Item = {
-      ...claimValues(req),
-      ":done": S("done"),
-      ":tok": S(req.token),
-      ":exp": N(req.expiresAtSeconds),
-    };
-    const remove = ["#lease", "#att"];
-    const set =
-      "SET #st = :done, #pos = :pos, #eid = :eid, #cpos = :pos, #ceid = :eid, #fence = :fence, #tok = :tok, #exp = :exp" +
-      resultUpdate(req, values, remove);
+    const { set, remove, values } = claimAndCommitParts(req);
     const input = this.#update(
       this.rowKeyOf(req.key),
       clauses(set, remove, writes, values),
@@ -299,19 +288,11 @@ export class InlineDynamoDBStore implements StateStore {
 
   async commit(req: CommitRequest): Promise<CommitResult> {
     const writes = this.#rowWrites(req.key, req.writes);
-    const values: Item = {
-      ":done": S("done"),
-      ":running": S("running"),
-      ":fence": N(req.fence),
-      ":exp": N(req.expiresAtSeconds),
-    };
-    // The attempt counter is dropped at commit: it is only needed while retrying.
-    const remove = ["#lease", "#att"];
-    const set = `SET #st = :done, #cpos = #pos, #ceid = #eid, #exp = :exp${resultUpdate(req, values, remove)}`;
+    const { set, remove, values } = commitParts(req);
     const input = this.#update(
       this.rowKeyOf(req.key),
       clauses(set, remove, writes, values),
-      "#fence = :fence AND #st = :running",
+      FENCED_CONDITION,
       values,
     );
     try {
@@ -321,26 +302,17 @@ export class InlineDynamoDBStore implements StateStore {
       if (!(error instanceof ConditionalCheckFailedException)) throw wrap("commit", req.key, error);
       const state = hasState(error.Item) ? toInlineRecord(req.key, error.Item) : await this.read(req.key);
       // A retry of a commit that landed: only the holder of this fence could have committed it.
-      if (state?.fence === req.fence && state.status === "done")
-        return { committed: true, writes: applied(writes) };
+      if (landedAs(state, req.fence, "done")) return { committed: true, writes: applied(writes) };
       return { committed: false, state };
     }
   }
 
-  async renew(req: RenewRequest): Promise<FencedResult> {
-    return this.#fenced("renew", req, "SET #lease = :lease, #exp = :exp", {
-      ":lease": N(req.leaseUntilMs),
-      ":exp": N(req.expiresAtSeconds),
-    });
+  renew(req: RenewRequest): Promise<FencedResult> {
+    return renewWith((...a) => this.#fenced(...a), req);
   }
 
-  async release(req: FencedRequest): Promise<FencedResult> {
-    const r = await this.#fenced("release", req, "SET #st = :released REMOVE #lease", {
-      ":released": S("released"),
-    });
-    // A retry of a release that landed.
-    if (!r.ok && r.state?.fence === req.fence && r.state.status === "released") return { ok: true };
-    return r;
+  release(req: FencedRequest): Promise<FencedResult> {
+    return releaseWith((...a) => this.#fenced(...a), req);
   }
 
   async #fenced(op: string, req: FencedRequest, expression: string, values: Item): Promise<FencedResult> {

@@ -10,7 +10,14 @@ import {
 } from "@aws-sdk/client-dynamodb";
 import { StoreError, UnsupportedAtomicWriteError } from "../../core/errors.js";
 import { resolveOptions, schemaFor } from "../../core/options.js";
-import { type ClaimRequest, isOwnClaim, type StateRecord, type StateStatus } from "../../core/state.js";
+import {
+  type ClaimRequest,
+  isOwnClaim,
+  landedAs,
+  landedClaim,
+  type StateRecord,
+  type StateStatus,
+} from "../../core/state.js";
 import {
   type AtomicWrite,
   type ClaimAndCommitRequest,
@@ -27,12 +34,16 @@ import {
 } from "../../core/store.js";
 import { type DynamoDBAtomicWrite, isDynamoDBAtomicWrite } from "./atomic-write.js";
 import {
+  claimAndCommitParts,
   claimCountingAttempts,
   claimSet,
   claimValues,
+  commitParts,
+  FENCED_CONDITION,
   type Item,
   N,
-  resultUpdate,
+  releaseWith,
+  renewWith,
   S,
   storeError,
 } from "./expressions.js";
@@ -123,31 +134,14 @@ export class DynamoDBStore implements StateStore {
       if (!(error instanceof ConditionalCheckFailedException)) throw wrap("claim", req.key, error);
       const state = await this.#refusedState("claim", req.key, error.Item);
       // The SDK (or the guard) retried a claim that had landed: it is ours.
-      if (isOwnClaim(state, req) && state.status === "running") {
-        return {
-          claimed: true,
-          fence: state.fence,
-          attempt: state.attempts,
-          leaseUntilMs: state.leaseUntilMs ?? req.leaseUntilMs,
-        };
-      }
-      return { refused: state };
+      return landedClaim(state, req) ?? { refused: state };
     }
   }
 
   async claimAndCommit(req: ClaimAndCommitRequest): Promise<ClaimAndCommitResult> {
     const writes = dynamoWrites(req.writes);
-    const values: Item = {
-      ...claimValues(req),
-      ":done": S("done"),
-      ":running": S("running"),
-      ":tok": S(req.token),
-      ":exp": N(req.expiresAtSeconds),
-    };
-    let set =
-      "SET #st = :done, #pos = :pos, #eid = :eid, #cpos = :pos, #ceid = :eid, #fence = :fence, #tok = :tok, #exp = :exp";
-    const remove = ["#lease", "#att"];
-    set += resultUpdate(req, values, remove);
+    const { set, remove, values } = claimAndCommitParts(req);
+    values[":running"] = S("running");
     const input = stateUpdate(
       this.#table,
       req.key,
@@ -164,20 +158,12 @@ export class DynamoDBStore implements StateStore {
     return { claimed: false, state };
   }
 
-  async renew(req: RenewRequest): Promise<FencedResult> {
-    return this.#fenced("renew", req, "SET #lease = :lease, #exp = :exp", {
-      ":lease": N(req.leaseUntilMs),
-      ":exp": N(req.expiresAtSeconds),
-    });
+  renew(req: RenewRequest): Promise<FencedResult> {
+    return renewWith((...a) => this.#fenced(...a), req);
   }
 
-  async release(req: FencedRequest): Promise<FencedResult> {
-    const r = await this.#fenced("release", req, "SET #st = :released REMOVE #lease", {
-      ":released": S("released"),
-    });
-    // A retry of a release that landed.
-    if (!r.ok && r.state?.fence === req.fence && r.state.status === "released") return { ok: true };
-    return r;
+  release(req: FencedRequest): Promise<FencedResult> {
+    return releaseWith((...a) => this.#fenced(...a), req);
   }
 
   async commit(req: CommitRequest): Promise<CommitResult> {
@@ -186,9 +172,7 @@ export class DynamoDBStore implements StateStore {
     if (outcome.ok) return { committed: true, writes: outcome.writes };
     const state = outcome.item ? toRecord(outcome.item) : await this.read(req.key);
     // A retry of a commit that landed: only the holder of this fence could have committed it.
-    if (state?.fence === req.fence && state.status === "done") {
-      return { committed: true, writes: unknownWrites(writes) };
-    }
+    if (landedAs(state, req.fence, "done")) return { committed: true, writes: unknownWrites(writes) };
     return { committed: false, state };
   }
 
@@ -243,7 +227,7 @@ export class DynamoDBStore implements StateStore {
           TableName: this.#table,
           Key: { [STATE_KEY_ATTRIBUTE]: S(req.key) },
           UpdateExpression: expression,
-          ConditionExpression: "#fence = :fence AND #st = :running",
+          ConditionExpression: FENCED_CONDITION,
           ExpressionAttributeNames: pick(NAMES, `${expression} #fence #st`),
           ExpressionAttributeValues: { ...values, ":fence": N(req.fence), ":running": S("running") },
           ReturnValuesOnConditionCheckFailure: "ALL_OLD",
@@ -286,22 +270,8 @@ export class DynamoDBStore implements StateStore {
 }
 
 function commitUpdate(table: string, req: CommitRequest) {
-  const values: Item = {
-    ":done": S("done"),
-    ":running": S("running"),
-    ":fence": N(req.fence),
-    ":exp": N(req.expiresAtSeconds),
-  };
-  // The attempt counter is dropped at commit: it is only needed while retrying.
-  const remove = ["#lease", "#att"];
-  const set = `SET #st = :done, #cpos = #pos, #ceid = #eid, #exp = :exp${resultUpdate(req, values, remove)}`;
-  return stateUpdate(
-    table,
-    req.key,
-    `${set} REMOVE ${remove.join(", ")}`,
-    "#fence = :fence AND #st = :running",
-    values,
-  );
+  const { set, remove, values } = commitParts(req);
+  return stateUpdate(table, req.key, `${set} REMOVE ${remove.join(", ")}`, FENCED_CONDITION, values);
 }
 
 /** An UpdateItem input on one state item. */
