@@ -1,5 +1,6 @@
 import { defineConfig } from "vitest/config";
 import { BaseSequencer, type TestSpecification } from "vitest/node";
+import { wantsStore } from "./test/kit/store-names.js";
 
 /**
  * Two projects, one run:
@@ -9,14 +10,14 @@ import { BaseSequencer, type TestSpecification } from "vitest/node";
  *   into a new project (test/consumer.test.ts).
  * `npm test` runs both. EONCE_STORES=memory,dynamodb picks the engines of the store and guard suites.
  */
-/** Suites that loop over test/stores/harness.ts's STORES: memory in unit, DynamoDB Local in integration. */
+/** Suites that loop over test/kit/stores.ts's STORES: memory in unit, DynamoDB Local in integration. */
 const STORE_SUITES = [
   "test/core/guard.test.ts",
   "test/core/guard-faults.test.ts",
   "test/stores/contract.test.ts",
 ];
-const wanted = process.env.EONCE_STORES?.split(",").map((s) => s.trim());
-const wants = (store: string) => !wanted || wanted.includes(store);
+const wants = (store: "memory" | "dynamodb" | "dynamodb-inline") =>
+  wantsStore(process.env.EONCE_STORES, store);
 
 const INTEGRATION = [
   // CDK synth (aws-cdk-lib alone takes seconds to import per file, esbuild bundling, CloudFormation validation).

@@ -17,7 +17,7 @@ import {
 } from "../../src/lambda/visibility-heartbeat.js";
 import { LOCAL_CREDENTIALS } from "../../src/local/dynamodb-local.js";
 import { type LocalSqsServer, startSqsServer } from "../../src/local/sqs-server.js";
-import { sleep } from "./helpers.js";
+import { sleep } from "../kit/index.js";
 
 describe("queueUrlFromArn", () => {
   it.each([
