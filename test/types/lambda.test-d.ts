@@ -105,7 +105,7 @@ describe("the handler's arguments", () => {
       expectTypeOf(ctx.lambdaContext).toEqualTypeOf<Context | undefined>();
       expectTypeOf(ctx.atCommit).toEqualTypeOf<(write: AtomicWrite) => void>();
       // @ts-expect-error the logger is read-only
-      ctx.logger = ctx.logger;
+      ctx.logger = {} as HandlerContext["logger"];
     };
     expectTypeOf(handler).returns.resolves.toBeUnknown();
   });
