@@ -1,5 +1,6 @@
 import { defineConfig } from "vitest/config";
 import { BaseSequencer, type TestSpecification } from "vitest/node";
+import { wantsStore } from "./test/kit/store-names.js";
 
 /**
  * Two projects, one run:
@@ -7,16 +8,17 @@ import { BaseSequencer, type TestSpecification } from "vitest/node";
  * - `integration`: real protocol servers on 127.0.0.1 (one DynamoDB Local for the whole run, started and stopped
  *   by test/global-setup.ts; s3rver and fauxqs in-process), CDK synth, the CLI, the demo, and the packed package installed
  *   into a new project (test/consumer.test.ts).
- * `npm test` runs both. EONCE_STORES=memory,dynamodb picks the engines of the store and guard suites.
+ * `npm test` runs both; the unit project also runs the type tests (test/types/*.test-d.ts: tsc, through vitest's
+ * typecheck mode). EONCE_STORES=memory,dynamodb picks the engines of the store and guard suites.
  */
-/** Suites that loop over test/stores/harness.ts's STORES: memory in unit, DynamoDB Local in integration. */
+/** Suites that loop over test/kit/stores.ts's STORES: memory in unit, DynamoDB Local in integration. */
 const STORE_SUITES = [
   "test/core/guard.test.ts",
   "test/core/guard-faults.test.ts",
   "test/stores/contract.test.ts",
 ];
-const wanted = process.env.EONCE_STORES?.split(",").map((s) => s.trim());
-const wants = (store: string) => !wanted || wanted.includes(store);
+const wants = (store: "memory" | "dynamodb" | "dynamodb-inline") =>
+  wantsStore(process.env.EONCE_STORES, store);
 
 const INTEGRATION = [
   // CDK synth (aws-cdk-lib alone takes seconds to import per file, esbuild bundling, CloudFormation validation).
@@ -72,6 +74,8 @@ export default defineConfig({
           include: ["test/**/*.test.ts", "src/**/*.test.ts"],
           exclude: [...INTEGRATION, ...(wants("memory") ? [] : STORE_SUITES)],
           env: { EONCE_PROJECT_STORES: "memory" },
+          // Type tests (test/**/*.test-d.ts): expectTypeOf and @ts-expect-error, checked by tsc; a regression fails.
+          typecheck: { enabled: true, include: ["test/**/*.test-d.ts"], tsconfig: "tsconfig.typetest.json" },
         },
       },
       {

@@ -1,6 +1,7 @@
 import type { S3EventRecord } from "aws-lambda";
 import { s3Identity, s3Subject } from "../src/core/identity.js";
 import { normalizeSequencer, type Position } from "../src/core/position.js";
+import { s3Record } from "../test/kit/events.js";
 
 /** One S3 "object created" event as every implementation sees it. */
 export interface BenchEvent {
@@ -25,22 +26,14 @@ export function makeEvent(key: string, version: number): BenchEvent {
   const sequencer = (SEQUENCER_BASE + BigInt(version)).toString(16).toUpperCase().padStart(16, "0");
   const position = normalizeSequencer(sequencer);
   const eventTime = new Date(Date.UTC(2026, 10, 21, 12, 0, 0, version)).toISOString();
-  const record: S3EventRecord = {
-    eventVersion: "2.1",
-    eventSource: "aws:s3",
-    awsRegion: "us-east-1",
+  const record = s3Record({
+    encodedKey: key,
+    bucket: BUCKET,
+    sequencer,
     eventTime,
-    eventName: "ObjectCreated:Put",
-    userIdentity: { principalId: "AWS:BENCH" },
-    requestParameters: { sourceIPAddress: "127.0.0.1" },
-    responseElements: { "x-amz-request-id": `REQ${version}`, "x-amz-id-2": "bench" },
-    s3: {
-      s3SchemaVersion: "1.0",
-      configurationId: "bench",
-      bucket: { name: BUCKET, ownerIdentity: { principalId: "BENCH" }, arn: `arn:aws:s3:::${BUCKET}` },
-      object: { key, size: 1024, eTag: `etag-${version}`, sequencer },
-    },
-  };
+    requestId: `REQ${version}`,
+    eTag: `etag-${version}`,
+  });
   return {
     bucket: BUCKET,
     key,

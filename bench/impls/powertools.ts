@@ -5,7 +5,8 @@ import {
 } from "@aws-lambda-powertools/idempotency";
 import { DynamoDBPersistenceLayer } from "@aws-lambda-powertools/idempotency/dynamodb";
 import { PutItemCommand } from "@aws-sdk/client-dynamodb";
-import type { Context, S3EventRecord } from "aws-lambda";
+import type { S3EventRecord } from "aws-lambda";
+import { lambdaContext } from "../../test/kit/context.js";
 import type { BenchEvent } from "../events.js";
 import { createTable, dropTables } from "../tables.js";
 import {
@@ -71,7 +72,9 @@ export const powertools: Implementation = {
       async deliver(event, plan): Promise<DeliveryResult> {
         const call: Call = { event, plan, ran: false };
         // Each delivery is an invocation with the full timeout ahead of it.
-        config.registerLambdaContext(lambdaContext());
+        config.registerLambdaContext(
+          lambdaContext({ functionName: "bench-powertools", timeoutMs: FUNCTION_TIMEOUT_MS, memoryMb: 1024 }),
+        );
         try {
           await processRecord(event.record, call);
           return { outcome: call.ran ? "processed" : "duplicate", ack: true };
@@ -84,21 +87,3 @@ export const powertools: Implementation = {
     };
   },
 };
-
-function lambdaContext(): Context {
-  const deadline = Date.now() + FUNCTION_TIMEOUT_MS;
-  return {
-    callbackWaitsForEmptyEventLoop: false,
-    functionName: "bench-powertools",
-    functionVersion: "$LATEST",
-    invokedFunctionArn: "arn:aws:lambda:us-east-1:000000000000:function:bench-powertools",
-    memoryLimitInMB: "1024",
-    awsRequestId: Math.random().toString(36).slice(2),
-    logGroupName: "/aws/lambda/bench-powertools",
-    logStreamName: "bench",
-    getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
-    done: () => {},
-    fail: () => {},
-    succeed: () => {},
-  };
-}

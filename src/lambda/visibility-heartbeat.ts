@@ -55,7 +55,7 @@ export interface VisibilityHeartbeatDeps {
 const MAX_VISIBILITY_SECONDS = 43_200;
 const BATCH = 10;
 
-export const VISIBILITY_HEARTBEAT_OPTIONS = schemaFor<VisibilityHeartbeatOptions>()({
+const VISIBILITY_HEARTBEAT_OPTIONS = schemaFor<VisibilityHeartbeatOptions>()({
   visibilityTimeoutSeconds: required(integer({ min: 1, max: MAX_VISIBILITY_SECONDS })),
   intervalSeconds: required(integer({ min: 1 })),
   queueUrl: func<(eventSourceArn: string) => string>({ expected: "a function (eventSourceArn) => url" }),

@@ -1,12 +1,12 @@
 import { randomUUID } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { InvalidPositionError, LeaseUnconfirmedError, StoreError } from "../../src/core/errors.js";
 import { createGuard, type GuardOptions } from "../../src/core/guard.js";
 import { isAcknowledged } from "../../src/core/outcomes.js";
 import { positionFromNumber } from "../../src/core/position.js";
 import { stateKey } from "../../src/core/state-key.js";
 import { MemoryStore } from "../../src/stores/memory.js";
-import { STORES, type StoreUnderTest, wrapStore } from "../stores/harness.js";
+import { deferred, guardEvent, STORES, sleep, useStore, wrapStore } from "../kit/index.js";
 
 /**
  * One test per way the guard used to break under faults (lost responses, outages, TTL, sizes, clocks, mixed
@@ -14,22 +14,10 @@ import { STORES, type StoreUnderTest, wrapStore } from "../stores/harness.js";
  */
 
 const p = positionFromNumber;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-function deferred() {
-  let resolve!: () => void;
-  const promise = new Promise<void>((r) => {
-    resolve = r;
-  });
-  return { promise, resolve };
-}
-const ev = (subject: string, n: number) => ({ subject, identity: `${p(n)}:created`, position: p(n) });
+const ev = guardEvent;
 
 describe.each(STORES)("guard under faults on $name", (factory) => {
-  let t: StoreUnderTest;
-  beforeAll(async () => {
-    t = await factory.make();
-  });
-  afterAll(async () => t?.close());
+  const t = useStore(factory);
   const guard = (o: Partial<GuardOptions> = {}) => createGuard({ store: t.store, leaseMs: 5000, ...o });
   const subject = () => `bucket/${randomUUID()}`;
 

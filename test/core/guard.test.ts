@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   LeaseUnconfirmedError,
   OptionsError,
@@ -11,19 +11,10 @@ import { positionFromNumber } from "../../src/core/position.js";
 import { stateKey } from "../../src/core/state-key.js";
 import type { StateStore } from "../../src/core/store.js";
 import { MemoryStore } from "../../src/stores/memory.js";
-import { STORES, type StoreUnderTest } from "../stores/harness.js";
+import { deferred, guardEvent, STORES, type StoreFactory, sleep, useStore } from "../kit/index.js";
 
 const p = positionFromNumber;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const ev = (subject: string, n: number) => ({ subject, identity: `${p(n)}:created`, position: p(n) });
-
-function deferred<T = void>() {
-  let resolve!: (v: T) => void;
-  const promise = new Promise<T>((r) => {
-    resolve = r;
-  });
-  return { promise, resolve };
-}
+const ev = guardEvent;
 
 function shuffle<T>(items: T[], seed: number): T[] {
   const a = [...items];
@@ -37,11 +28,7 @@ function shuffle<T>(items: T[], seed: number): T[] {
 }
 
 describe.each(STORES)("guard on $name", (factory) => {
-  let t: StoreUnderTest;
-  beforeAll(async () => {
-    t = await factory.make();
-  });
-  afterAll(async () => t?.close());
+  const t = useStore(factory);
   const guard = (o: Partial<GuardOptions> = {}) => createGuard({ store: t.store, leaseMs: 5000, ...o });
   const subject = () => `bucket/${randomUUID()}`;
 
@@ -360,13 +347,7 @@ describe.each(STORES)("guard on $name", (factory) => {
 describe.runIf(STORES.some((s) => s.name === "dynamodb"))(
   "guard on dynamodb: requests per outcome (SDK middleware count)",
   () => {
-    let t: StoreUnderTest;
-    beforeAll(async () => {
-      const dynamodb = STORES.find((s) => s.name === "dynamodb");
-      if (!dynamodb) throw new Error("no dynamodb store");
-      t = await dynamodb.make();
-    });
-    afterAll(async () => t?.close());
+    const t = useStore(STORES.find((s) => s.name === "dynamodb") as StoreFactory);
 
     it("new = claim + commit = 2 (effect folded in), duplicate = 1, stale = 1, failed = 2", async () => {
       const requests = t.requests;

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Context, SQSBatchResponse } from "aws-lambda";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { OptionsError } from "../../src/core/errors.js";
 import {
   type EffectivelyOnceOptions,
@@ -11,17 +11,17 @@ import {
   sendFifoMessage,
   sqsHandler,
 } from "../../src/lambda/index.js";
-import { deepJson, splice, spliceJson } from "../sources/hostile.js";
 import {
-  type Captured,
   captureOutput,
   dynamoTables,
   eventBridgeS3,
-  fakeContext,
+  lambdaContext,
   s3Record,
   sqsEvent,
+  sqsRecord,
   type Tables,
-} from "./helpers.js";
+} from "../kit/index.js";
+import { deepJson, splice, spliceJson } from "../sources/hostile.js";
 
 /** Input found by fuzzing, through the Lambda adapters: the bad record fails alone, on a defined route. */
 
@@ -31,7 +31,6 @@ type Wrapped = (event: unknown, context: Context) => Promise<unknown>;
 const DEEP = deepJson(100_000);
 
 let tables: Tables;
-let out: Captured | undefined;
 
 beforeAll(async () => {
   tables = await dynamoTables();
@@ -39,21 +38,11 @@ beforeAll(async () => {
 
 afterAll(() => tables?.close());
 
-afterEach(() => {
-  out?.restore();
-  out = undefined;
-});
-
 const uid = () => randomUUID().slice(0, 8);
-
-function capture(): Captured {
-  out = captureOutput();
-  return out;
-}
 
 describe("deeply nested input through the Lambda adapters", () => {
   it("SQS: a batch with one deeply nested sequencer fails only that message, which goes to the DLQ route", async () => {
-    const o = capture();
+    const o = captureOutput();
     const keys = [`a/${uid()}`, `b/${uid()}`];
     const deepBody = spliceJson(
       { Records: [s3Record({ key: `deep/${uid()}` })] },
@@ -61,9 +50,9 @@ describe("deeply nested input through the Lambda adapters", () => {
       DEEP,
     );
     const event = sqsEvent(
-      { body: { Records: [s3Record({ key: keys[0] as string })] } },
-      { body: deepBody },
-      { body: { Records: [s3Record({ key: keys[1] as string })] } },
+      sqsRecord({ Records: [s3Record({ key: keys[0] as string })] }),
+      sqsRecord(deepBody),
+      sqsRecord({ Records: [s3Record({ key: keys[1] as string })] }),
     );
     const deepId = event.Records[1]?.messageId;
     const seen: string[] = [];
@@ -75,7 +64,7 @@ describe("deeply nested input through the Lambda adapters", () => {
       { store: tables.store, correlationAttribute: "constructor" },
     ) as Wrapped;
 
-    const response = (await handler(event, fakeContext())) as SQSBatchResponse;
+    const response = (await handler(event, lambdaContext())) as SQSBatchResponse;
 
     expect(response).toEqual({ batchItemFailures: [{ itemIdentifier: deepId }] });
     expect(seen.sort()).toEqual([...keys].sort());
@@ -88,7 +77,7 @@ describe("deeply nested input through the Lambda adapters", () => {
   });
 
   it("direct S3: a record with a deeply nested eventSource is acknowledged and counted; the other is processed", async () => {
-    const o = capture();
+    const o = captureOutput();
     const good = `good/${uid()}`;
     const event = {
       Records: [s3Record({ key: good }), splice(s3Record({ key: `deep/${uid()}` }), ["eventSource"], DEEP)],
@@ -101,7 +90,7 @@ describe("deeply nested input through the Lambda adapters", () => {
       { store: tables.store },
     ) as Wrapped;
 
-    const report = (await handler(event, fakeContext())) as InvocationReport;
+    const report = (await handler(event, lambdaContext())) as InvocationReport;
 
     expect(seen).toEqual([good]);
     expect(report.deliveries.map((d) => [d.ok, d.events[0]?.status])).toEqual([
@@ -112,8 +101,8 @@ describe("deeply nested input through the Lambda adapters", () => {
   });
 
   it("direct EventBridge: an application message with a deeply nested detail is acknowledged as malformed", async () => {
-    const o = capture();
-    const event = splice({ ...eventBridgeS3("k"), source: "com.example.orders" }, ["detail"], DEEP);
+    const o = captureOutput();
+    const event = splice({ ...eventBridgeS3({ key: "k" }), source: "com.example.orders" }, ["detail"], DEEP);
     const calls: unknown[] = [];
     const handler = eventBridgeHandler(
       async (e) => {
@@ -122,7 +111,7 @@ describe("deeply nested input through the Lambda adapters", () => {
       { store: tables.store, messages: "accept" },
     ) as Wrapped;
 
-    const report = (await handler(event, fakeContext())) as InvocationReport;
+    const report = (await handler(event, lambdaContext())) as InvocationReport;
 
     expect(calls).toEqual([]);
     expect(report.deliveries.map((d) => [d.ok, d.events[0]?.status])).toEqual([[true, "malformed"]]);
@@ -132,8 +121,8 @@ describe("deeply nested input through the Lambda adapters", () => {
 
 describe("a subject derivation that throws a value with no primitive conversion", () => {
   it("makes that message malformed (DLQ route), not the batch failed", async () => {
-    const o = capture();
-    const event = sqsEvent({ body: { orderId: "ok" } }, { body: { orderId: "odd" } });
+    const o = captureOutput();
+    const event = sqsEvent(sqsRecord({ orderId: "ok" }), sqsRecord({ orderId: "odd" }));
     const oddId = event.Records[1]?.messageId;
     const bodies: string[] = [];
     const handler = sqsHandler(
@@ -152,7 +141,7 @@ describe("a subject derivation that throws a value with no primitive conversion"
       },
     ) as Wrapped;
 
-    const response = (await handler(event, fakeContext())) as SQSBatchResponse;
+    const response = (await handler(event, lambdaContext())) as SQSBatchResponse;
 
     expect(response).toEqual({ batchItemFailures: [{ itemIdentifier: oddId }] });
     expect(bodies).toEqual(['{"orderId":"ok"}']);

@@ -1,13 +1,8 @@
-import {
-  CreateQueueCommand,
-  DeleteMessageCommand,
-  ReceiveMessageCommand,
-  type SQSClient,
-} from "@aws-sdk/client-sqs";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CreateQueueCommand, DeleteMessageCommand, ReceiveMessageCommand } from "@aws-sdk/client-sqs";
+import { describe, expect, it } from "vitest";
 import { OptionsError } from "../../src/core/errors.js";
 import { fifoId, fifoMessageIds, sendFifoMessage } from "../../src/lambda/fifo-producer.js";
-import { type LocalSqsServer, startSqsServer } from "../../src/local/sqs-server.js";
+import { useLocalSqs } from "../kit/index.js";
 
 const VALID = /^[!-~]{1,128}$/;
 
@@ -45,46 +40,41 @@ describe("fifoMessageIds", () => {
 });
 
 describe("sendFifoMessage on fauxqs", () => {
-  let server: LocalSqsServer;
-  let sqs: SQSClient;
-
-  beforeAll(async () => {
-    server = await startSqsServer();
-    sqs = server.client();
-  });
-  afterAll(async () => {
-    sqs?.destroy();
-    await server?.stop();
-  });
+  const local = useLocalSqs();
 
   it("drops a resend of the same event and keeps one subject's events in order", async () => {
-    const { QueueUrl } = await sqs.send(
+    const { QueueUrl } = await local.sqs.send(
       new CreateQueueCommand({
         QueueName: "orders.fifo",
         Attributes: { FifoQueue: "true", VisibilityTimeout: "30" },
       }),
     );
     const queueUrl = QueueUrl!;
-    const first = await sendFifoMessage(sqs, {
+    const first = await sendFifoMessage(local.sqs, {
       queueUrl,
       subject: "order-1",
       identity: "v1",
       body: { version: 1 },
     });
-    const resend = await sendFifoMessage(sqs, {
+    const resend = await sendFifoMessage(local.sqs, {
       queueUrl,
       subject: "order-1",
       identity: "v1",
       body: { version: 1 },
     });
     expect(resend.MessageId).toBe(first.MessageId);
-    await sendFifoMessage(sqs, { queueUrl, subject: "order-1", identity: "v2", body: { version: 2 } });
-    await sendFifoMessage(sqs, { queueUrl, subject: "bucket/été.jpg", identity: "p:1", body: "raw text" });
+    await sendFifoMessage(local.sqs, { queueUrl, subject: "order-1", identity: "v2", body: { version: 2 } });
+    await sendFifoMessage(local.sqs, {
+      queueUrl,
+      subject: "bucket/été.jpg",
+      identity: "p:1",
+      body: "raw text",
+    });
 
     const bodies: string[] = [];
     const groups = new Set<string>();
     for (let i = 0; i < 5; i++) {
-      const { Messages = [] } = await sqs.send(
+      const { Messages = [] } = await local.sqs.send(
         new ReceiveMessageCommand({
           QueueUrl: queueUrl,
           MaxNumberOfMessages: 10,
@@ -95,7 +85,9 @@ describe("sendFifoMessage on fauxqs", () => {
         bodies.push(m.Body!);
         groups.add(m.Attributes!.MessageGroupId!);
         // Delete so the group unlocks and its next message can be received.
-        await sqs.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: m.ReceiptHandle! }));
+        await local.sqs.send(
+          new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: m.ReceiptHandle! }),
+        );
       }
     }
     expect(bodies.filter((b) => b.startsWith("{"))).toEqual(['{"version":1}', '{"version":2}']);
@@ -106,11 +98,16 @@ describe("sendFifoMessage on fauxqs", () => {
 
   it("refuses a standard queue URL and unknown keys", async () => {
     await expect(
-      sendFifoMessage(sqs, { queueUrl: server.queueUrl("plain"), subject: "s", identity: "i", body: "x" }),
+      sendFifoMessage(local.sqs, {
+        queueUrl: local.server.queueUrl("plain"),
+        subject: "s",
+        identity: "i",
+        body: "x",
+      }),
     ).rejects.toThrow(/queueUrl must be a FIFO queue URL/);
     await expect(
-      sendFifoMessage(sqs, {
-        queueUrl: server.queueUrl("q.fifo"),
+      sendFifoMessage(local.sqs, {
+        queueUrl: local.server.queueUrl("q.fifo"),
         subject: "s",
         identity: "i",
         body: "x",

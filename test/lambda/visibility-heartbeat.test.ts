@@ -7,7 +7,7 @@ import {
   SendMessageCommand,
   SQSClient,
 } from "@aws-sdk/client-sqs";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { OptionsError } from "../../src/core/errors.js";
 import {
   type HeartbeatProblem,
@@ -16,8 +16,7 @@ import {
   VisibilityHeartbeat,
 } from "../../src/lambda/visibility-heartbeat.js";
 import { LOCAL_CREDENTIALS } from "../../src/local/dynamodb-local.js";
-import { type LocalSqsServer, startSqsServer } from "../../src/local/sqs-server.js";
-import { sleep } from "./helpers.js";
+import { sleep, useLocalSqs } from "../kit/index.js";
 
 describe("queueUrlFromArn", () => {
   it.each([
@@ -80,49 +79,39 @@ describe("VisibilityHeartbeat options", () => {
 });
 
 describe("VisibilityHeartbeat on fauxqs", () => {
-  let server: LocalSqsServer;
-  let sqs: SQSClient;
+  const local = useLocalSqs();
   let n = 0;
-
-  beforeAll(async () => {
-    server = await startSqsServer();
-    sqs = server.client();
-  });
-  afterAll(async () => {
-    sqs?.destroy();
-    await server?.stop();
-  });
 
   async function queueWithMessage(
     visibilityTimeoutSeconds: number,
   ): Promise<{ url: string; arn: string; message: Message }> {
     const name = `hb-${++n}`;
-    const { QueueUrl } = await sqs.send(
+    const { QueueUrl } = await local.sqs.send(
       new CreateQueueCommand({
         QueueName: name,
         Attributes: { VisibilityTimeout: String(visibilityTimeoutSeconds) },
       }),
     );
-    await sqs.send(new SendMessageCommand({ QueueUrl, MessageBody: "work" }));
-    const { Messages } = await sqs.send(
+    await local.sqs.send(new SendMessageCommand({ QueueUrl, MessageBody: "work" }));
+    const { Messages } = await local.sqs.send(
       new ReceiveMessageCommand({ QueueUrl, MessageSystemAttributeNames: ["All"], MaxNumberOfMessages: 1 }),
     );
     expect(Messages).toHaveLength(1);
-    return { url: QueueUrl!, arn: server.queueArn(name), message: Messages![0]! };
+    return { url: QueueUrl!, arn: local.server.queueArn(name), message: Messages![0]! };
   }
 
   const receive = async (url: string) =>
-    (await sqs.send(new ReceiveMessageCommand({ QueueUrl: url, MessageSystemAttributeNames: ["All"] })))
+    (await local.sqs.send(new ReceiveMessageCommand({ QueueUrl: url, MessageSystemAttributeNames: ["All"] })))
       .Messages ?? [];
 
-  /** Counts what the heartbeat sends, passing every command to the real server. */
+  /** Counts what the heartbeat sends, passing every command to the real local.server. */
   function counting(): SqsSender & { sent: string[] } {
     const sent: string[] = [];
     return {
       sent,
       send: ((command: { constructor: { name: string } }, options?: unknown) => {
         sent.push(command.constructor.name);
-        return sqs.send(command as never, options as never);
+        return local.sqs.send(command as never, options as never);
       }) as SQSClient["send"],
     };
   }
@@ -134,7 +123,7 @@ describe("VisibilityHeartbeat on fauxqs", () => {
       {
         visibilityTimeoutSeconds: 2,
         intervalSeconds: 1,
-        queueUrl: (a) => server.queueUrl(a.split(":").pop()!),
+        queueUrl: (a) => local.server.queueUrl(a.split(":").pop()!),
       },
       { client },
     );
@@ -164,12 +153,12 @@ describe("VisibilityHeartbeat on fauxqs", () => {
     const { url, arn, message } = await queueWithMessage(1);
     const saved = { sqs: process.env.AWS_ENDPOINT_URL_SQS, all: process.env.AWS_ENDPOINT_URL };
     delete process.env.AWS_ENDPOINT_URL;
-    if (how === "env") process.env.AWS_ENDPOINT_URL_SQS = server.endpoint;
+    if (how === "env") process.env.AWS_ENDPOINT_URL_SQS = local.server.endpoint;
     else delete process.env.AWS_ENDPOINT_URL_SQS;
     const problems: HeartbeatProblem[] = [];
     // "env": a client with no endpoint of its own, as `new SQSClient({})` in a handler.
     const client =
-      how === "env" ? new SQSClient({ region: "us-east-1", credentials: LOCAL_CREDENTIALS }) : sqs;
+      how === "env" ? new SQSClient({ region: "us-east-1", credentials: LOCAL_CREDENTIALS }) : local.sqs;
     const heartbeat = new VisibilityHeartbeat(
       { visibilityTimeoutSeconds: 2, intervalSeconds: 1 },
       { client, onProblem: (p) => problems.push(p) },
@@ -201,9 +190,9 @@ describe("VisibilityHeartbeat on fauxqs", () => {
       {
         visibilityTimeoutSeconds: 2,
         intervalSeconds: 1,
-        queueUrl: (a) => server.queueUrl(a.split(":").pop()!),
+        queueUrl: (a) => local.server.queueUrl(a.split(":").pop()!),
       },
-      { client: sqs },
+      { client: local.sqs },
     );
     const run = heartbeat.start([
       { messageId: message.MessageId!, receiptHandle: message.ReceiptHandle!, eventSourceArn: arn },
@@ -220,14 +209,14 @@ describe("VisibilityHeartbeat on fauxqs", () => {
 
   it("drops a message whose extension SQS refuses and reports it once", async () => {
     const { url, arn, message } = await queueWithMessage(30);
-    await sqs.send(new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: message.ReceiptHandle! }));
+    await local.sqs.send(new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: message.ReceiptHandle! }));
     const problems: HeartbeatProblem[] = [];
     const client = counting();
     const heartbeat = new VisibilityHeartbeat(
       {
         visibilityTimeoutSeconds: 5,
         intervalSeconds: 1,
-        queueUrl: (a) => server.queueUrl(a.split(":").pop()!),
+        queueUrl: (a) => local.server.queueUrl(a.split(":").pop()!),
       },
       { client, onProblem: (p) => problems.push(p) },
     );
@@ -251,13 +240,14 @@ describe("VisibilityHeartbeat on fauxqs", () => {
 
   it("extends up to ten receipt handles per request, per queue", async () => {
     const name = `hb-batch-${++n}`;
-    const { QueueUrl } = await sqs.send(
+    const { QueueUrl } = await local.sqs.send(
       new CreateQueueCommand({ QueueName: name, Attributes: { VisibilityTimeout: "1" } }),
     );
-    for (let i = 0; i < 12; i++) await sqs.send(new SendMessageCommand({ QueueUrl, MessageBody: `m${i}` }));
+    for (let i = 0; i < 12; i++)
+      await local.sqs.send(new SendMessageCommand({ QueueUrl, MessageBody: `m${i}` }));
     const messages: Message[] = [];
     while (messages.length < 12) {
-      const { Messages = [] } = await sqs.send(
+      const { Messages = [] } = await local.sqs.send(
         new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10 }),
       );
       messages.push(...Messages);
@@ -266,7 +256,7 @@ describe("VisibilityHeartbeat on fauxqs", () => {
     const client: SqsSender = {
       send: ((command: ChangeMessageVisibilityBatchCommand, options?: unknown) => {
         sizes.push(command.input.Entries?.length ?? 0);
-        return sqs.send(command, options as never);
+        return local.sqs.send(command, options as never);
       }) as SQSClient["send"],
     };
     const heartbeat = new VisibilityHeartbeat(
@@ -277,7 +267,7 @@ describe("VisibilityHeartbeat on fauxqs", () => {
       messages.map((m) => ({
         messageId: m.MessageId!,
         receiptHandle: m.ReceiptHandle!,
-        eventSourceArn: server.queueArn(name),
+        eventSourceArn: local.server.queueArn(name),
       })),
     );
     try {

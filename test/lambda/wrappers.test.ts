@@ -4,11 +4,10 @@ import {
   GetQueueAttributesCommand,
   ReceiveMessageCommand,
   SendMessageCommand,
-  type SQSClient,
 } from "@aws-sdk/client-sqs";
 import middy from "@middy/core";
 import type { Context, SQSBatchResponse } from "aws-lambda";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { OptionsError, StoreError } from "../../src/core/errors.js";
 import type { MessageEvent } from "../../src/core/event.js";
 import { positionFromNumber } from "../../src/core/position.js";
@@ -24,26 +23,27 @@ import {
   sqsHandler,
 } from "../../src/lambda/index.js";
 import { eachEvent, effectivelyOnce } from "../../src/lambda/middy.js";
-import { type LocalSqsServer, startSqsServer } from "../../src/local/sqs-server.js";
-import { wrapStore } from "../stores/harness.js";
 import {
-  type Captured,
   captureOutput,
   dynamoTables,
+  EXAMPLE_BUCKET,
   eventBridgeS3,
-  fakeContext,
+  lambdaContext,
   messages,
   nextSequencer,
   type PollResult,
   pollOnce,
-  s3Event,
+  s3Notification,
   s3Record,
   s3TestEvent,
   sleep,
   snsEnvelope,
   sqsEvent,
+  sqsRecord,
   type Tables,
-} from "./helpers.js";
+  useLocalSqs,
+  wrapStore,
+} from "../kit/index.js";
 
 type Trigger = "s3" | "sqs" | "eventbridge";
 type Wrapped = (event: unknown, context: Context) => Promise<unknown>;
@@ -68,31 +68,13 @@ const FORMS: {
 ];
 
 let tables: Tables;
-let server: LocalSqsServer;
-let sqs: SQSClient;
-let out: Captured | undefined;
+const local = useLocalSqs();
 
 beforeAll(async () => {
   tables = await dynamoTables();
-  server = await startSqsServer();
-  sqs = server.client();
 });
 
-afterAll(async () => {
-  sqs?.destroy();
-  await server?.stop();
-  tables?.close();
-});
-
-afterEach(() => {
-  out?.restore();
-  out = undefined;
-});
-
-function capture(): Captured {
-  out = captureOutput();
-  return out;
-}
+afterAll(() => tables?.close());
 
 const queueName = (arn: string) => arn.split(":").pop() as string;
 
@@ -100,8 +82,10 @@ async function createQueue(
   name: string,
   attributes: Record<string, string> = {},
 ): Promise<{ url: string; arn: string }> {
-  const { QueueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: name, Attributes: attributes }));
-  return { url: QueueUrl!, arn: server.queueArn(name) };
+  const { QueueUrl } = await local.sqs.send(
+    new CreateQueueCommand({ QueueName: name, Attributes: attributes }),
+  );
+  return { url: QueueUrl!, arn: local.server.queueArn(name) };
 }
 
 const body = (m: MessageEvent) => JSON.parse(m.body) as { orderId: string; version: number; id?: string };
@@ -110,7 +94,7 @@ describe.each(FORMS)("$name form", (form) => {
   const uid = () => `${form.name}-${randomUUID().slice(0, 8)}`;
 
   it("a state store outage while the handler runs is never acknowledged: the message is retried", async () => {
-    const o = capture();
+    const o = captureOutput();
     // Renewals hang, then fail; the release fails too: nobody is known to hold the claim.
     const down = wrapStore(tables.store, {
       renew: async () => {
@@ -130,17 +114,17 @@ describe.each(FORMS)("$name form", (form) => {
       },
       { store: down, leaseMs: 300, heartbeatMs: 100, messages: "accept", subject: () => uid() },
     );
-    const event = sqsEvent({ body: { orderId: uid() }, messageId: "m-outage" });
-    const response = (await handler(event, fakeContext())) as SQSBatchResponse;
+    const event = sqsEvent(sqsRecord({ orderId: uid() }, { messageId: "m-outage" }));
+    const response = (await handler(event, lambdaContext())) as SQSBatchResponse;
     expect(response.batchItemFailures).toEqual([{ itemIdentifier: "m-outage" }]);
     expect(o.metrics().leaseLost ?? 0).toBe(0);
     expect(o.metrics()).toMatchObject({ failed: 1 });
   });
 
   it("same S3 payload invoked twice: one effect, the second run logs 'duplicate skipped' and replays the result", async () => {
-    const o = capture();
+    const o = captureOutput();
     const key = `photos/${uid()} 1.jpg`;
-    const subject = `bucket/${key}`;
+    const subject = `${EXAMPLE_BUCKET}/${key}`;
     let calls = 0;
     const handler = form.wrap(
       "s3",
@@ -153,10 +137,10 @@ describe.each(FORMS)("$name form", (form) => {
       },
       { store: tables.store, pipeline: "thumbnails" },
     );
-    const event = s3Event({ key, requestId: "REQ-DUP-1" });
+    const event = s3Notification(s3Record({ key, requestId: "REQ-DUP-1" }));
 
-    const first = (await handler(event, fakeContext())) as InvocationReport;
-    const second = (await handler(structuredClone(event), fakeContext())) as InvocationReport;
+    const first = (await handler(event, lambdaContext())) as InvocationReport;
+    const second = (await handler(structuredClone(event), lambdaContext())) as InvocationReport;
 
     expect(calls).toBe(1);
     expect(first.deliveries[0]?.events).toEqual([
@@ -196,8 +180,8 @@ describe.each(FORMS)("$name form", (form) => {
       const outcomes: string[] = [];
       for (const sequencer of [newer, older, older]) {
         const report = (await handler(
-          s3Event({ bucket, key, sequencer }),
-          fakeContext(),
+          s3Notification(s3Record({ bucket, key, sequencer })),
+          lambdaContext(),
         )) as InvocationReport;
         outcomes.push(...(report.deliveries[0]?.events.map((e) => e.status) ?? []));
       }
@@ -212,9 +196,9 @@ describe.each(FORMS)("$name form", (form) => {
   });
 
   it("handler throws on the first attempt: claim released, the retry processes once", async () => {
-    const o = capture();
+    const o = captureOutput();
     const key = `docs/${uid()}.txt`;
-    const subject = `bucket/${key}`;
+    const subject = `${EXAMPLE_BUCKET}/${key}`;
     const seq = "00000000000000A1";
     const attempts: number[] = [];
     const handler = form.wrap(
@@ -227,9 +211,9 @@ describe.each(FORMS)("$name form", (form) => {
       },
       { store: tables.store },
     );
-    const event = s3Event({ key, sequencer: seq });
+    const event = s3Notification(s3Record({ key, sequencer: seq }));
 
-    const error = await handler(event, fakeContext()).catch((e: unknown) => e);
+    const error = await handler(event, lambdaContext()).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(DeliveryFailedError);
     expect((error as DeliveryFailedError).failures).toEqual([
       expect.objectContaining({ recordIndex: 0, status: "failed" }),
@@ -239,9 +223,9 @@ describe.each(FORMS)("$name form", (form) => {
     expect(released).toMatchObject({ status: "released" });
     expect(await tables.sink.get(subject)).toBeUndefined();
 
-    const retry = (await handler(event, fakeContext())) as InvocationReport;
+    const retry = (await handler(event, lambdaContext())) as InvocationReport;
     expect(retry.deliveries[0]?.events[0]?.status).toBe("processed");
-    const again = (await handler(event, fakeContext())) as InvocationReport;
+    const again = (await handler(event, lambdaContext())) as InvocationReport;
     expect(again.deliveries[0]?.events[0]?.status).toBe("duplicate");
 
     expect(attempts).toEqual([1, 2]);
@@ -256,9 +240,12 @@ describe.each(FORMS)("$name form", (form) => {
   });
 
   it("a direct S3 record that is malformed is acknowledged and counted, not retried", async () => {
-    const o = capture();
+    const o = captureOutput();
     const good = `ok/${uid()}`;
-    const event = s3Event({ key: good }, { key: `bad/${uid()}`, sequencer: "NOT-HEX" });
+    const event = s3Notification(
+      s3Record({ key: good }),
+      s3Record({ key: `bad/${uid()}`, sequencer: "NOT-HEX" }),
+    );
     const seen: string[] = [];
     const handler = form.wrap(
       "s3",
@@ -267,7 +254,7 @@ describe.each(FORMS)("$name form", (form) => {
       },
       { store: tables.store },
     );
-    const report = (await handler(event, fakeContext())) as InvocationReport;
+    const report = (await handler(event, lambdaContext())) as InvocationReport;
     expect(seen).toEqual([good]);
     expect(report.deliveries.map((d) => [d.ok, d.events[0]?.status])).toEqual([
       [true, "processed"],
@@ -283,7 +270,7 @@ describe.each(FORMS)("$name form", (form) => {
   });
 
   it("SQS batch with s3:TestEvent and garbage: good records succeed, the report lists exactly the bad ones, which reach the DLQ", async () => {
-    const o = capture();
+    const o = captureOutput();
     const name = `garbage-${uid()}`;
     const dlq = await createQueue(`${name}-dlq`);
     const q = await createQueue(name, {
@@ -300,7 +287,7 @@ describe.each(FORMS)("$name form", (form) => {
     };
     const ids: Record<string, string> = {};
     for (const [label, b] of Object.entries(bodies)) {
-      const sent = await sqs.send(new SendMessageCommand({ QueueUrl: q.url, MessageBody: b }));
+      const sent = await local.sqs.send(new SendMessageCommand({ QueueUrl: q.url, MessageBody: b }));
       ids[label] = sent.MessageId!;
     }
     const processed: string[] = [];
@@ -313,7 +300,7 @@ describe.each(FORMS)("$name form", (form) => {
     );
     const bad = [ids.notJson, ids.badSequencer, ids.foreign].sort();
 
-    const first = await pollOnce(sqs, q.url, q.arn, handler);
+    const first = await pollOnce(local.sqs, q.url, q.arn, handler);
     expect(first.received).toHaveLength(6);
     expect([...first.failed].sort()).toEqual(bad);
     expect(processed).toHaveLength(2);
@@ -323,14 +310,14 @@ describe.each(FORMS)("$name form", (form) => {
       expect(l).toMatchObject({ level: "ERROR", receiveCount: 1, correlation_id: l.messageId });
       expect(String(l.hint)).toContain("dead-letters it after maxReceiveCount");
     }
-    expect(messages(o)).toContain("s3:TestEvent acknowledged for bucket bucket");
+    expect(messages(o)).toContain(`s3:TestEvent acknowledged for bucket ${EXAMPLE_BUCKET}`);
     expect(o.metrics()).toMatchObject({ testEvent: 1, malformed: 3, processed: 2 });
     expect(o.values("receiveCount")).toEqual([1, 1, 1, 1, 1, 1]);
 
     // Redelivered after the visibility timeout: logged once per receive, with the receive count.
     o.clear();
     await sleep(1_100);
-    const second = await pollOnce(sqs, q.url, q.arn, handler);
+    const second = await pollOnce(local.sqs, q.url, q.arn, handler);
     expect(second.received.map((m) => m.MessageId).sort()).toEqual(bad);
     expect([...second.failed].sort()).toEqual(bad);
     expect(
@@ -343,22 +330,23 @@ describe.each(FORMS)("$name form", (form) => {
 
     // The third receive exceeds maxReceiveCount: the queue moves them to the DLQ; nothing loops.
     await sleep(1_100);
-    expect((await pollOnce(sqs, q.url, q.arn, handler)).received).toEqual([]);
-    const dead = await sqs.send(new ReceiveMessageCommand({ QueueUrl: dlq.url, MaxNumberOfMessages: 10 }));
+    expect((await pollOnce(local.sqs, q.url, q.arn, handler)).received).toEqual([]);
+    const dead = await local.sqs.send(
+      new ReceiveMessageCommand({ QueueUrl: dlq.url, MaxNumberOfMessages: 10 }),
+    );
     expect((dead.Messages ?? []).map((m) => m.MessageId).sort()).toEqual(bad);
     expect(processed).toHaveLength(2);
   });
 
   it("FIFO: a failure in group A fails A's later records only; B succeeds; order within A preserved", async () => {
-    const o = capture();
+    const o = captureOutput();
     const arn = "arn:aws:sqs:us-east-1:000000000000:orders.fifo";
     const run = uid();
-    const record = (group: string, n: number) => ({
-      body: { orderId: `${run}-${group}${n}`, group, n },
-      groupId: group,
-      arn,
-      messageId: `${group}${n}-${run}`,
-    });
+    const record = (group: string, n: number) =>
+      sqsRecord(
+        { orderId: `${run}-${group}${n}`, group, n },
+        { groupId: group, eventSourceARN: arn, messageId: `${group}${n}-${run}` },
+      );
     const event = sqsEvent(
       record("A", 1),
       record("B", 1),
@@ -386,7 +374,7 @@ describe.each(FORMS)("$name form", (form) => {
       },
       { store: tables.store, messages: "accept", subject: (m) => body(m).orderId },
     );
-    const response = (await handler(event, fakeContext())) as SQSBatchResponse;
+    const response = (await handler(event, lambdaContext())) as SQSBatchResponse;
 
     expect(response.batchItemFailures.map((f) => f.itemIdentifier)).toEqual([`A2-${run}`, `A3-${run}`]);
     expect(started.filter((s) => s.startsWith("A"))).toEqual(["A1", "A2"]);
@@ -405,9 +393,9 @@ describe.each(FORMS)("$name form", (form) => {
 
   for (const heartbeat of [true, false]) {
     it(`processing for 2x the visibility timeout with the heartbeat ${heartbeat ? "on: received once" : "off: received again"}, processed once`, async () => {
-      const o = capture();
+      const o = captureOutput();
       const q = await createQueue(`slow-${uid()}`, { VisibilityTimeout: "2" });
-      await sqs.send(
+      await local.sqs.send(
         new SendMessageCommand({
           QueueUrl: q.url,
           MessageBody: JSON.stringify({ Records: [s3Record({ key: `slow/${uid()}` })] }),
@@ -423,12 +411,12 @@ describe.each(FORMS)("$name form", (form) => {
         },
         {
           store: tables.store,
-          sqsClient: sqs,
+          sqsClient: local.sqs,
           visibilityHeartbeat: heartbeat
             ? {
                 visibilityTimeoutSeconds: 2,
                 intervalSeconds: 1,
-                queueUrl: (arn) => server.queueUrl(queueName(arn)),
+                queueUrl: (arn) => local.server.queueUrl(queueName(arn)),
               }
             : false,
         },
@@ -439,7 +427,7 @@ describe.each(FORMS)("$name form", (form) => {
       let stop = false;
       const poller = async () => {
         while (!stop) {
-          const r = await pollOnce(sqs, q.url, q.arn, handler);
+          const r = await pollOnce(local.sqs, q.url, q.arn, handler);
           received.push(...r.received);
           if (r.received.length === 0) await sleep(100);
         }
@@ -448,7 +436,7 @@ describe.each(FORMS)("$name form", (form) => {
       const until = Date.now() + 12_000;
       for (;;) {
         await sleep(200);
-        const { Attributes } = await sqs.send(
+        const { Attributes } = await local.sqs.send(
           new GetQueueAttributesCommand({
             QueueUrl: q.url,
             AttributeNames: ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
@@ -473,7 +461,9 @@ describe.each(FORMS)("$name form", (form) => {
         const counts = received.map((m) => Number(m.Attributes?.ApproximateReceiveCount)).sort();
         expect(counts.length).toBeGreaterThanOrEqual(2);
         expect(counts.slice(0, 2)).toEqual([1, 2]);
-        const duplicates = messages(o).filter((m) => m.startsWith("duplicate skipped for bucket/slow/"));
+        const duplicates = messages(o).filter((m) =>
+          m.startsWith(`duplicate skipped for ${EXAMPLE_BUCKET}/slow/`),
+        );
         expect(duplicates).toHaveLength(counts.length - 1);
       }
     }, 20_000);
@@ -484,7 +474,7 @@ describe.each(FORMS)("$name form", (form) => {
     async () => {
       const q = await createQueue(`batch-${uid()}`, { VisibilityTimeout: "2" });
       for (const key of [`fast/${uid()}`, `slow/${uid()}`]) {
-        await sqs.send(
+        await local.sqs.send(
           new SendMessageCommand({
             QueueUrl: q.url,
             MessageBody: JSON.stringify({ Records: [s3Record({ key })] }),
@@ -499,22 +489,22 @@ describe.each(FORMS)("$name form", (form) => {
         },
         {
           store: tables.store,
-          sqsClient: sqs,
+          sqsClient: local.sqs,
           visibilityHeartbeat: {
             visibilityTimeoutSeconds: 2,
             intervalSeconds: 1,
-            queueUrl: (arn) => server.queueUrl(queueName(arn)),
+            queueUrl: (arn) => local.server.queueUrl(queueName(arn)),
           },
         },
       );
       // Both messages in one batch, while a second poller watches the queue for a redelivery.
-      const first = pollOnce(sqs, q.url, q.arn, handler, { max: 10 });
+      const first = pollOnce(local.sqs, q.url, q.arn, handler, { max: 10 });
       await sleep(300);
       const redelivered: string[] = [];
       let stop = false;
       const watcher = (async () => {
         while (!stop) {
-          const r = await pollOnce(sqs, q.url, q.arn, handler);
+          const r = await pollOnce(local.sqs, q.url, q.arn, handler);
           redelivered.push(...r.received.map((m) => m.Body ?? ""));
           await sleep(200);
         }
@@ -530,7 +520,7 @@ describe.each(FORMS)("$name form", (form) => {
   );
 
   it("application messages: stale, superseded, lease lost and duplicate lines and counters", async () => {
-    const o = capture();
+    const o = captureOutput();
     const orderId = `order-${uid()}`;
     let releaseV1!: () => void;
     const gate = new Promise<void>((resolve) => {
@@ -559,7 +549,7 @@ describe.each(FORMS)("$name form", (form) => {
       },
     );
     const send = (version: number) =>
-      handler(sqsEvent({ body: { orderId, version } }), fakeContext()) as Promise<SQSBatchResponse>;
+      handler(sqsEvent(sqsRecord({ orderId, version })), lambdaContext()) as Promise<SQSBatchResponse>;
 
     const v1 = send(1);
     await started;
@@ -586,7 +576,7 @@ describe.each(FORMS)("$name form", (form) => {
   });
 
   it("deadline: waiting for a busy subject gives up before the Lambda times out, and the handler's signal aborts in time", async () => {
-    const o = capture();
+    const o = captureOutput();
     const orderId = `order-${uid()}`;
     let release!: () => void;
     const gate = new Promise<void>((resolve) => {
@@ -614,12 +604,12 @@ describe.each(FORMS)("$name form", (form) => {
       },
       options,
     );
-    const holder = handler(sqsEvent({ body: { orderId, version: 1 } }), fakeContext());
+    const holder = handler(sqsEvent(sqsRecord({ orderId, version: 1 })), lambdaContext());
     await sleep(200);
 
     const waitStart = Date.now();
-    const busyEvent = sqsEvent({ body: { orderId, version: 2 } });
-    const busy = (await handler(busyEvent, fakeContext({ timeoutMs: 1_500 }))) as SQSBatchResponse;
+    const busyEvent = sqsEvent(sqsRecord({ orderId, version: 2 }));
+    const busy = (await handler(busyEvent, lambdaContext({ timeoutMs: 1_500 }))) as SQSBatchResponse;
     const waitedMs = Date.now() - waitStart;
     expect(busy.batchItemFailures).toEqual([{ itemIdentifier: busyEvent.Records[0]?.messageId }]);
     // It waited, with back-off, but never past the budget (1 500 ms remaining - 500 ms margin).
@@ -632,8 +622,8 @@ describe.each(FORMS)("$name form", (form) => {
     const other = `order-${uid()}`;
     const abortStart = Date.now();
     const aborted = (await handler(
-      sqsEvent({ body: { orderId: other, version: 3 } }),
-      fakeContext({ timeoutMs: 900 }),
+      sqsEvent(sqsRecord({ orderId: other, version: 3 })),
+      lambdaContext({ timeoutMs: 900 }),
     )) as SQSBatchResponse;
     expect(Date.now() - abortStart).toBeLessThan(900);
     expect(aborted.batchItemFailures).toHaveLength(1);
@@ -643,7 +633,7 @@ describe.each(FORMS)("$name form", (form) => {
   });
 
   it("EventBridge direct, SNS-in-SQS and EventBridge-in-SQS reach the handler as S3 events; a named attribute correlates", async () => {
-    const o = capture();
+    const o = captureOutput();
     const seen: string[] = [];
     const options = { store: tables.store, correlationAttribute: "traceId" };
     const handler: EventHandler = async (e, ctx) => {
@@ -656,22 +646,26 @@ describe.each(FORMS)("$name form", (form) => {
       "eventbridge",
       handler,
       options,
-    )(eventBridgeS3(k1), fakeContext())) as InvocationReport;
+    )(eventBridgeS3({ key: k1, sequencer: nextSequencer() }), lambdaContext())) as InvocationReport;
     expect(direct.deliveries[0]?.ok).toBe(true);
 
     const sqsHandlerUnderTest = form.wrap("sqs", handler, options);
     const batch = sqsEvent(
-      { body: snsEnvelope({ Records: [s3Record({ key: k2 })] }) },
-      { body: eventBridgeS3(k3) },
+      sqsRecord(snsEnvelope({ Records: [s3Record({ key: k2 })] })),
+      sqsRecord(eventBridgeS3({ key: k3, sequencer: nextSequencer() })),
     );
     const first = batch.Records[0]!;
     first.messageAttributes = {
       traceId: { stringValue: "trace-123", dataType: "String", stringListValues: [], binaryListValues: [] },
     };
-    expect(await sqsHandlerUnderTest(batch, fakeContext())).toEqual({ batchItemFailures: [] });
+    expect(await sqsHandlerUnderTest(batch, lambdaContext())).toEqual({ batchItemFailures: [] });
 
     expect(seen.sort()).toEqual(
-      [`eventbridge:bucket/${k1}`, `sns-sqs-s3:bucket/${k2}`, `sqs-eventbridge:bucket/${k3}`].sort(),
+      [
+        `eventbridge:${EXAMPLE_BUCKET}/${k1}`,
+        `sns-sqs-s3:${EXAMPLE_BUCKET}/${k2}`,
+        `sqs-eventbridge:${EXAMPLE_BUCKET}/${k3}`,
+      ].sort(),
     );
     const snsLines = o.logs().filter((l) => l.messageId === first.messageId);
     expect(snsLines.length).toBeGreaterThan(0);
@@ -679,7 +673,7 @@ describe.each(FORMS)("$name form", (form) => {
   });
 
   it("standard batch: concurrency limit holds, and two events of one object run in order without a busy retry", async () => {
-    const o = capture();
+    const o = captureOutput();
     const key = `same/${uid()}`;
     let running = 0;
     let maxRunning = 0;
@@ -695,9 +689,8 @@ describe.each(FORMS)("$name form", (form) => {
       },
       { store: tables.store, concurrency: 2, busy: "retry" },
     );
-    const notification = (k: string, seq?: string) => ({
-      body: { Records: [s3Record({ key: k, sequencer: seq })] },
-    });
+    const notification = (k: string, seq?: string) =>
+      sqsRecord(s3Notification(s3Record({ key: k, sequencer: seq })));
     const batch = sqsEvent(
       notification(key, "00000000000000B1"),
       notification(`other/${uid()}`),
@@ -705,7 +698,7 @@ describe.each(FORMS)("$name form", (form) => {
       notification(`other/${uid()}`),
       notification(`other/${uid()}`),
     );
-    expect(await handler(batch, fakeContext())).toEqual({ batchItemFailures: [] });
+    expect(await handler(batch, lambdaContext())).toEqual({ batchItemFailures: [] });
     expect(maxRunning).toBe(2);
     expect(order.filter((s) => s.startsWith(key))).toEqual([
       `${key}@00000000000000B1`,
@@ -716,7 +709,7 @@ describe.each(FORMS)("$name form", (form) => {
   });
 
   it("records not started before the deadline are deferred; a record with broken SQS metadata is failed by its messageId", async () => {
-    const o = capture();
+    const o = captureOutput();
     const handler = form.wrap(
       "sqs",
       async () => {
@@ -725,13 +718,13 @@ describe.each(FORMS)("$name form", (form) => {
       { store: tables.store, concurrency: 1, deadlineMarginMs: 300 },
     );
     const batch = sqsEvent(
-      { body: { Records: [s3Record({ key: `slow/${uid()}` })] } },
-      { body: { Records: [s3Record({ key: `late/${uid()}` })] } },
-      { body: { Records: [s3Record({ key: `broken/${uid()}` })] } },
+      sqsRecord({ Records: [s3Record({ key: `slow/${uid()}` })] }),
+      sqsRecord({ Records: [s3Record({ key: `late/${uid()}` })] }),
+      sqsRecord({ Records: [s3Record({ key: `broken/${uid()}` })] }),
     );
     const [first, second, broken] = batch.Records;
     (broken as { receiptHandle?: string }).receiptHandle = undefined;
-    const response = (await handler(batch, fakeContext({ timeoutMs: 600 }))) as SQSBatchResponse;
+    const response = (await handler(batch, lambdaContext({ timeoutMs: 600 }))) as SQSBatchResponse;
     expect(response.batchItemFailures.map((f) => f.itemIdentifier).sort()).toEqual(
       [second?.messageId, broken?.messageId].sort(),
     );
@@ -760,9 +753,9 @@ describe.each(FORMS)("$name form", (form) => {
     expect(make({ deadlineMarginMs: -1 })).toThrow(/deadlineMarginMs/);
 
     if (form.name === "function") {
-      const o = capture();
+      const o = captureOutput();
       const wrong = sqsHandler(h, { store: tables.store }) as Wrapped;
-      await expect(wrong(s3Event({ key: `x/${uid()}` }), fakeContext())).rejects.toThrow(
+      await expect(wrong(s3Notification(s3Record({ key: `x/${uid()}` })), lambdaContext())).rejects.toThrow(
         /sqsHandler got a direct/,
       );
       expect(o.metrics()).toMatchObject({ malformed: 1 });
@@ -775,9 +768,9 @@ describe("middy form: misuse", () => {
     const raw = middy()
       .use(effectivelyOnce({ store: tables.store }))
       .handler(async () => "raw");
-    const event = s3Event({ key: `m/${randomUUID()}` });
-    await expect(raw(event, fakeContext())).rejects.toThrow(/base handler must be eachEvent/);
+    const event = s3Notification(s3Record({ key: `m/${randomUUID()}` }));
+    await expect(raw(event, lambdaContext())).rejects.toThrow(/base handler must be eachEvent/);
     const alone = middy().handler(eachEvent(async () => {}));
-    await expect(alone(event, fakeContext())).rejects.toThrow(/add \.use\(effectivelyOnce/);
+    await expect(alone(event, lambdaContext())).rejects.toThrow(/add \.use\(effectivelyOnce/);
   });
 });

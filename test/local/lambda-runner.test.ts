@@ -7,16 +7,7 @@ import { type InjectedFailure, type LambdaHandler, LocalFunction } from "../../s
 import { createPrng } from "../../src/local/prng.js";
 import { Sleeper } from "../../src/local/sleeper.js";
 import { Trace, type TraceEvent } from "../../src/local/trace.js";
-
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
-function deferred<T = void>() {
-  let resolve!: (v: T) => void;
-  const promise = new Promise<T>((r) => {
-    resolve = r;
-  });
-  return { promise, resolve };
-}
+import { deferred, sleep } from "../kit/index.js";
 
 let deps: { trace: Trace; activity: Activity; sleeper: Sleeper; prng: ReturnType<typeof createPrng> };
 const fresh = () => {

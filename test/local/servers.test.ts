@@ -22,9 +22,8 @@ import {
 } from "@aws-sdk/client-sqs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type LocalS3Server, type S3rverEventRecord, startS3Server } from "../../src/local/s3-server.js";
-import { type LocalSqsServer, startSqsServer } from "../../src/local/sqs-server.js";
+import { sleep, useLocalSqs } from "../kit/index.js";
 
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 /** For SDK clients whose expected warnings would clutter the output. */
 const quietLogger = { debug() {}, info() {}, warn() {}, error() {} };
 
@@ -216,27 +215,18 @@ describe("local S3 server (s3rver)", () => {
 });
 
 describe("local SQS server (fauxqs)", () => {
-  let server: LocalSqsServer;
-  let sqs: SQSClient;
-
-  beforeAll(async () => {
-    server = await startSqsServer();
-    sqs = server.client();
-  });
-
-  afterAll(async () => {
-    sqs?.destroy();
-    await server?.stop();
-  });
+  const local = useLocalSqs();
 
   async function createQueue(name: string, attributes: Record<string, string> = {}): Promise<string> {
-    const { QueueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: name, Attributes: attributes }));
-    expect(QueueUrl).toBe(server.queueUrl(name));
+    const { QueueUrl } = await local.sqs.send(
+      new CreateQueueCommand({ QueueName: name, Attributes: attributes }),
+    );
+    expect(QueueUrl).toBe(local.server.queueUrl(name));
     return QueueUrl!;
   }
 
   async function receive(queueUrl: string, max = 10): Promise<Message[]> {
-    const { Messages } = await sqs.send(
+    const { Messages } = await local.sqs.send(
       new ReceiveMessageCommand({
         QueueUrl: queueUrl,
         MaxNumberOfMessages: max,
@@ -247,7 +237,7 @@ describe("local SQS server (fauxqs)", () => {
   }
 
   async function counts(queueUrl: string): Promise<{ visible: string; inFlight: string }> {
-    const { Attributes } = await sqs.send(
+    const { Attributes } = await local.sqs.send(
       new GetQueueAttributesCommand({
         QueueUrl: queueUrl,
         AttributeNames: ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
@@ -260,10 +250,10 @@ describe("local SQS server (fauxqs)", () => {
   }
 
   it("listens on 127.0.0.1 only and hands out queue URLs on 127.0.0.1", async () => {
-    expect(server.address).toBe("127.0.0.1");
-    expect(server.endpoint).toBe(`http://127.0.0.1:${server.port}`);
+    expect(local.server.address).toBe("127.0.0.1");
+    expect(local.server.endpoint).toBe(`http://127.0.0.1:${local.server.port}`);
     const url = await createQueue("url-check");
-    expect(new URL(url).host).toBe(`127.0.0.1:${server.port}`);
+    expect(new URL(url).host).toBe(`127.0.0.1:${local.server.port}`);
 
     // A client configured like a handler's on AWS (no endpoint) follows the QueueUrl's host.
     const plain = new SQSClient({
@@ -283,7 +273,7 @@ describe("local SQS server (fauxqs)", () => {
 
   it("redelivers after the visibility timeout with ApproximateReceiveCount 2", async () => {
     const url = await createQueue("visibility", { VisibilityTimeout: "1" });
-    const sent = await sqs.send(new SendMessageCommand({ QueueUrl: url, MessageBody: "work" }));
+    const sent = await local.sqs.send(new SendMessageCommand({ QueueUrl: url, MessageBody: "work" }));
 
     const [first] = await receive(url);
     expect(first?.MessageId).toBe(sent.MessageId);
@@ -296,17 +286,17 @@ describe("local SQS server (fauxqs)", () => {
     expect(second?.Attributes?.ApproximateReceiveCount).toBe("2");
     expect(second?.ReceiptHandle).not.toBe(first?.ReceiptHandle);
 
-    await sqs.send(new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: second!.ReceiptHandle! }));
+    await local.sqs.send(new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: second!.ReceiptHandle! }));
     expect(await counts(url)).toEqual({ visible: "0", inFlight: "0" });
   });
 
   it("keeps a message hidden past the original timeout after ChangeMessageVisibility", async () => {
     const url = await createQueue("extend", { VisibilityTimeout: "1" });
-    await sqs.send(new SendMessageCommand({ QueueUrl: url, MessageBody: "slow work" }));
+    await local.sqs.send(new SendMessageCommand({ QueueUrl: url, MessageBody: "slow work" }));
     const [message] = await receive(url);
     expect(message).toBeDefined();
 
-    await sqs.send(
+    await local.sqs.send(
       new ChangeMessageVisibilityCommand({
         QueueUrl: url,
         ReceiptHandle: message!.ReceiptHandle!,
@@ -318,7 +308,7 @@ describe("local SQS server (fauxqs)", () => {
     expect(await counts(url)).toEqual({ visible: "0", inFlight: "1" });
 
     // Visibility 0 releases it at once (what a poller does on a failed record).
-    await sqs.send(
+    await local.sqs.send(
       new ChangeMessageVisibilityCommand({
         QueueUrl: url,
         ReceiptHandle: message!.ReceiptHandle!,
@@ -334,9 +324,12 @@ describe("local SQS server (fauxqs)", () => {
     const dlqUrl = await createQueue("work-dlq");
     const url = await createQueue("work", {
       VisibilityTimeout: "1",
-      RedrivePolicy: JSON.stringify({ deadLetterTargetArn: server.queueArn("work-dlq"), maxReceiveCount: 2 }),
+      RedrivePolicy: JSON.stringify({
+        deadLetterTargetArn: local.server.queueArn("work-dlq"),
+        maxReceiveCount: 2,
+      }),
     });
-    const sent = await sqs.send(new SendMessageCommand({ QueueUrl: url, MessageBody: "poison" }));
+    const sent = await local.sqs.send(new SendMessageCommand({ QueueUrl: url, MessageBody: "poison" }));
 
     for (const expected of ["1", "2"]) {
       const [message] = await receive(url);
@@ -357,11 +350,11 @@ describe("local SQS server (fauxqs)", () => {
   it("deletes received messages in a batch", async () => {
     const url = await createQueue("batch");
     for (const body of ["a", "b", "c"])
-      await sqs.send(new SendMessageCommand({ QueueUrl: url, MessageBody: body }));
+      await local.sqs.send(new SendMessageCommand({ QueueUrl: url, MessageBody: body }));
     const messages = await receive(url);
     expect(messages.map((m) => m.Body).sort()).toEqual(["a", "b", "c"]);
 
-    const result = await sqs.send(
+    const result = await local.sqs.send(
       new DeleteMessageBatchCommand({
         QueueUrl: url,
         Entries: messages.map((m, i) => ({ Id: `m${i}`, ReceiptHandle: m.ReceiptHandle! })),
@@ -375,7 +368,7 @@ describe("local SQS server (fauxqs)", () => {
   it("keeps FIFO group order, locks a group while in flight and drops duplicate dedup ids", async () => {
     const url = await createQueue("orders.fifo", { FifoQueue: "true", VisibilityTimeout: "2" });
     const send = (group: string, body: string, dedupId = body) =>
-      sqs.send(
+      local.sqs.send(
         new SendMessageCommand({
           QueueUrl: url,
           MessageBody: body,
@@ -405,7 +398,9 @@ describe("local SQS server (fauxqs)", () => {
       for (const message of messages) {
         const group = message.Attributes?.MessageGroupId ?? "?";
         byGroup.set(group, [...(byGroup.get(group) ?? []), message.Body ?? "?"]);
-        await sqs.send(new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: message.ReceiptHandle! }));
+        await local.sqs.send(
+          new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: message.ReceiptHandle! }),
+        );
       }
     }
     expect(byGroup.get("g1")).toEqual(["a1", "a2", "a3"]);

@@ -1,27 +1,16 @@
 import { randomUUID } from "node:crypto";
-import { CreateQueueCommand, SendMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
+import { CreateQueueCommand, SendMessageCommand } from "@aws-sdk/client-sqs";
 import type { SQSBatchResponse, SQSEvent } from "aws-lambda";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { Activity } from "../../src/local/activity.js";
 import { type LambdaHandler, LocalFunction } from "../../src/local/lambda-runner.js";
 import { createPrng } from "../../src/local/prng.js";
 import { Sleeper } from "../../src/local/sleeper.js";
 import { SqsEventSource } from "../../src/local/sqs-event-source.js";
-import { type LocalSqsServer, startSqsServer } from "../../src/local/sqs-server.js";
 import { Trace } from "../../src/local/trace.js";
+import { useLocalSqs } from "../kit/index.js";
 
-let server: LocalSqsServer;
-let sqs: SQSClient;
-
-beforeAll(async () => {
-  server = await startSqsServer();
-  sqs = server.client();
-});
-
-afterAll(async () => {
-  sqs?.destroy();
-  await server?.stop();
-});
+const local = useLocalSqs();
 
 /** A queue (with a DLQ after `maxReceiveCount` receives), a function and its event source; runs until drained. */
 async function pipeline(
@@ -29,14 +18,14 @@ async function pipeline(
   options: { batchSize?: number; visibilityTimeoutS?: number; maxReceiveCount?: number; messages: number },
 ) {
   const name = `q-${randomUUID().slice(0, 8)}`;
-  const dlq = await sqs.send(new CreateQueueCommand({ QueueName: `${name}-dlq` }));
-  const queue = await sqs.send(
+  const dlq = await local.sqs.send(new CreateQueueCommand({ QueueName: `${name}-dlq` }));
+  const queue = await local.sqs.send(
     new CreateQueueCommand({
       QueueName: name,
       Attributes: {
         VisibilityTimeout: String(options.visibilityTimeoutS ?? 1),
         RedrivePolicy: JSON.stringify({
-          deadLetterTargetArn: server.queueArn(`${name}-dlq`),
+          deadLetterTargetArn: local.server.queueArn(`${name}-dlq`),
           maxReceiveCount: options.maxReceiveCount ?? 5,
         }),
       },
@@ -45,14 +34,18 @@ async function pipeline(
   const deps = { trace: new Trace(), activity: new Activity(), sleeper: new Sleeper(), prng: createPrng(1) };
   const fn = new LocalFunction({ name: "consumer", handler, timeoutMs: 5000 }, deps);
   for (let i = 0; i < options.messages; i++) {
-    await sqs.send(
+    await local.sqs.send(
       new SendMessageCommand({ QueueUrl: queue.QueueUrl, MessageBody: JSON.stringify({ n: i }) }),
     );
   }
   const source = new SqsEventSource(
     fn,
-    { queueUrl: queue.QueueUrl ?? "", queueArn: server.queueArn(name), batchSize: options.batchSize ?? 10 },
-    { ...deps, client: sqs },
+    {
+      queueUrl: queue.QueueUrl ?? "",
+      queueArn: local.server.queueArn(name),
+      batchSize: options.batchSize ?? 10,
+    },
+    { ...deps, client: local.sqs },
   );
   source.start();
   const deadline = Date.now() + 20_000;
@@ -72,7 +65,7 @@ async function pipeline(
 
 async function sqsDepth(url: string) {
   const { GetQueueAttributesCommand } = await import("@aws-sdk/client-sqs");
-  const out = await sqs.send(
+  const out = await local.sqs.send(
     new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ["ApproximateNumberOfMessages"] }),
   );
   return out.Attributes ?? {};

@@ -6,17 +6,7 @@ import type { Delivery } from "../../src/core/event.js";
 import type { GuardOutcome } from "../../src/core/guard.js";
 import { COUNTERS, InvocationMetrics } from "../../src/observe/metrics.js";
 import { Observer } from "../../src/observe/observer.js";
-import { type Captured, captureOutput } from "../lambda/helpers.js";
-
-let out: Captured | undefined;
-afterEach(() => {
-  out?.restore();
-  out = undefined;
-});
-function capture(): Captured {
-  out = captureOutput();
-  return out;
-}
+import { captureOutput } from "../kit/index.js";
 
 const sqsDelivery: Delivery = {
   envelope: "sqs-s3",
@@ -36,7 +26,7 @@ const event = { subject: "bucket/a.jpg", identity: "0002:created", position: "00
 
 describe("InvocationMetrics (EMF through Powertools)", () => {
   it("prints one EMF line: summed counters, per-record values, the pipeline dimension", () => {
-    const o = capture();
+    const o = captureOutput();
     const m = new InvocationMetrics(new Metrics({ namespace: "Tests", serviceName: "svc" }), "thumbnails");
     m.count("processed");
     m.count("processed");
@@ -75,7 +65,7 @@ describe("InvocationMetrics (EMF through Powertools)", () => {
   });
 
   it("keeps a user instance's namespace and default dimensions, adding pipeline per flush", () => {
-    const o = capture();
+    const o = captureOutput();
     const user = new Metrics({
       namespace: "Shop",
       serviceName: "orders",
@@ -190,7 +180,7 @@ describe("Observer log lines", () => {
   ];
 
   it.each(cases)("%j → %s %s", (outcome, level, message, counter) => {
-    const o = capture();
+    const o = captureOutput();
     const { inv, d } = observe();
     d.outcome(event, outcome, 5);
     inv.flush();
@@ -212,7 +202,7 @@ describe("Observer log lines", () => {
   });
 
   it("logs superseded, takeover and refused renewals from the guard's trace", () => {
-    const o = capture();
+    const o = captureOutput();
     const { inv, d } = observe();
     const trace = d.trace(event);
     trace({ type: "claimed", key: "o#bucket/a.jpg", fence: 2, attempt: 1, superseded: "0001" });
@@ -229,7 +219,7 @@ describe("Observer log lines", () => {
   });
 
   it("logs a malformed SQS message with the receive count and the redrive hint, without a stack", () => {
-    const o = capture();
+    const o = captureOutput();
     const { inv, d } = observe();
     d.received();
     d.malformed(new MalformedEventError("body is not valid JSON", "Records[3].body"), "dead-letter");
@@ -247,7 +237,7 @@ describe("Observer log lines", () => {
   });
 
   it("uses the user's Logger, and gives handlers a child with the correlation id", () => {
-    const o = capture();
+    const o = captureOutput();
     const logger = new Logger({ serviceName: "shop", persistentKeys: { team: "images" } });
     const { inv, d } = observe(logger);
     d.testEvent("uploads");

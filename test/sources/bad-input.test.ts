@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { InvalidSequencerError, MalformedEventError, OptionsError } from "../../src/core/errors.js";
 import { parseInvocation } from "../../src/sources/index.js";
 import type { DeliveryUnit } from "../../src/sources/types.js";
-import { eventBridgeS3, s3Notification, s3Record, snsEnvelope, sqsEvent, sqsRecord } from "./builders.js";
+import { eventBridgeS3, s3Notification, s3Record, snsEnvelope, sqsEvent, sqsRecord } from "../kit/index.js";
 import { deepJson, splice, spliceJson } from "./hostile.js";
 
 /** Regressions for inputs found by fuzzing: each gets a typed error for its own unit, never a throw. */
@@ -35,7 +35,9 @@ describe("deeply nested values (JSON.stringify would overflow the stack)", () =>
 
   it("in the sequencer inside an SQS body: an InvalidSequencerError for that message only", () => {
     const body = spliceJson(s3Notification(record), ["Records", 0, "s3", "object", "sequencer"], DEEP);
-    const units = parseInvocation(sqsEvent(sqsRecord("ok", s3Notification(good)), sqsRecord("deep", body)));
+    const units = parseInvocation(
+      sqsEvent(sqsRecord(s3Notification(good), { messageId: "ok" }), sqsRecord(body, { messageId: "deep" })),
+    );
     expect(units[0]?.error).toBeUndefined();
     const error = errorOf(units[1]);
     expect(error).toBeInstanceOf(InvalidSequencerError);
@@ -57,7 +59,7 @@ describe("deeply nested values (JSON.stringify would overflow the stack)", () =>
       ["detail"],
       DEEP,
     );
-    const [viaSqs] = parseInvocation(sqsEvent(sqsRecord("m", body)), { messages: "accept" });
+    const [viaSqs] = parseInvocation(sqsEvent(sqsRecord(body, { messageId: "m" })), { messages: "accept" });
     expect(errorOf(viaSqs).path).toBe("Records[0].body.detail");
   });
 
@@ -67,7 +69,7 @@ describe("deeply nested values (JSON.stringify would overflow the stack)", () =>
       ["detail"],
       DEEP,
     );
-    const [unit] = parseInvocation(sqsEvent(sqsRecord("m", body)));
+    const [unit] = parseInvocation(sqsEvent(sqsRecord(body, { messageId: "m" })));
     expect(errorOf(unit).message).toMatch(/messages: "accept"/);
   });
 });
@@ -83,14 +85,15 @@ describe("long values are echoed capped, with their length", () => {
   });
 
   it("a long message attribute name is capped in the path", () => {
-    const record = sqsRecord("m", s3Notification(s3Record({ encodedKey: "k" })), {
+    const record = sqsRecord(s3Notification(s3Record({ encodedKey: "k" })), {
+      messageId: "m",
       messageAttributes: { ["n".repeat(100_000)]: "not an object" } as never,
     });
     expect(errorOf(parseInvocation(sqsEvent(record))[0]).path.length).toBeLessThan(MAX_MESSAGE);
   });
 
   it("a bad-JSON body is reported on one line even when the parser quotes a newline", () => {
-    const [unit] = parseInvocation(sqsEvent(sqsRecord("m", '{"a":\n x')));
+    const [unit] = parseInvocation(sqsEvent(sqsRecord('{"a":\n x', { messageId: "m" })));
     expect(errorOf(unit).message).toMatch(/^body is not valid JSON: /);
   });
 });
@@ -99,7 +102,8 @@ describe("ApproximateReceiveCount must be a safe positive integer", () => {
   const withCount = (count: string) =>
     parseInvocation(
       sqsEvent(
-        sqsRecord("m", s3Notification(s3Record({ encodedKey: "k" })), {
+        sqsRecord(s3Notification(s3Record({ encodedKey: "k" })), {
+          messageId: "m",
           attributes: { ApproximateReceiveCount: count } as never,
         }),
       ),
@@ -116,7 +120,8 @@ describe("ApproximateReceiveCount must be a safe positive integer", () => {
 
 describe("correlationAttribute reads own message attributes only", () => {
   const record = (attributes: Record<string, unknown>) =>
-    sqsRecord("msg-1", s3Notification(s3Record({ encodedKey: "k", requestId: "" })), {
+    sqsRecord(s3Notification(s3Record({ encodedKey: "k", requestId: "" })), {
+      messageId: "msg-1",
       messageAttributes: attributes as never,
     });
 
@@ -145,13 +150,15 @@ describe("an s3:TestEvent carrying Records is malformed, never silently dropped"
   };
 
   it("in an SQS body", () => {
-    const [unit] = parseInvocation(sqsEvent(sqsRecord("m", both)));
+    const [unit] = parseInvocation(sqsEvent(sqsRecord(both, { messageId: "m" })));
     expect(unit?.events).toEqual([]);
     expect(errorOf(unit).path).toBe("Records[0].body.Records");
   });
 
   it("in an SNS Message", () => {
-    const [unit] = parseInvocation(sqsEvent(sqsRecord("m", snsEnvelope("s", both))));
+    const [unit] = parseInvocation(
+      sqsEvent(sqsRecord(snsEnvelope(both, { messageId: "s" }), { messageId: "m" })),
+    );
     expect(unit?.events).toEqual([]);
     expect(errorOf(unit).path).toBe("Records[0].body.Message.Records");
   });

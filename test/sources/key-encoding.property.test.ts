@@ -7,7 +7,7 @@ import {
   MAX_S3_KEY_BYTES,
   parseInvocation,
 } from "../../src/sources/index.js";
-import { eventBridgeS3, s3Notification, s3Record, snsEnvelope, sqsEvent, sqsRecord } from "./builders.js";
+import { eventBridgeS3, s3Notification, s3Record, snsEnvelope, sqsEvent, sqsRecord } from "../kit/index.js";
 
 const bytes = (s: string) => Buffer.byteLength(s, "utf8");
 
@@ -97,9 +97,9 @@ describe("S3 notification key encoding (property)", () => {
       fc.property(s3Key, (key) => {
         const record = s3Record({ encodedKey: encodeS3NotificationKey(key) });
         expect(decodedThrough(s3Notification(record)).key).toBe(key);
-        expect(decodedThrough(sqsEvent(sqsRecord("m", s3Notification(record)))).key).toBe(key);
-        const sns = snsEnvelope("s", s3Notification(record));
-        const event = decodedThrough(sqsEvent(sqsRecord("m", sns)));
+        expect(decodedThrough(sqsEvent(sqsRecord(s3Notification(record), { messageId: "m" }))).key).toBe(key);
+        const sns = snsEnvelope(s3Notification(record), { messageId: "s" });
+        const event = decodedThrough(sqsEvent(sqsRecord(sns, { messageId: "m" })));
         expect(event.key).toBe(key);
         expect(event.subject).toBe(`amzn-s3-demo-bucket/${key}`);
       }),

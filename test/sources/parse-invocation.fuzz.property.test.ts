@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { MalformedEventError } from "../../src/core/errors.js";
 import { parseInvocation } from "../../src/sources/index.js";
 import type { DeliveryUnit } from "../../src/sources/types.js";
-import { eventBridgeS3, s3Notification, s3Record, snsEnvelope, sqsRecord } from "./builders.js";
+import { eventBridgeS3, s3Notification, s3Record, snsEnvelope, sqsRecord } from "../kit/index.js";
 import { deepJson, spliceJson } from "./hostile.js";
 
 /**
@@ -107,8 +107,8 @@ const SQS_PATHS: Path[] = [
   ["body"],
 ];
 
-const goodSqs = () => sqsRecord("good", s3Notification(S3_RECORD));
-const sqsWithBody = (body: string) => ({ Records: [goodSqs(), sqsRecord("bad", body)] });
+const goodSqs = () => sqsRecord(s3Notification(S3_RECORD), { messageId: "good" });
+const sqsWithBody = (body: string) => ({ Records: [goodSqs(), sqsRecord(body, { messageId: "bad" })] });
 
 interface Envelope {
   name: string;
@@ -142,7 +142,11 @@ const ENVELOPES: Envelope[] = [
     batch: true,
     build: (p, v) =>
       JSON.stringify(
-        sqsWithBody(JSON.stringify(snsEnvelope("s", at(s3Notification(S3_RECORD), ["Records", 0, ...p], v)))),
+        sqsWithBody(
+          JSON.stringify(
+            snsEnvelope(at(s3Notification(S3_RECORD), ["Records", 0, ...p], v), { messageId: "s" }),
+          ),
+        ),
       ),
   },
   { name: "direct EventBridge", paths: EB_PATHS, batch: false, build: (p, v, s) => at(eventBridge(s), p, v) },
@@ -164,7 +168,8 @@ const ENVELOPES: Envelope[] = [
     paths: SQS_PATHS,
     batch: true,
     build: (p, v) => {
-      const bad = sqsRecord("bad", s3Notification(S3_RECORD), {
+      const bad = sqsRecord(s3Notification(S3_RECORD), {
+        messageId: "bad",
         messageAttributes: { traceId: { dataType: "String", stringValue: "t" } } as never,
       });
       return at({ Records: [goodSqs(), bad] }, ["Records", 1, ...p], v);

@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { MalformedEventError } from "../../src/core/errors.js";
 import { parseInvocation } from "../../src/sources/index.js";
-import { eventBridgeS3, s3Notification, s3Record, snsEnvelope, sqsEvent, sqsRecord } from "./builders.js";
+import { eventBridgeS3, s3Notification, s3Record, snsEnvelope, sqsEvent, sqsRecord } from "../kit/index.js";
 
 /** Bodies that look more or less like what can arrive: junk, JSON, and mangled notifications. */
 const body = fc.oneof(
@@ -11,7 +11,9 @@ const body = fc.oneof(
   fc.anything().map((v) => JSON.stringify(v) ?? "null"),
   fc.anything().map((v) => JSON.stringify(s3Notification(v))),
   fc.anything().map((v) => JSON.stringify(s3Notification({ ...s3Record({ encodedKey: "k" }), s3: v }))),
-  fc.anything().map((v) => JSON.stringify(snsEnvelope("s", JSON.stringify(s3Notification(v))))),
+  fc
+    .anything()
+    .map((v) => JSON.stringify(snsEnvelope(JSON.stringify(s3Notification(v)), { messageId: "s" }))),
   fc.anything().map((v) => JSON.stringify({ ...eventBridgeS3({ key: "k" }), detail: v })),
 );
 
@@ -22,9 +24,12 @@ describe("parseInvocation never lets one bad message crash a batch (property)", 
         fc.array(body, { minLength: 1, maxLength: 8 }),
         fc.constantFrom("accept" as const, "reject" as const),
         (bodies, messages) => {
-          const units = parseInvocation(sqsEvent(...bodies.map((b, i) => sqsRecord(`m-${i}`, b))), {
-            messages,
-          });
+          const units = parseInvocation(
+            sqsEvent(...bodies.map((b, i) => sqsRecord(b, { messageId: `m-${i}` }))),
+            {
+              messages,
+            },
+          );
           expect(units.map((u) => u.delivery.recordIndex)).toEqual(bodies.map((_, i) => i));
           for (const [i, unit] of units.entries()) {
             expect(unit.delivery.sqs?.messageId).toBe(`m-${i}`);

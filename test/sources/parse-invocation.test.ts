@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { InvalidSequencerError, MalformedEventError, OptionsError } from "../../src/core/errors.js";
 import type { MessageEvent, S3ObjectEvent, S3TestEvent } from "../../src/core/event.js";
 import { type DeliveryUnit, parseInvocation } from "../../src/sources/index.js";
-import { eventBridgeS3, s3Notification, s3Record, snsEnvelope, sqsEvent, sqsRecord } from "./builders.js";
+import { eventBridgeS3, s3Notification, s3Record, snsEnvelope, sqsEvent, sqsRecord } from "../kit/index.js";
 
 function only(units: DeliveryUnit[]): DeliveryUnit {
   expect(units).toHaveLength(1);
@@ -57,7 +57,9 @@ describe("input that is no invocation at all throws", () => {
   });
 
   it("an SNS → Lambda event, with a hint", () => {
-    const sns = { Records: [{ EventSource: "aws:sns", EventVersion: "1.0", Sns: snsEnvelope("m", "{}") }] };
+    const sns = {
+      Records: [{ EventSource: "aws:sns", EventVersion: "1.0", Sns: snsEnvelope("{}", { messageId: "m" }) }],
+    };
     expect(() => parseInvocation(sns)).toThrow(/"aws:sns".*subscribe an SQS queue/);
   });
 });
@@ -268,7 +270,8 @@ describe("direct s3:TestEvent", () => {
 
 describe("SQS", () => {
   it("fills the SQS delivery metadata", () => {
-    const record = sqsRecord("m-1", s3Notification(s3Record({ encodedKey: "k", requestId: "REQ" })), {
+    const record = sqsRecord(s3Notification(s3Record({ encodedKey: "k", requestId: "REQ" })), {
+      messageId: "m-1",
       eventSourceARN: "arn:aws:sqs:us-west-2:123456789012:q.fifo",
       attributes: {
         ApproximateReceiveCount: "3",
@@ -307,31 +310,38 @@ describe("SQS", () => {
   });
 
   it("uses the named message attribute as correlation id, else the request id", () => {
-    const withAttribute = sqsRecord("m-1", s3Notification(s3Record({ encodedKey: "k", requestId: "REQ" })), {
+    const withAttribute = sqsRecord(s3Notification(s3Record({ encodedKey: "k", requestId: "REQ" })), {
+      messageId: "m-1",
       messageAttributes: { traceId: { stringValue: "trace-1", dataType: "String" } },
     });
-    const without = sqsRecord("m-2", s3Notification(s3Record({ encodedKey: "k", requestId: "REQ2" })));
+    const without = sqsRecord(s3Notification(s3Record({ encodedKey: "k", requestId: "REQ2" })), {
+      messageId: "m-2",
+    });
     const units = parseInvocation(sqsEvent(withAttribute, without), { correlationAttribute: "traceId" });
     expect(units.map((u) => u.delivery.correlationId)).toEqual(["trace-1", "REQ2"]);
   });
 
   it("reads a missing receive count as 1 and rejects a bad one", () => {
-    const noCount = sqsRecord("m-1", s3Notification(s3Record({ encodedKey: "k" })), {
+    const noCount = sqsRecord(s3Notification(s3Record({ encodedKey: "k" })), {
+      messageId: "m-1",
       attributes: {} as never,
     });
     expect(only(parseInvocation(sqsEvent(noCount))).delivery.sqs?.receiveCount).toBe(1);
     for (const count of ["0", "abc", "1.5"]) {
-      const bad = sqsRecord("m-1", "{}", { attributes: { ApproximateReceiveCount: count } as never });
+      const bad = sqsRecord("{}", {
+        messageId: "m-1",
+        attributes: { ApproximateReceiveCount: count } as never,
+      });
       const error = errorOf(only(parseInvocation(sqsEvent(bad))));
       expect(error.path).toBe("Records[0].attributes.ApproximateReceiveCount");
     }
   });
 
   it("a record without messageId or with a non-string body is a unit error, the batch goes on", () => {
-    const noId = sqsRecord("x", "{}") as unknown as Record<string, unknown>;
+    const noId = sqsRecord("{}", { messageId: "x" }) as unknown as Record<string, unknown>;
     delete noId.messageId;
-    const objectBody = { ...sqsRecord("m-2", "{}"), body: { Records: [] } };
-    const good = sqsRecord("m-3", s3Notification(s3Record({ encodedKey: "ok" })));
+    const objectBody = { ...sqsRecord("{}", { messageId: "m-2" }), body: { Records: [] } };
+    const good = sqsRecord(s3Notification(s3Record({ encodedKey: "ok" })), { messageId: "m-3" });
     const units = parseInvocation(sqsEvent(noId, objectBody, good));
     expect(errorOf(units[0] as DeliveryUnit).path).toBe("Records[0].messageId");
     expect(units[0]?.delivery.correlationId).toBe("Records[0]");
@@ -345,7 +355,7 @@ describe("SQS", () => {
       s3Record({ encodedKey: "good", requestId: "R-good" }),
       s3Record({ encodedKey: "bad%E0%A4" }),
     );
-    const unit = only(parseInvocation(sqsEvent(sqsRecord("m-1", body))));
+    const unit = only(parseInvocation(sqsEvent(sqsRecord(body, { messageId: "m-1" }))));
     expect(unit.events.map((e) => (e as S3ObjectEvent).key)).toEqual(["good"]);
     expect(errorOf(unit).path).toBe("Records[0].body.Records[1].s3.object.key");
     expect(unit.delivery.envelope).toBe("sqs-s3");
@@ -353,7 +363,7 @@ describe("SQS", () => {
 
   it("an S3 test event body is an s3-test event", () => {
     const body = { Service: "Amazon S3", Event: "s3:TestEvent", Bucket: "b", RequestId: "RID" };
-    const unit = only(parseInvocation(sqsEvent(sqsRecord("m-1", body))));
+    const unit = only(parseInvocation(sqsEvent(sqsRecord(body, { messageId: "m-1" }))));
     expect(unit.events).toEqual([{ kind: "s3-test", bucket: "b", requestId: "RID" }]);
     expect(unit.delivery).toMatchObject({ envelope: "sqs-s3", correlationId: "RID" });
   });
@@ -362,14 +372,16 @@ describe("SQS", () => {
     const order = JSON.stringify({ orderId: "o-1" });
 
     it("are rejected by default with a unit error that says how to accept them", () => {
-      const unit = only(parseInvocation(sqsEvent(sqsRecord("m-1", order))));
+      const unit = only(parseInvocation(sqsEvent(sqsRecord(order, { messageId: "m-1" }))));
       expect(errorOf(unit).path).toBe("Records[0].body");
       expect(errorOf(unit).message).toMatch(/messages: "accept"/);
       expect(unit.delivery).toMatchObject({ envelope: "sqs", correlationId: "m-1" });
     });
 
     it("become MessageEvents with messages: accept, correlated by message id", () => {
-      const unit = only(parseInvocation(sqsEvent(sqsRecord("m-1", order)), { messages: "accept" }));
+      const unit = only(
+        parseInvocation(sqsEvent(sqsRecord(order, { messageId: "m-1" })), { messages: "accept" }),
+      );
       expect(unit.events).toEqual([
         { kind: "message", body: order, messageId: "m-1" },
       ] satisfies MessageEvent[]);
@@ -379,23 +391,27 @@ describe("SQS", () => {
 
     it("need not be JSON when accepted; bad JSON is an error when rejected", () => {
       const accepted = only(
-        parseInvocation(sqsEvent(sqsRecord("m-1", "plain text")), { messages: "accept" }),
+        parseInvocation(sqsEvent(sqsRecord("plain text", { messageId: "m-1" })), { messages: "accept" }),
       );
       expect(accepted.events).toEqual([{ kind: "message", body: "plain text", messageId: "m-1" }]);
-      const rejected = only(parseInvocation(sqsEvent(sqsRecord("m-1", "plain text"))));
+      const rejected = only(parseInvocation(sqsEvent(sqsRecord("plain text", { messageId: "m-1" }))));
       expect(errorOf(rejected).message).toMatch(/^body is not valid JSON: /);
     });
 
     it("a body with an empty Records array is not an S3 notification", () => {
-      const unit = only(parseInvocation(sqsEvent(sqsRecord("m-1", { Records: [] })), { messages: "accept" }));
+      const unit = only(
+        parseInvocation(sqsEvent(sqsRecord({ Records: [] }, { messageId: "m-1" })), { messages: "accept" }),
+      );
       expect(unit.events[0]?.kind).toBe("message");
     });
   });
 
   describe("SNS envelope (raw delivery off)", () => {
     it("unwraps the S3 notification in Message and records the SNS ids", () => {
-      const body = snsEnvelope("sns-1", s3Notification(s3Record({ encodedKey: "a+b", requestId: "REQ" })));
-      const unit = only(parseInvocation(sqsEvent(sqsRecord("m-1", body))));
+      const body = snsEnvelope(s3Notification(s3Record({ encodedKey: "a+b", requestId: "REQ" })), {
+        messageId: "sns-1",
+      });
+      const unit = only(parseInvocation(sqsEvent(sqsRecord(body, { messageId: "m-1" }))));
       expect(s3Event(unit).key).toBe("a b");
       expect(unit.delivery).toMatchObject({
         envelope: "sns-sqs-s3",
@@ -406,32 +422,39 @@ describe("SQS", () => {
     });
 
     it("unwraps a test event", () => {
-      const body = snsEnvelope("sns-1", { Service: "Amazon S3", Event: "s3:TestEvent", Bucket: "b" });
-      const unit = only(parseInvocation(sqsEvent(sqsRecord("m-1", body))));
+      const body = snsEnvelope(
+        { Service: "Amazon S3", Event: "s3:TestEvent", Bucket: "b" },
+        { messageId: "sns-1" },
+      );
+      const unit = only(parseInvocation(sqsEvent(sqsRecord(body, { messageId: "m-1" }))));
       expect(unit.events).toEqual([{ kind: "s3-test", bucket: "b" }]);
       expect(unit.delivery).toMatchObject({ envelope: "sns-sqs-s3", correlationId: "m-1" });
     });
 
     it("reports errors inside Message with the Message path", () => {
-      const body = snsEnvelope("sns-1", s3Notification(s3Record({ encodedKey: "x", sequencer: "zz" })));
-      const unit = only(parseInvocation(sqsEvent(sqsRecord("m-1", body))));
+      const body = snsEnvelope(s3Notification(s3Record({ encodedKey: "x", sequencer: "zz" })), {
+        messageId: "sns-1",
+      });
+      const unit = only(parseInvocation(sqsEvent(sqsRecord(body, { messageId: "m-1" }))));
       expect(errorOf(unit).path).toBe("Records[0].body.Message.Records[0].s3.object.sequencer");
       expect(unit.delivery.envelope).toBe("sns-sqs-s3");
     });
 
     it("an application message fanned out by SNS: its payload is the SNS Message", () => {
-      const body = snsEnvelope("sns-1", { orderId: "o-1" });
-      const accepted = only(parseInvocation(sqsEvent(sqsRecord("m-1", body)), { messages: "accept" }));
+      const body = snsEnvelope({ orderId: "o-1" }, { messageId: "sns-1" });
+      const accepted = only(
+        parseInvocation(sqsEvent(sqsRecord(body, { messageId: "m-1" })), { messages: "accept" }),
+      );
       expect(accepted.events).toEqual([{ kind: "message", body: '{"orderId":"o-1"}', messageId: "m-1" }]);
       expect(accepted.delivery).toMatchObject({ envelope: "sqs", sns: { messageId: "sns-1" } });
-      const rejected = only(parseInvocation(sqsEvent(sqsRecord("m-1", body))));
+      const rejected = only(parseInvocation(sqsEvent(sqsRecord(body, { messageId: "m-1" }))));
       expect(errorOf(rejected).path).toBe("Records[0].body.Message");
     });
 
     it("an envelope without MessageId is malformed", () => {
-      const body = snsEnvelope("sns-1", "{}");
+      const body = snsEnvelope("{}", { messageId: "sns-1" });
       delete body.MessageId;
-      expect(errorOf(only(parseInvocation(sqsEvent(sqsRecord("m-1", body))))).path).toBe(
+      expect(errorOf(only(parseInvocation(sqsEvent(sqsRecord(body, { messageId: "m-1" }))))).path).toBe(
         "Records[0].body.MessageId",
       );
     });
@@ -445,7 +468,7 @@ describe("SQS", () => {
         requestId: "REQ",
         id: "eb-1",
       });
-      const unit = only(parseInvocation(sqsEvent(sqsRecord("m-1", body))));
+      const unit = only(parseInvocation(sqsEvent(sqsRecord(body, { messageId: "m-1" }))));
       expect(s3Event(unit)).toMatchObject({ key: "a+b", operation: "created", eventName: "Object Created" });
       expect(unit.delivery).toMatchObject({
         envelope: "sqs-eventbridge",
@@ -456,7 +479,9 @@ describe("SQS", () => {
 
     it("without request-id is correlated by the EventBridge id", () => {
       const body = eventBridgeS3({ key: "k", sequencer: "01", id: "eb-2" });
-      expect(only(parseInvocation(sqsEvent(sqsRecord("m-1", body)))).delivery.correlationId).toBe("eb-2");
+      expect(
+        only(parseInvocation(sqsEvent(sqsRecord(body, { messageId: "m-1" })))).delivery.correlationId,
+      ).toBe("eb-2");
     });
 
     it("from another source is an application message: body is the detail", () => {
@@ -471,10 +496,12 @@ describe("SQS", () => {
         resources: [],
         detail: { orderId: "o-9" },
       };
-      const accepted = only(parseInvocation(sqsEvent(sqsRecord("m-1", body)), { messages: "accept" }));
+      const accepted = only(
+        parseInvocation(sqsEvent(sqsRecord(body, { messageId: "m-1" })), { messages: "accept" }),
+      );
       expect(accepted.events).toEqual([{ kind: "message", body: '{"orderId":"o-9"}', messageId: "m-1" }]);
       expect(accepted.delivery).toMatchObject({ envelope: "sqs-eventbridge", correlationId: "eb-3" });
-      const rejected = only(parseInvocation(sqsEvent(sqsRecord("m-1", body))));
+      const rejected = only(parseInvocation(sqsEvent(sqsRecord(body, { messageId: "m-1" }))));
       expect(errorOf(rejected).message).toMatch(/EventBridge event from "com.example.orders"/);
     });
   });
@@ -558,8 +585,8 @@ describe("one S3 change through two envelopes", () => {
         parseInvocation(
           sqsEvent(
             sqsRecord(
-              "m-1",
               s3Notification(s3Record({ encodedKey: "my+file%2B1.txt", sequencer: "0064D3901D00059242" })),
+              { messageId: "m-1" },
             ),
           ),
         ),

@@ -1,10 +1,10 @@
 import { randomUUID } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { UnsupportedAtomicWriteError } from "../../src/core/errors.js";
 import { positionFromNumber } from "../../src/core/position.js";
 import { type ClaimRequest, classifyRefusal } from "../../src/core/state.js";
 import type { ClaimResult } from "../../src/core/store.js";
-import { STORES, type StoreUnderTest } from "./harness.js";
+import { STORES, useStore } from "../kit/index.js";
 
 const LEASE_MS = 10_000;
 const p = (n: number) => positionFromNumber(n);
@@ -56,11 +56,7 @@ const commitOf = (key: string, fence: number, pos = 1, extra: object = {}) => ({
 });
 
 describe.each(STORES)("store contract: $name", (factory) => {
-  let t: StoreUnderTest;
-  beforeAll(async () => {
-    t = await factory.make();
-  });
-  afterAll(async () => t?.close());
+  const t = useStore(factory);
   const key = () => `o#bucket/${randomUUID()}`;
 
   it("claims a new subject with the requested fence, attempt 1, and commits it", async () => {

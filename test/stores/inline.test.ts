@@ -13,15 +13,14 @@ import { DynamoDBFencedSink } from "../../src/sinks/dynamodb.js";
 import { INLINE_STATE_ATTRIBUTES, InlineDynamoDBStore } from "../../src/stores/dynamodb/index.js";
 import { createTableIfMissing } from "../../src/stores/dynamodb/schema.js";
 import { MemoryStore } from "../../src/stores/memory.js";
-import { fakeContext } from "../lambda/helpers.js";
-import { s3Notification, s3Record } from "../sources/builders.js";
+import { guardEvent, lambdaContext, s3Notification, s3Record } from "../kit/index.js";
 
 /*
  * What is particular to inline state (the contract and guard suites run on it through test/stores/harness.ts):
  * one plain write per event, the user's attributes left alone, its own row only, options checked eagerly.
  */
 const p = positionFromNumber;
-const ev = (subject: string, n: number) => ({ subject, identity: `${p(n)}:created`, position: p(n) });
+const ev = guardEvent;
 
 describe("InlineDynamoDBStore", () => {
   const client = dynamoDBClient(inject("dynamodbEndpoint"));
@@ -182,12 +181,12 @@ describe("records example with inline state", () => {
     const upload = s3Notification(s3Record({ encodedKey: key, sequencer: "0055AED6DCD90281E5" }));
     const reupload = s3Notification(s3Record({ encodedKey: key, sequencer: "0055AED6DCD90281F0" }));
     requests.reset();
-    await handler(upload as never, fakeContext());
+    await handler(upload as never, lambdaContext());
     expect(requests.counts).toEqual({ UpdateItem: 2 });
     requests.reset();
-    await handler(upload as never, fakeContext()); // the same notification again
+    await handler(upload as never, lambdaContext()); // the same notification again
     expect(requests.counts).toEqual({ UpdateItem: 1 });
-    await handler(reupload as never, fakeContext()); // a re-upload is a new record
+    await handler(reupload as never, lambdaContext()); // a re-upload is a new record
     const rows =
       (await client.send(new ScanCommand({ TableName: recordsTable, ConsistentRead: true }))).Items ?? [];
     const mine = rows.filter((r) => r.filename?.S === key);

@@ -1,9 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { DeleteItemCommand, type DynamoDBClient, GetItemCommand } from "@aws-sdk/client-dynamodb";
-import { inject } from "vitest";
+import { afterAll, beforeAll } from "vitest";
 import { StoreError } from "../../src/core/errors.js";
 import type { AtomicWrite, StateStore } from "../../src/core/store.js";
-import { dynamoDBClient } from "../../src/local/dynamodb-local.js";
 import { countRequests, type RequestCounter } from "../../src/observe/request-counter.js";
 import { DynamoDBFencedSink } from "../../src/sinks/dynamodb.js";
 import { InlineDynamoDBStore } from "../../src/stores/dynamodb/inline.js";
@@ -11,6 +10,8 @@ import { dynamoItemBytes } from "../../src/stores/dynamodb/limits.js";
 import { createStateTable, createTableIfMissing } from "../../src/stores/dynamodb/schema.js";
 import { DynamoDBStore } from "../../src/stores/dynamodb/store.js";
 import { type MemoryAtomicWrite, MemoryStore } from "../../src/stores/memory.js";
+import { localDynamoDB } from "./dynamodb.js";
+import { type StoreName, selectStoreNames } from "./store-names.js";
 
 /** A fenced target row that can be written atomically with a commit, per engine. */
 export interface TestSink {
@@ -53,14 +54,14 @@ export interface StoreUnderTest {
   close(): Promise<void>;
 }
 
-export type StoreFactory = { name: string; make(): Promise<StoreUnderTest> };
+export type StoreFactory = { name: StoreName; make(): Promise<StoreUnderTest> };
 
 /** Every store the contract suite runs against. Add a new engine here and it runs the whole suite. */
 export const ALL_STORES: StoreFactory[] = [
   {
     name: "dynamodb",
     async make() {
-      const client = dynamoDBClient(inject("dynamodbEndpoint"));
+      const client = localDynamoDB();
       const suffix = randomUUID().slice(0, 8);
       const tableName = `state-${suffix}`;
       const sinkTable = `sink-${suffix}`;
@@ -102,7 +103,7 @@ export const ALL_STORES: StoreFactory[] = [
   {
     name: "dynamodb-inline",
     async make() {
-      const client = dynamoDBClient(inject("dynamodbEndpoint"));
+      const client = localDynamoDB();
       const tableName = `inline-${randomUUID().slice(0, 8)}`;
       await createTableIfMissing(client, tableName, "pk");
       const requests = countRequests(client);
@@ -237,19 +238,27 @@ export const STORES: StoreFactory[] = selectStores(
 );
 
 export function selectStores(wanted: string | undefined, allowed: string | undefined): StoreFactory[] {
-  const names = (list: string | undefined) =>
-    list
-      ?.split(",")
-      .map((s) => s.trim())
-      .filter(Boolean);
-  const known = ALL_STORES.map((s) => s.name);
-  const w = names(wanted);
-  for (const n of w ?? []) {
-    if (!known.includes(n))
-      throw new Error(`EONCE_STORES: unknown store ${JSON.stringify(n)} (${known.join(", ")})`);
-  }
-  const a = names(allowed);
-  return ALL_STORES.filter((s) => (!w || w.includes(s.name)) && (!a || a.includes(s.name)));
+  const names = selectStoreNames(wanted, allowed);
+  return ALL_STORES.filter((s) => names.includes(s.name));
+}
+
+/**
+ * The store `factory` makes, for the enclosing suite: made before its tests, closed after. Read its fields inside
+ * tests and hooks (before the suite's beforeAll there is no store yet).
+ */
+export function useStore(factory: StoreFactory): StoreUnderTest {
+  let made: StoreUnderTest | undefined;
+  beforeAll(async () => {
+    made = await factory.make();
+  });
+  afterAll(async () => made?.close());
+  return new Proxy({} as StoreUnderTest, {
+    get(_, prop) {
+      if (!made)
+        throw new Error(`useStore(${factory.name}): read ${String(prop)} before the suite's beforeAll`);
+      return Reflect.get(made, prop);
+    },
+  });
 }
 
 /**
