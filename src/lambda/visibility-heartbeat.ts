@@ -158,13 +158,7 @@ export class VisibilityHeartbeat {
 
   /** Starts extending `messages`; `onProblem` (default: the one given at construction) hears about failures. */
   start(messages: readonly HeartbeatMessage[], onProblem = this.#deps.onProblem): HeartbeatRun {
-    const report = (problem: HeartbeatProblem) => {
-      try {
-        onProblem?.(problem);
-      } catch {
-        // A logging failure must not break the timer.
-      }
-    };
+    const report = safeReporter(onProblem);
     const active = new Map<string, HeartbeatMessage>();
     for (const m of messages) active.set(m.messageId, m);
     const controller = new AbortController();
@@ -174,27 +168,13 @@ export class VisibilityHeartbeat {
       const client = await this.#getClient();
       // Resolved at the first extension, so quick batches never look at the client or its endpoint.
       const urlOf = this.options.queueUrl ?? (await this.#defaultQueueUrl(client));
-      const byQueue = new Map<string, HeartbeatMessage[]>();
-      for (const m of [...active.values()]) {
-        let url: string;
-        try {
-          url = urlOf(m.eventSourceArn);
-        } catch (error) {
-          // An ARN we cannot map is reported once and not extended (the guard still prevents double effects).
-          active.delete(m.messageId);
-          report({ kind: "refused", message: m, code: "QueueUrl", error });
-          continue;
-        }
-        byQueue.set(url, [...(byQueue.get(url) ?? []), m]);
-      }
       const { ChangeMessageVisibilityBatchCommand } = await import("@aws-sdk/client-sqs");
-      for (const [queueUrl, list] of byQueue) {
+      for (const [queueUrl, list] of groupByQueue(active, urlOf, report)) {
         for (let i = 0; i < list.length; i += BATCH) {
           if (controller.signal.aborted) return;
           const chunk = list.slice(i, i + BATCH);
-          let out: ChangeMessageVisibilityBatchCommandOutput;
-          try {
-            out = await client.send(
+          const send = () =>
+            client.send(
               new ChangeMessageVisibilityBatchCommand({
                 QueueUrl: queueUrl,
                 Entries: chunk.map((m, j) => ({
@@ -205,17 +185,7 @@ export class VisibilityHeartbeat {
               }),
               { abortSignal: controller.signal },
             );
-          } catch (error) {
-            if (!controller.signal.aborted) report({ kind: "request", error, code: codeOf(error) });
-            continue;
-          }
-          extended += out.Successful?.length ?? 0;
-          for (const failure of out.Failed ?? []) {
-            const m = chunk[Number(failure.Id?.slice(1))];
-            if (!m) continue;
-            active.delete(m.messageId);
-            report({ kind: "refused", message: m, code: failure.Code, error: failure.Message });
-          }
+          extended += await extendChunk(send, chunk, active, controller.signal, report);
         }
       }
     };
@@ -257,6 +227,65 @@ export class VisibilityHeartbeat {
     });
     return this.#client;
   }
+}
+
+function safeReporter(onProblem: ((problem: HeartbeatProblem) => void) | undefined) {
+  return (problem: HeartbeatProblem) => {
+    try {
+      onProblem?.(problem);
+    } catch {
+      // A logging failure must not break the timer.
+    }
+  };
+}
+
+/** The active messages by queue URL; a message whose ARN maps to no URL is reported once and dropped. */
+function groupByQueue(
+  active: Map<string, HeartbeatMessage>,
+  urlOf: (arn: string) => string,
+  report: (problem: HeartbeatProblem) => void,
+): Map<string, HeartbeatMessage[]> {
+  const byQueue = new Map<string, HeartbeatMessage[]>();
+  for (const m of [...active.values()]) {
+    let url: string;
+    try {
+      url = urlOf(m.eventSourceArn);
+    } catch (error) {
+      // Not extended: the guard still prevents double effects.
+      active.delete(m.messageId);
+      report({ kind: "refused", message: m, code: "QueueUrl", error });
+      continue;
+    }
+    byQueue.set(url, [...(byQueue.get(url) ?? []), m]);
+  }
+  return byQueue;
+}
+
+/**
+ * One ChangeMessageVisibilityBatch: returns how many extensions SQS accepted. A refused message is dropped from
+ * the heartbeat and reported; a failed request is reported and retried on the next tick.
+ */
+async function extendChunk(
+  send: () => Promise<ChangeMessageVisibilityBatchCommandOutput>,
+  chunk: HeartbeatMessage[],
+  active: Map<string, HeartbeatMessage>,
+  signal: AbortSignal,
+  report: (problem: HeartbeatProblem) => void,
+): Promise<number> {
+  let out: ChangeMessageVisibilityBatchCommandOutput;
+  try {
+    out = await send();
+  } catch (error) {
+    if (!signal.aborted) report({ kind: "request", error, code: codeOf(error) });
+    return 0;
+  }
+  for (const failure of out.Failed ?? []) {
+    const m = chunk[Number(failure.Id?.slice(1))];
+    if (!m) continue;
+    active.delete(m.messageId);
+    report({ kind: "refused", message: m, code: failure.Code, error: failure.Message });
+  }
+  return out.Successful?.length ?? 0;
 }
 
 function codeOf(error: unknown): string | undefined {
