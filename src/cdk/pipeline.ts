@@ -13,6 +13,7 @@ import * as s3 from "aws-cdk-lib/aws-s3";
 import * as s3n from "aws-cdk-lib/aws-s3-notifications";
 import * as sqs from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
+import { STATE_KEY_ATTRIBUTE, TTL_ATTRIBUTE } from "../stores/dynamodb/schema-names.js";
 import {
   HANDLER_DURATION_METRIC,
   PIPELINE_DIMENSION,
@@ -23,9 +24,8 @@ import {
 import { copyCommands, nativeModuleDirs } from "./native-modules.js";
 import { type EffectivelyOncePipelineProps, type ResolvedProps, resolveProps } from "./props.js";
 
-/** The state table's schema (src/stores/dynamodb/schema.ts; test/cdk keeps them in sync). */
-export const STATE_KEY_ATTRIBUTE = "pk";
-export const TTL_ATTRIBUTE = "expiresAt";
+/** The state table's names: the store's own (a module with no imports, so no SDK is loaded). */
+export { STATE_KEY_ATTRIBUTE, TTL_ATTRIBUTE };
 
 /** Environment variables the construct sets on the function (the reference handlers read these). */
 export const ENV = {

@@ -37,7 +37,7 @@ import {
   storeError,
 } from "./expressions.js";
 import { DYNAMODB_MAX_RESULT_BYTES } from "./limits.js";
-import { STATE_KEY_ATTRIBUTE, TTL_ATTRIBUTE } from "./schema.js";
+import { STATE_KEY_ATTRIBUTE, TTL_ATTRIBUTE } from "./schema-names.js";
 
 export interface DynamoDBStoreOptions {
   client: DynamoDBClient;
