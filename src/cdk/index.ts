@@ -3,18 +3,17 @@
  * only this entry point imports them, never the runtime path.
  */
 
-export * from "./metrics.js";
+export type { PipelineAlarms } from "./alarms.js";
 export {
-  EffectivelyOncePipeline,
   ENV,
-  LOG_QUERIES,
-  type PipelineAlarms,
   QUEUE_CONSUMER_ACTIONS,
   RUNTIME,
   STATE_KEY_ATTRIBUTE,
   STATE_TABLE_ACTIONS,
   TTL_ATTRIBUTE,
-} from "./pipeline.js";
+} from "./constants.js";
+export * from "./metrics.js";
+export { EffectivelyOncePipeline } from "./pipeline.js";
 export {
   type Architecture,
   DELIVERIES,
@@ -26,3 +25,4 @@ export {
   type Removal,
   VISIBILITY_TIMEOUT_FACTOR,
 } from "./props.js";
+export { LOG_QUERIES } from "./queries.js";

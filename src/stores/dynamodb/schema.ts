@@ -5,29 +5,10 @@ import {
   UpdateTimeToLiveCommand,
   waitUntilTableExists,
 } from "@aws-sdk/client-dynamodb";
+import { STATE_KEY_ATTRIBUTE, TTL_ATTRIBUTE } from "./schema-names.js";
 
-/**
- * State table schema. One item per state key:
- *
- * | attribute  | type | meaning                                                                 |
- * |------------|------|-------------------------------------------------------------------------|
- * | pk         | S    | state key: `o#<subject>` (ordered) or `u#<len>#<subject><identity>`     |
- * | status     | S    | running / done / released                                               |
- * | pos        | S    | position of the current or last claim ("" when unordered)               |
- * | eid        | S    | identity of the current or last claim                                   |
- * | fence      | N    | taken by each claim, above the old one; commit/renew/release check it   |
- * | leaseUntil | N    | epoch ms; present while running                                         |
- * | cpos, ceid | S    | position and identity of the last committed event                       |
- * | result     | S    | JSON result of the committed event, replayed to duplicates              |
- * | expiresAt  | N    | epoch seconds; the table's TTL attribute                                |
- * | tok        | S    | token of the claim that holds (or last held) the item                   |
- * | att        | N    | consecutive claims of the current identity; removed at commit           |
- * | resultOmitted | N | size of a committed result too large to store                           |
- *
- * Only `pk` is a key: the table needs no index. Billing on demand; TTL on `expiresAt`.
- */
-export const STATE_KEY_ATTRIBUTE = "pk";
-export const TTL_ATTRIBUTE = "expiresAt";
+// The names live in schema-names.ts (no imports), which the CDK construct reads too.
+export { STATE_KEY_ATTRIBUTE, TTL_ATTRIBUTE };
 
 export interface CreateStateTableOptions {
   tableName: string;

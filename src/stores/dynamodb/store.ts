@@ -49,7 +49,7 @@ import {
 } from "./expressions.js";
 import { DYNAMODB_MAX_RESULT_BYTES } from "./limits.js";
 import { DYNAMODB_TABLE_FIELDS } from "./options.js";
-import { STATE_KEY_ATTRIBUTE, TTL_ATTRIBUTE } from "./schema.js";
+import { STATE_KEY_ATTRIBUTE, TTL_ATTRIBUTE } from "./schema-names.js";
 
 export interface DynamoDBStoreOptions {
   client: DynamoDBClient;

@@ -1,0 +1,94 @@
+import { Duration } from "aws-cdk-lib";
+import * as events from "aws-cdk-lib/aws-events";
+import * as targets from "aws-cdk-lib/aws-events-targets";
+import type * as lambda from "aws-cdk-lib/aws-lambda";
+import * as s3 from "aws-cdk-lib/aws-s3";
+import * as sqs from "aws-cdk-lib/aws-sqs";
+import { QUEUE_CONSUMER_ACTIONS } from "./constants.js";
+import type { EffectivelyOncePipeline } from "./pipeline.js";
+import type { QueueSettings, S3Settings } from "./resolve-props.js";
+
+/** Async invokes (S3, EventBridge): Lambda retries twice, then the event goes to the DLQ, never lost. */
+export function configureAsyncInvoke(pipeline: EffectivelyOncePipeline): void {
+  const dlq = pipeline.deadLetterQueue;
+  // A destination granting only SendMessage (the stock SqsDestination also grants GetQueueAttributes/Url).
+  const onFailure: lambda.IDestination = {
+    bind: (_scope, fn) => {
+      dlq.grant(fn, "sqs:SendMessage");
+      return { destination: dlq.queueArn };
+    },
+  };
+  pipeline.function.configureAsyncInvoke({ retryAttempts: 2, maxEventAge: Duration.hours(6), onFailure });
+}
+
+/** S3 notifications of the input bucket's object events to `destination`. */
+export function notify(
+  bucket: s3.Bucket,
+  s3Settings: S3Settings,
+  destination: s3.IBucketNotificationDestination,
+): void {
+  const { objectKeyPrefix: prefix, objectKeySuffix: suffix } = s3Settings;
+  const filters = prefix || suffix ? [{ prefix, suffix }] : [];
+  bucket.addEventNotification(s3.EventType.OBJECT_CREATED, destination, ...filters);
+  if (s3Settings.includeRemovals)
+    bucket.addEventNotification(s3.EventType.OBJECT_REMOVED, destination, ...filters);
+}
+
+/** The EventBridge rule for the input bucket's object events (`s3-eventbridge`). */
+export function objectEventsRule(
+  pipeline: EffectivelyOncePipeline,
+  bucket: s3.Bucket,
+  s3Settings: S3Settings,
+): events.Rule {
+  const key = keyMatcher(s3Settings.objectKeyPrefix, s3Settings.objectKeySuffix);
+  const rule = new events.Rule(pipeline, "Rule", {
+    description: `effectively-once pipeline ${pipeline.pipelineName}: object events of the input bucket`,
+    eventPattern: {
+      source: ["aws.s3"],
+      detailType: s3Settings.includeRemovals ? ["Object Created", "Object Deleted"] : ["Object Created"],
+      detail: { bucket: { name: [bucket.bucketName] }, ...(key ? { object: { key } } : {}) },
+    },
+  });
+  // Events EventBridge cannot hand to Lambda (throttled for 24 h, permission lost) go to the DLQ too.
+  rule.addTarget(
+    new targets.LambdaFunction(pipeline.function, {
+      deadLetterQueue: pipeline.deadLetterQueue,
+      retryAttempts: 185,
+      maxEventAge: Duration.hours(24),
+    }),
+  );
+  return rule;
+}
+
+/** The source queue (`s3-sqs`, `sqs`), redriving to the DLQ, polled by the function. */
+export function sourceQueue(pipeline: EffectivelyOncePipeline, q: QueueSettings): sqs.Queue {
+  const queue = new sqs.Queue(pipeline, "Queue", {
+    fifo: q.fifo || undefined,
+    visibilityTimeout: Duration.seconds(q.visibilityTimeoutSeconds),
+    retentionPeriod: Duration.days(4),
+    deadLetterQueue: { queue: pipeline.deadLetterQueue, maxReceiveCount: q.maxReceiveCount },
+    encryption: sqs.QueueEncryption.SQS_MANAGED,
+    enforceSSL: true,
+  });
+  queue.grant(pipeline.role, ...QUEUE_CONSUMER_ACTIONS);
+  pipeline.function.addEventSourceMapping("QueueSource", {
+    eventSourceArn: queue.queueArn,
+    batchSize: q.batchSize,
+    maxBatchingWindow: q.maxBatchingWindowSeconds ? Duration.seconds(q.maxBatchingWindowSeconds) : undefined,
+    maxConcurrency: q.maxConcurrency,
+    // The adapters fail single records, not the batch: the others are not redelivered.
+    reportBatchItemFailures: true,
+  });
+  return queue;
+}
+
+/** An EventBridge matcher for the object key; prefix and suffix together need a wildcard. */
+function keyMatcher(prefix?: string, suffix?: string): string[] | undefined {
+  if (prefix && suffix) {
+    const escapeWildcard = (s: string) => s.replace(/[\\*]/g, "\\$&");
+    return events.Match.wildcard(`${escapeWildcard(prefix)}*${escapeWildcard(suffix)}`);
+  }
+  if (prefix) return events.Match.prefix(prefix);
+  if (suffix) return events.Match.suffix(suffix);
+  return undefined;
+}

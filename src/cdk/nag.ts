@@ -1,0 +1,99 @@
+import { Stack, Validations } from "aws-cdk-lib";
+import type * as s3 from "aws-cdk-lib/aws-s3";
+import type { Construct } from "constructs";
+import type { EffectivelyOncePipeline } from "./pipeline.js";
+import type { ResolvedProps } from "./resolve-props.js";
+
+/**
+ * cdk-nag (AwsSolutions, Serverless) findings the construct accepts on purpose, each with its reason. Recorded
+ * with CDK's own `Validations.acknowledge`, so the construct needs no cdk-nag import.
+ */
+export function acknowledgeNagFindings(pipeline: EffectivelyOncePipeline, p: ResolvedProps): void {
+  acknowledgeBuckets(pipeline, p);
+  acknowledgeDeadLetterQueue(pipeline, p);
+  acknowledgeFunction(pipeline);
+  acknowledgeCdkSingletons(Stack.of(pipeline));
+}
+
+function acknowledgeBuckets(pipeline: EffectivelyOncePipeline, p: ResolvedProps): void {
+  const { inputBucket, outputBucket } = pipeline;
+  if (!p.accessLogsBucket) {
+    for (const bucket of [inputBucket, outputBucket]) {
+      if (!bucket) continue;
+      Validations.of(bucket).acknowledge({
+        id: "AwsSolutions-S1",
+        reason:
+          "Server access logs are opt-in (accessLogsBucket): every object the pipeline touches is already " +
+          "in the function's structured logs, and CloudTrail data events are the audit trail of choice.",
+      });
+    }
+  }
+  const policy = pipeline.role.node.tryFindChild("DefaultPolicy");
+  if (!policy) return;
+  const stack = Stack.of(pipeline);
+  const id = (c: Construct) => stack.resolve((c.node.defaultChild as s3.CfnBucket).logicalId) as string;
+  const objectArns: string[] = [];
+  if (inputBucket && p.s3?.inputBucketRead) {
+    objectArns.push(`<${id(inputBucket)}.Arn>/${p.s3.objectKeyPrefix ?? ""}*`);
+  }
+  if (outputBucket) objectArns.push(`<${id(outputBucket)}.Arn>/*`);
+  for (const arn of objectArns) {
+    Validations.of(policy).acknowledge({
+      id: `AwsSolutions-IAM5[Resource::${arn}]`,
+      reason:
+        "Object-level actions on the pipeline's own bucket: the keys are only known at run time " +
+        "(the object in the event, the derived output key). No bucket-level or other bucket's access.",
+    });
+  }
+}
+
+function acknowledgeDeadLetterQueue(pipeline: EffectivelyOncePipeline, p: ResolvedProps): void {
+  const reason = "This queue is the dead-letter queue itself: dead letters stay here until redriven.";
+  if (!p.queue) {
+    // cdk-nag recognizes a DLQ only by another queue's redrive policy, not as an on-failure destination.
+    Validations.of(pipeline.deadLetterQueue).acknowledge({ id: "AwsSolutions-SQS3", reason });
+  }
+  // The Serverless pack, for users who run it too.
+  Validations.of(pipeline.deadLetterQueue).acknowledge({ id: "Serverless-SQSRedrivePolicy", reason });
+}
+
+function acknowledgeFunction(pipeline: EffectivelyOncePipeline): void {
+  Validations.of(pipeline.function).acknowledge(
+    {
+      id: "Serverless-LambdaDLQ",
+      reason:
+        "Failed async invokes go to the DLQ through an on-failure destination (it keeps the error and the " +
+        "request context, a function DLQ does not); queued deliveries dead-letter by the queue's redrive policy.",
+    },
+    {
+      id: "Serverless-LambdaTracing",
+      reason:
+        "X-Ray is off by default (it is billed per trace); every log line carries the delivery's " +
+        "correlation id, which links a delivery's steps.",
+    },
+  );
+  if (pipeline.queue) {
+    Validations.of(pipeline.function).acknowledge({
+      id: "Serverless-LambdaEventSourceMappingDestination",
+      reason:
+        "An SQS source dead-letters by its redrive policy (maxReceiveCount); event source mapping " +
+        "on-failure destinations are for stream and Kafka sources.",
+    });
+  }
+}
+
+/**
+ * Findings on resources CDK itself adds to the stack (the S3 notifications handler and the auto-delete
+ * provider): their code and policies are CDK's, not configurable here.
+ */
+function acknowledgeCdkSingletons(stack: Stack): void {
+  const notifications = stack.node.tryFindChild("BucketNotificationsHandler050a0587b7544547bf325f094a3db834");
+  if (notifications) {
+    Validations.of(notifications).acknowledge({
+      id: "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]",
+      reason:
+        "CDK's singleton custom resource that writes bucket notification configurations: its role and " +
+        "managed policy are set by aws-cdk-lib, not configurable here.",
+    });
+  }
+}
