@@ -62,7 +62,7 @@ export function integer<const S extends Spec<number, number> & { min?: number; m
   const max = spec.max ?? Number.MAX_SAFE_INTEGER;
   const base =
     min === 1 ? "a positive integer" : min === 0 ? "a non-negative integer" : `an integer of at least ${min}`;
-  const range = spec.max === undefined ? base : `${base}, at most ${max}`;
+  const range = spec.max === undefined ? base : `an integer from ${min} to ${max}`;
   return field(
     spec,
     (value) => {

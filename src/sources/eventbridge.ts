@@ -3,14 +3,13 @@ import {
   isObject,
   type JsonObject,
   join,
-  optionalCount,
   optionalString,
   requireField,
   requireString,
   requireTime,
 } from "./fields.js";
 import { requireValidS3Key } from "./key-encoding.js";
-import { buildS3Event, requireBucketName } from "./s3-event.js";
+import { buildS3Event, objectFields, requireBucketName } from "./s3-event.js";
 
 /** Any EventBridge event: `{"id","detail-type","source","time","detail",...}`. */
 export function isEventBridgeEvent(value: unknown): value is JsonObject {
@@ -58,13 +57,9 @@ export function parseEventBridgeS3(value: JsonObject, path: string): S3ObjectEve
   return buildS3Event({
     bucket,
     key,
-    versionId: optionalString(object, "version-id", objectPath),
-    sequencer: object.sequencer,
-    sequencerPath: join(objectPath, "sequencer"),
+    ...objectFields(object, objectPath, { versionId: "version-id", etag: "etag" }),
     eventName: detailType,
     eventTime: time,
-    size: optionalCount(object, "size", objectPath),
-    etag: optionalString(object, "etag", objectPath),
     requestId: optionalString(detail, "request-id", detailPath),
     region,
   });

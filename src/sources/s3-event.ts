@@ -3,21 +3,31 @@ import { MalformedEventError } from "../core/errors.js";
 import type { S3ObjectEvent } from "../core/event.js";
 import { s3Identity, s3Operation, s3Subject } from "../core/identity.js";
 import { normalizeSequencer } from "../core/position.js";
-import { type JsonObject, join, requireString } from "./fields.js";
+import { type JsonObject, join, optionalCount, optionalString, requireString } from "./fields.js";
 
 /** What both S3 envelopes (notification record, EventBridge detail) carry, already decoded. */
-export interface S3EventFields {
-  bucket: string;
-  key: string;
-  versionId?: string;
+export type S3EventFields = Pick<
+  S3ObjectEvent,
+  "bucket" | "key" | "versionId" | "eventName" | "eventTime" | "size" | "etag" | "requestId" | "region"
+> & {
+  /** As found: checked and normalized by buildS3Event. */
   sequencer?: unknown;
   sequencerPath: string;
-  eventName: string;
-  eventTime: string;
-  size?: number;
-  etag?: string;
-  requestId?: string;
-  region?: string;
+};
+
+/** The object's fields both envelopes carry, each under its own names (`versionId`/`version-id`, `eTag`/`etag`). */
+export function objectFields(
+  object: JsonObject,
+  objectPath: string,
+  names: { versionId: string; etag: string },
+): Pick<S3EventFields, "versionId" | "sequencer" | "sequencerPath" | "size" | "etag"> {
+  return {
+    versionId: optionalString(object, names.versionId, objectPath),
+    sequencer: object.sequencer,
+    sequencerPath: join(objectPath, "sequencer"),
+    size: optionalCount(object, "size", objectPath),
+    etag: optionalString(object, names.etag, objectPath),
+  };
 }
 
 /** Builds the normalized event: position from the sequencer, then operation, subject and identity. */

@@ -6,7 +6,6 @@ import {
   isObject,
   type JsonObject,
   join,
-  optionalCount,
   optionalString,
   requireField,
   requireObject,
@@ -14,7 +13,7 @@ import {
   requireTime,
 } from "./fields.js";
 import { decodeS3NotificationKey } from "./key-encoding.js";
-import { buildS3Event, requireBucketName } from "./s3-event.js";
+import { buildS3Event, objectFields, requireBucketName } from "./s3-event.js";
 
 /** `{"Records":[{"eventSource":"aws:s3",...}]}`: what S3 sends to Lambda, SQS and SNS. */
 export function isS3Notification(value: unknown): value is JsonObject & { Records: unknown[] } {
@@ -54,13 +53,9 @@ export function parseS3Record(value: unknown, path: string): S3ObjectEvent {
   return buildS3Event({
     bucket,
     key,
-    versionId: optionalString(object, "versionId", objectPath),
-    sequencer: object.sequencer,
-    sequencerPath: join(objectPath, "sequencer"),
+    ...objectFields(object, objectPath, { versionId: "versionId", etag: "eTag" }),
     eventName,
     eventTime,
-    size: optionalCount(object, "size", objectPath),
-    etag: optionalString(object, "eTag", objectPath),
     requestId: requestIdOf(record, path),
     region,
   });

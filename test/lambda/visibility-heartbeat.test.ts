@@ -56,11 +56,11 @@ describe("VisibilityHeartbeat options", () => {
   it.each([
     [{ visibilityTimeoutSeconds: 10, intervalSeconds: 10 }, /must be below visibilityTimeoutSeconds/],
     [{ visibilityTimeoutSeconds: 10, intervalSeconds: 20 }, /must be below visibilityTimeoutSeconds/],
-    [{ visibilityTimeoutSeconds: 43_201, intervalSeconds: 20 }, /at most 43200/],
+    [{ visibilityTimeoutSeconds: 43_201, intervalSeconds: 20 }, /must be an integer from 1 to 43200/],
     [{ visibilityTimeoutSeconds: 30, intervalSeconds: 0 }, /intervalSeconds must be a positive integer/],
     [
       { visibilityTimeoutSeconds: 1.5, intervalSeconds: 1 },
-      /visibilityTimeoutSeconds must be a positive integer/,
+      /visibilityTimeoutSeconds must be an integer from 1 to 43200/,
     ],
     [{ visibilityTimeoutSeconds: 30, intervalSeconds: 10, intervalMs: 5 }, /unknown option "intervalMs"/],
     [
