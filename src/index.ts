@@ -20,8 +20,12 @@ export { countRequests, type RequestCounter } from "./observe/request-counter.js
 export {
   DynamoDBFencedSink,
   type DynamoDBFencedSinkOptions,
+  type DynamoDBUpdateEffect,
   type FenceSource,
+  type KeyValue,
+  type RowKey,
   type SinkWriteStatus,
+  updateEffect,
 } from "./sinks/dynamodb.js";
 export * from "./stores/dynamodb/index.js";
 export { type MemoryAtomicWrite, MemoryStore, type MemoryStoreOptions } from "./stores/memory.js";

@@ -9,8 +9,11 @@ import { describe, expect, it } from "vitest";
 const PUBLIC: Record<string, string[]> = {
   ".": [
     "DynamoDBFencedSink",
+    "updateEffect",
     "DynamoDBStore",
     "EffectivelyOnceError",
+    "EffectRefusedError",
+    "TransactionLimitError",
     "InvalidPositionError",
     "InvalidSequencerError",
     "LeaseLostError",
@@ -67,6 +70,8 @@ const PUBLIC: Record<string, string[]> = {
   ],
   "./core": [
     "EffectivelyOnceError",
+    "EffectRefusedError",
+    "TransactionLimitError",
     "InvalidPositionError",
     "InvalidSequencerError",
     "LeaseLostError",
@@ -123,7 +128,7 @@ const PUBLIC: Record<string, string[]> = {
     "InlineDynamoDBStore",
   ],
   "./stores/memory": ["MemoryStore"],
-  "./sinks/dynamodb": ["DynamoDBFencedSink"],
+  "./sinks/dynamodb": ["DynamoDBFencedSink", "updateEffect"],
   "./lambda": [
     "DeliveryFailedError",
     "LambdaDeadlineError",

@@ -79,6 +79,25 @@ export class StoreError extends EffectivelyOnceError {
   }
 }
 
+/**
+ * A write folded into the commit with `onConditionFailed: "abort"` found its condition false: the commit was
+ * cancelled (nothing landed). Not retryable as such: the guard releases the claim and the delivery fails.
+ */
+export class EffectRefusedError extends StoreError {
+  readonly description: string;
+  constructor(description: string) {
+    super(`the condition of ${description} did not hold: the commit was cancelled`, { retryable: false });
+    this.description = description;
+  }
+}
+
+/** A commit whose folded writes exceed what one transaction may hold (count or bytes): it can never land. */
+export class TransactionLimitError extends StoreError {
+  constructor(message: string) {
+    super(message, { retryable: false });
+  }
+}
+
 /** An atomic write handed to a store that cannot fold it into its commit. */
 export class UnsupportedAtomicWriteError extends EffectivelyOnceError {}
 

@@ -3,6 +3,7 @@
 export { type Clock, systemClock } from "./clock.js";
 export {
   EffectivelyOnceError,
+  EffectRefusedError,
   InvalidPositionError,
   InvalidSequencerError,
   LeaseLostError,
@@ -12,6 +13,7 @@ export {
   ResultSerializationError,
   StoreError,
   SubjectTooLongError,
+  TransactionLimitError,
   UnsupportedAtomicWriteError,
 } from "./errors.js";
 export type {

@@ -102,11 +102,11 @@ export interface AtomicWrite {
 }
 
 /**
- * `applied`: written. `stale`: the target already held a newer position, so nothing was written. `unknown`: the
- * commit landed but its response was lost, so which of the two is not known (either way the target holds this
- * event's work or newer).
+ * `applied`: written. `stale`: the target already held a newer position, so nothing was written. `refused`: the
+ * write's own (user) condition did not hold, so nothing was written. `unknown`: the commit landed but its response
+ * was lost, so which is not known (a fenced target holds this event's work or newer either way).
  */
-export type WriteOutcome = { description: string; status: "applied" | "stale" | "unknown" };
+export type WriteOutcome = { description: string; status: "applied" | "stale" | "refused" | "unknown" };
 
 /** A recognised commit: it landed with its writes, but whether each applied or was stale is not known. */
 export function unknownWrites(writes: readonly AtomicWrite[] | undefined): WriteOutcome[] {

@@ -26,6 +26,8 @@ export interface DynamoDBFencedSinkOptions {
   tableName: string;
   /** Hash key attribute of the sink table. Default `pk`. */
   keyAttribute?: string;
+  /** Range (sort) key attribute, for a table with a composite key. Default: none (a hash key only). */
+  sortKeyAttribute?: string;
   /** Where the writing event's position is kept. Default `srcPos`. */
   positionAttribute?: string;
   /** Where the writing claim's fence is kept (tie-break between two runs of one event). Default `srcFence`. */
@@ -41,12 +43,18 @@ export interface DynamoDBFencedSinkOptions {
 const FENCED_SINK_OPTIONS = schemaFor<DynamoDBFencedSinkOptions>()({
   ...DYNAMODB_TABLE_FIELDS,
   keyAttribute: string({ default: "pk" }),
+  sortKeyAttribute: string(),
   positionAttribute: string({ default: "srcPos" }),
   fenceAttribute: string({ default: "srcFence" }),
   unfencedRows: oneOf(["overwrite", "keep"], { default: "overwrite" }),
 });
 
 export type SinkWriteStatus = "applied" | "stale";
+
+/** A key value: DynamoDB key attributes are strings, numbers (or binary, not supported here). */
+export type KeyValue = string | number;
+/** A row's key: the hash key value, or `{ [hash]: v, [sort]: v }` on a table with a composite key. */
+export type RowKey = KeyValue | Record<string, KeyValue>;
 
 /**
  * Writes to a DynamoDB table so that results land in position order whatever the arrival order:
@@ -65,6 +73,7 @@ export class DynamoDBFencedSink {
   readonly #client: DynamoDBClient;
   readonly #table: string;
   readonly #key: string;
+  readonly #sortKey: string | undefined;
   readonly #pos: string;
   readonly #fence: string;
   readonly #overwriteUnfenced: boolean;
@@ -74,6 +83,7 @@ export class DynamoDBFencedSink {
     this.#client = o.client;
     this.#table = o.tableName;
     this.#key = o.keyAttribute;
+    this.#sortKey = o.sortKeyAttribute;
     this.#pos = o.positionAttribute;
     this.#fence = o.fenceAttribute;
     this.#overwriteUnfenced = o.unfencedRows === "overwrite";
@@ -85,10 +95,7 @@ export class DynamoDBFencedSink {
 
   /** The conditional Put for `item` written by the claim in `ctx`. */
   putRequest(ctx: FenceSource, item: Record<string, unknown>): Put {
-    const key = item[this.#key];
-    if (typeof key !== "string" || key.length === 0) {
-      throw new OptionsError(`DynamoDBFencedSink: item needs a string "${this.#key}"`);
-    }
+    this.#keyOf(item); // the item must carry its whole key
     const position = fencedPosition(ctx);
     const unfenced = this.#overwriteUnfenced ? " OR attribute_not_exists(#p)" : "";
     return {
@@ -120,7 +127,7 @@ export class DynamoDBFencedSink {
     const put = this.putRequest(ctx, item);
     return {
       engine: "dynamodb",
-      description: `put ${this.#table}/${String(item[this.#key])}`,
+      description: `put ${this.#table}/${describeKey(this.#keyOf(item))}`,
       item: { Put: put },
     };
   }
@@ -139,10 +146,11 @@ export class DynamoDBFencedSink {
    */
   async tombstone(
     ctx: FenceSource,
-    key: string,
+    key: RowKey,
     attributes: Record<string, unknown> = {},
   ): Promise<SinkWriteStatus> {
-    if (ctx.position !== undefined) return this.put(ctx, { ...attributes, [this.#key]: key, deleted: true });
+    const keyAttributes = this.#keyOf(typeof key === "object" ? key : { [this.#key]: key });
+    if (ctx.position !== undefined) return this.put(ctx, { ...attributes, ...keyAttributes, deleted: true });
     // No position: delete what stands, at its position, if no later claim wrote it since.
     fencedPosition(ctx);
     const values = marshall(
@@ -161,7 +169,7 @@ export class DynamoDBFencedSink {
       await this.#client.send(
         new UpdateItemCommand({
           TableName: this.#table,
-          Key: { [this.#key]: { S: key } },
+          Key: marshall(keyAttributes),
           UpdateExpression: `SET ${sets.join(", ")}`,
           ConditionExpression: "attribute_not_exists(#f) OR #f < :f",
           ExpressionAttributeNames: names,
@@ -175,11 +183,33 @@ export class DynamoDBFencedSink {
     }
   }
 
-  async get(key: string): Promise<Record<string, unknown> | undefined> {
+  async get(key: RowKey): Promise<Record<string, unknown> | undefined> {
+    const Key = marshall(this.#keyOf(typeof key === "object" ? key : { [this.#key]: key }));
     const out = await this.#client.send(
-      new GetItemCommand({ TableName: this.#table, Key: { [this.#key]: { S: key } }, ConsistentRead: true }),
+      new GetItemCommand({ TableName: this.#table, Key, ConsistentRead: true }),
     );
     return out.Item ? unmarshall(out.Item) : undefined;
+  }
+
+  /** The key attributes of `item` (hash, and sort on a composite key): each a non-empty string or a number. */
+  #keyOf(item: Record<string, unknown>): Record<string, KeyValue> {
+    const names = this.#sortKey === undefined ? [this.#key] : [this.#key, this.#sortKey];
+    const key: Record<string, KeyValue> = {};
+    for (const name of names) {
+      const value = item[name];
+      if (
+        !(
+          (typeof value === "string" && value.length > 0) ||
+          (typeof value === "number" && Number.isFinite(value))
+        )
+      ) {
+        throw new OptionsError(
+          `DynamoDBFencedSink: item needs a string or number "${name}" (a key attribute)`,
+        );
+      }
+      key[name] = value;
+    }
+    return key;
   }
 }
 
@@ -194,3 +224,9 @@ function fencedPosition(ctx: FenceSource): Position {
   assertPosition(ctx.position);
   return ctx.position;
 }
+
+function describeKey(key: Record<string, KeyValue>): string {
+  return Object.values(key).map(String).join("/");
+}
+
+export { type DynamoDBUpdateEffect, updateEffect } from "./dynamodb-update.js";

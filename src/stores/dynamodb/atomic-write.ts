@@ -5,6 +5,11 @@ import type { AtomicWrite } from "../../core/store.js";
 export interface DynamoDBAtomicWrite extends AtomicWrite {
   readonly engine: "dynamodb";
   readonly item: TransactWriteItem;
+  /**
+   * What its own condition failing means: `stale` (default: a fenced write whose target holds newer work),
+   * `refused` (a user condition: reported, the commit lands without it) or `abort` (the commit is cancelled).
+   */
+  readonly refused?: "stale" | "refused" | "abort";
 }
 
 export function isDynamoDBAtomicWrite(write: AtomicWrite): write is DynamoDBAtomicWrite {

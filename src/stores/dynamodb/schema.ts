@@ -37,14 +37,20 @@ export async function createTableIfMissing(
   client: DynamoDBClient,
   tableName: string,
   hashKey: string,
+  /** A range key (string) for a composite key. */
+  sortKey?: string,
 ): Promise<void> {
+  const keys = sortKey === undefined ? [hashKey] : [hashKey, sortKey];
   try {
     await client.send(
       new CreateTableCommand({
         TableName: tableName,
         BillingMode: "PAY_PER_REQUEST",
-        AttributeDefinitions: [{ AttributeName: hashKey, AttributeType: "S" }],
-        KeySchema: [{ AttributeName: hashKey, KeyType: "HASH" }],
+        AttributeDefinitions: keys.map((name) => ({ AttributeName: name, AttributeType: "S" as const })),
+        KeySchema: keys.map((name, i) => ({
+          AttributeName: name,
+          KeyType: i === 0 ? ("HASH" as const) : ("RANGE" as const),
+        })),
       }),
     );
   } catch (error) {

@@ -8,7 +8,12 @@ import {
   type Update,
   UpdateItemCommand,
 } from "@aws-sdk/client-dynamodb";
-import { StoreError, UnsupportedAtomicWriteError } from "../../core/errors.js";
+import {
+  EffectRefusedError,
+  StoreError,
+  TransactionLimitError,
+  UnsupportedAtomicWriteError,
+} from "../../core/errors.js";
 import { resolveOptions, schemaFor } from "../../core/options.js";
 import {
   type ClaimRequest,
@@ -47,7 +52,12 @@ import {
   S,
   storeError,
 } from "./expressions.js";
-import { DYNAMODB_MAX_RESULT_BYTES } from "./limits.js";
+import {
+  DYNAMODB_MAX_RESULT_BYTES,
+  DYNAMODB_MAX_TRANSACTION_ACTIONS,
+  DYNAMODB_MAX_TRANSACTION_BYTES,
+  dynamoItemBytes,
+} from "./limits.js";
 import { DYNAMODB_TABLE_FIELDS } from "./options.js";
 import { STATE_KEY_ATTRIBUTE, TTL_ATTRIBUTE } from "./schema-names.js";
 
@@ -187,6 +197,7 @@ export class DynamoDBStore implements StateStore {
     update: Update & { TableName: string },
     writes: DynamoDBAtomicWrite[],
   ): Promise<{ ok: true; writes: WriteOutcome[] } | { ok: false; item?: Item }> {
+    checkTransactionLimits(update, writes);
     let pending = writes;
     const stale: WriteOutcome[] = [];
     for (;;) {
@@ -214,7 +225,10 @@ export class DynamoDBStore implements StateStore {
         if (reasons[0]?.Code === "ConditionalCheckFailed") return { ok: false, item: reasons[0].Item };
         const refused = pending.filter((_, i) => reasons[i + 1]?.Code === "ConditionalCheckFailed");
         if (refused.length === 0) throw wrap(op, key, error); // conflict, throttling or validation
-        for (const w of refused) stale.push({ description: w.description, status: "stale" });
+        const abort = refused.find((w) => w.refused === "abort");
+        if (abort) throw new EffectRefusedError(abort.description);
+        for (const w of refused)
+          stale.push({ description: w.description, status: w.refused === "refused" ? "refused" : "stale" });
         pending = pending.filter((w) => !refused.includes(w));
       }
     }
@@ -355,4 +369,28 @@ export function toRecord(item: Item): StateRecord {
 
 function wrap(op: string, key: string, error: unknown): StoreError {
   return storeError("DynamoDB", op, key, error);
+}
+
+/**
+ * DynamoDB refuses a transaction of more than 100 actions or 4 MB for good: say so before sending (the state update
+ * is one of the actions). Sizes are DynamoDB's approximate item sizes of what each action carries.
+ */
+function checkTransactionLimits(update: Update, writes: readonly DynamoDBAtomicWrite[]): void {
+  const actions = writes.length + 1;
+  if (actions > DYNAMODB_MAX_TRANSACTION_ACTIONS) {
+    throw new TransactionLimitError(
+      `a commit folds ${writes.length} writes: DynamoDB transactions hold at most ${DYNAMODB_MAX_TRANSACTION_ACTIONS} actions, the commit's state update included`,
+    );
+  }
+  const carried = (w: TransactWriteItem) =>
+    w.Put?.Item ?? w.Update?.ExpressionAttributeValues ?? w.Delete?.Key ?? w.ConditionCheck?.Key ?? {};
+  const bytes = writes.reduce(
+    (sum, w) => sum + dynamoItemBytes(carried(w.item)),
+    dynamoItemBytes(update.ExpressionAttributeValues ?? {}),
+  );
+  if (bytes > DYNAMODB_MAX_TRANSACTION_BYTES) {
+    throw new TransactionLimitError(
+      `a commit carries about ${bytes} bytes: DynamoDB transactions hold at most ${DYNAMODB_MAX_TRANSACTION_BYTES}`,
+    );
+  }
 }
