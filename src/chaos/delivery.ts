@@ -80,8 +80,8 @@ async function invoke(
 
 /** `apply`'s compute: both effects folded into its one request. */
 function compute(run: Run, w: Worker, e: SimEvent, ctx: ApplyContext): { w: number } {
-  ctx.atCommit(run.backend.counter(e.counterId, ctx.fence));
-  if (e.position !== undefined) ctx.atCommit(run.backend.sinkAtomic(e.subject, e.position, ctx.fence));
+  ctx.atCommit(run.backend.counter(e, ctx.fence));
+  if (e.position !== undefined) ctx.atCommit(run.backend.sinkAtomic(e, e.position, ctx.fence));
   return { w: w.state.id };
 }
 
@@ -94,7 +94,7 @@ async function handle(
   ctx: GuardContext,
 ): Promise<{ w: number }> {
   try {
-    ctx.atCommit(run.backend.counter(e.counterId, ctx.fence));
+    ctx.atCommit(run.backend.counter(e, ctx.fence));
     if (run.faults.pause()) await pause(run, w, e, ctx);
     else {
       const ms = run.chooser.int(run.cfg.minWorkMs ?? 0, run.cfg.maxWorkMs);
@@ -102,8 +102,8 @@ async function handle(
       if (ctx.signal.aborted) throw ctx.signal.reason; // a well-behaved handler stops
     }
     if (e.position !== undefined) {
-      if (mode === "run-direct") await sinkDirect(run, w, e.subject, e.position, ctx.fence);
-      else ctx.atCommit(run.backend.sinkAtomic(e.subject, e.position, ctx.fence));
+      if (mode === "run-direct") await sinkDirect(run, w, e, e.position, ctx.fence);
+      else ctx.atCommit(run.backend.sinkAtomic(e, e.position, ctx.fence));
     }
     return { w: w.state.id };
   } finally {
@@ -123,10 +123,11 @@ async function pause(run: Run, w: Worker, e: SimEvent, ctx: GuardContext): Promi
 }
 
 /** The sink row written in its own request while holding the claim (a scheduling point like a store call). */
-async function sinkDirect(run: Run, w: Worker, subject: string, pos: string, fence: number): Promise<void> {
+async function sinkDirect(run: Run, w: Worker, e: SimEvent, pos: string, fence: number): Promise<void> {
   const { sim, backend, observer } = run;
+  const { subject } = e;
   await sim.gate(w.state.id, `sink ${subject}`);
-  const r = await sim.track(() => backend.sinkPut(subject, pos, fence));
+  const r = await sim.track(() => backend.sinkPut(e, pos, fence));
   if (r === "applied" && !backend.sinkReportsItself) observer.sinkLanded(subject, pos, fence);
   observer.log(() => `w${w.state.id} sink put ${subject} ${pos} f${fence} -> ${r}`);
 }

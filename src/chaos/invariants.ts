@@ -41,7 +41,7 @@ export async function checkFinal(f: FinalInput): Promise<void> {
 async function readCommitted(f: FinalInput): Promise<Committed> {
   const counts = new Map<number, number>();
   for (const e of f.events) {
-    const c = await f.backend.readCounter(e.counterId);
+    const c = await f.backend.readCounter(e);
     counts.set(e.index, c.count);
     if (c.count > 1)
       f.observer.violate(
