@@ -42,9 +42,17 @@ export interface Backend {
   forget(key: string): Promise<void>;
 }
 
-/** The description of a counter write (in traces and write outcomes). */
-export function countDescription(e: EffectTarget, fence: number): string {
-  return `count ${e.counterId} f${fence}`;
+/**
+ * A counter write of `engine`, described for traces and write outcomes. Not fenced: a second application must show
+ * as a count of 2.
+ */
+export function counterWrite<E extends string, B extends object>(
+  engine: E,
+  e: EffectTarget,
+  fence: number,
+  body: B,
+): { engine: E; description: string } & B {
+  return { engine, description: `count ${e.counterId} f${fence}`, ...body };
 }
 
 /** The description of a sink write. */
@@ -81,12 +89,8 @@ export function memoryBackend(o: MemoryBackendOptions): Backend {
     name: "memory",
     store,
     sinkReportsItself: true,
-    // Not fenced: a second application must show as a count of 2.
-    counter: (e, fence): MemoryAtomicWrite => ({
-      engine: "memory",
-      description: countDescription(e, fence),
-      apply: () => count(e.counterId, fence),
-    }),
+    counter: (e, fence): MemoryAtomicWrite =>
+      counterWrite("memory", e, fence, { apply: () => count(e.counterId, fence) }),
     sinkAtomic: (e, pos, fence): MemoryAtomicWrite & TaggedWrite => ({
       engine: "memory",
       description: sinkDescription(e, pos, fence),

@@ -6,9 +6,15 @@ import { randomChooser } from "./chooser.js";
 import { type Profile, randomConfig } from "./config.js";
 import { createChaosTables, type DynamoDBTables, dynamoDBBackend } from "./dynamodb-backend.js";
 import { addCounts, type FaultCounts } from "./faults.js";
-import { type HistoryConfig, type HistoryResult, runHistory, type StoreWrapper } from "./history.js";
+import {
+  type HistoryConfig,
+  type HistoryResult,
+  type KnownIssue,
+  runHistory,
+  type StoreWrapper,
+} from "./history.js";
 import { inlineBackend } from "./inline-backend.js";
-import type { Violation } from "./observer.js";
+import type { InvariantId, Violation } from "./observer.js";
 
 /** `dynamodb` and `inline` run on DynamoDB Local (the state table, or inline state in the user's rows). */
 export type StoreName = "memory" | "dynamodb" | "inline";
@@ -35,7 +41,7 @@ export interface HistoryFailure {
   seed: number;
   violations: Violation[];
   /** Known guard issues whose pattern the history shows (KNOWN_ISSUES in history.ts). */
-  knownIssues: string[];
+  knownIssues: KnownIssue[];
 }
 
 export interface CampaignSummary {
@@ -45,14 +51,15 @@ export interface CampaignSummary {
   /** Distinct histories (fingerprints of every decision taken). */
   states: number;
   faults: FaultCounts;
-  /** Histories whose clocks differed beyond clockSkewMs (only fencing-guaranteed invariants reported). */
+  /**
+   * Histories whose clocks differed beyond clockSkewMs (only fencing-guaranteed invariants reported), and the
+   * violations there that are not reported (the guarantee does not hold beyond the skew bound).
+   */
   beyondSkew: number;
-  /** Violations there that are not reported (the guarantee does not hold beyond the skew bound). */
   beyondSkewUnreported: number;
-  byInvariant: Record<string, number>;
-  /** Histories with violations that show a known issue's pattern, per issue. */
-  knownIssues: Record<string, number>;
-  /** Histories with violations and no known issue's pattern: anything new. */
+  /** Histories with violations per invariant, and per known issue whose pattern they show; `unexplained`: none. */
+  byInvariant: Partial<Record<InvariantId, number>>;
+  knownIssues: Partial<Record<KnownIssue, number>>;
   unexplained: number;
   failures: HistoryFailure[];
   wallMs: number;

@@ -4,7 +4,7 @@ import type { DynamoDBAtomicWrite } from "../stores/dynamodb/atomic-write.js";
 import { dynamoItemBytes } from "../stores/dynamodb/limits.js";
 import { createStateTable, createTableIfMissing, STATE_KEY_ATTRIBUTE } from "../stores/dynamodb/schema.js";
 import { DynamoDBStore, toRecord } from "../stores/dynamodb/store.js";
-import { type Backend, countDescription, sinkDescription } from "./backend.js";
+import { type Backend, counterWrite, sinkDescription } from "./backend.js";
 import type { TaggedWrite } from "./faulty-store.js";
 
 /** Tables shared by every DynamoDB history of a run; each history names its subjects under its own namespace. */
@@ -49,20 +49,19 @@ export function dynamoDBBackend(t: DynamoDBTables): Backend {
     name: "dynamodb",
     store,
     sinkReportsItself: false,
-    // Not fenced: a second application must show as a count of 2.
-    counter: (e, fence): DynamoDBAtomicWrite => ({
-      engine: "dynamodb",
-      description: countDescription(e, fence),
-      item: {
-        Update: {
-          TableName: t.counter,
-          Key: { pk: { S: e.counterId } },
-          UpdateExpression: "ADD #n :one, #f :f",
-          ExpressionAttributeNames: { "#n": "n", "#f": "fences" },
-          ExpressionAttributeValues: { ":one": { N: "1" }, ":f": { NS: [String(fence)] } },
+    // An ADD in the commit's transaction: n counts applications, fences says whose.
+    counter: (e, fence): DynamoDBAtomicWrite =>
+      counterWrite("dynamodb", e, fence, {
+        item: {
+          Update: {
+            TableName: t.counter,
+            Key: { pk: { S: e.counterId } },
+            UpdateExpression: "ADD #n :one, #f :f",
+            ExpressionAttributeNames: { "#n": "n", "#f": "fences" },
+            ExpressionAttributeValues: { ":one": { N: "1" }, ":f": { NS: [String(fence)] } },
+          },
         },
-      },
-    }),
+      }),
     sinkAtomic: (e, pos, fence): DynamoDBAtomicWrite & TaggedWrite => ({
       ...sink.atomicPut({ position: pos, fence }, { pk: e.subject }),
       description: sinkDescription(e, pos, fence),

@@ -2,7 +2,14 @@ import { memoryBackend } from "./backend.js";
 import { DfsChooser } from "./chooser.js";
 import { SIM_GUARD } from "./config.js";
 import { type FaultConfig, NO_FAULTS, type StoreFaultKind } from "./faults.js";
-import { type HistoryConfig, type HistoryDeps, type Mode, runHistory, type StoreWrapper } from "./history.js";
+import {
+  type HistoryConfig,
+  type HistoryDeps,
+  type KnownIssue,
+  type Mode,
+  runHistory,
+  type StoreWrapper,
+} from "./history.js";
 import type { Violation } from "./observer.js";
 
 /** A small case whose every interleaving (each store call a scheduling point) and fault placement is explored. */
@@ -108,7 +115,7 @@ export interface ExploreResult {
   /** Of those, histories showing no known issue's pattern (KNOWN_ISSUES in history.ts). */
   unexplained: number;
   /** The first failures (unexplained ones first), with their choice paths for `replayPath`. */
-  failures: { path: number[]; violations: Violation[]; knownIssues: string[] }[];
+  failures: { path: number[]; violations: Violation[]; knownIssues: KnownIssue[] }[];
 }
 
 /** DFS over every choice of the case, replaying from the start along each prefix. */

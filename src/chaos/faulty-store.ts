@@ -1,17 +1,6 @@
 import { StoreError } from "../core/errors.js";
 import type { ClaimRequest, StateRecord } from "../core/state.js";
-import type {
-  AtomicWrite,
-  ClaimAndCommitRequest,
-  ClaimAndCommitResult,
-  ClaimResult,
-  CommitRequest,
-  CommitResult,
-  FencedRequest,
-  FencedResult,
-  RenewRequest,
-  StateStore,
-} from "../core/store.js";
+import type * as store from "../core/store.js";
 import type { FaultInjector } from "./faults.js";
 import type { Observer } from "./observer.js";
 import type { VirtualScheduler } from "./virtual-time.js";
@@ -27,7 +16,7 @@ export interface WorkerState {
 }
 
 /** A sink write folded into a commit, with what the observer needs to know of it. */
-export interface TaggedWrite extends AtomicWrite {
+export interface TaggedWrite extends store.AtomicWrite {
   readonly chaos?: { subject: string; pos: string; fence: number };
 }
 
@@ -46,19 +35,19 @@ export interface FaultyStoreOptions {
  * goes next), then may get a store fault (src/chaos/faults.ts), and is reported to the observer. Reads are not
  * faulted: the guard never reads.
  */
-export class FaultyStore implements StateStore {
+export class FaultyStore implements store.StateStore {
   readonly engine: string;
   readonly maxResultBytes: number;
 
   constructor(
-    readonly inner: StateStore,
+    readonly inner: store.StateStore,
     readonly o: FaultyStoreOptions,
   ) {
     this.engine = inner.engine;
     this.maxResultBytes = inner.maxResultBytes;
   }
 
-  canFold(write: AtomicWrite): boolean {
+  canFold(write: store.AtomicWrite): boolean {
     return this.inner.canFold(write);
   }
 
@@ -66,14 +55,14 @@ export class FaultyStore implements StateStore {
     return this.o.sim.track(() => this.inner.read(key));
   }
 
-  claim(req: ClaimRequest): Promise<ClaimResult> {
+  claim(req: ClaimRequest): Promise<store.ClaimResult> {
     return this.#call("claim", req, () => this.inner.claim(req), {
       report: (res, call) => this.#claimAnswered(req, call, res),
       lost: (before, call) => this.#claimLost(req, call, before),
     });
   }
 
-  claimAndCommit(req: ClaimAndCommitRequest): Promise<ClaimAndCommitResult> {
+  claimAndCommit(req: store.ClaimAndCommitRequest): Promise<store.ClaimAndCommitResult> {
     return this.#call("claimAndCommit", req, () => this.inner.claimAndCommit(req), {
       report: (res, call) => {
         if (!res.claimed) return this.#claimRefused(req, call, res.state);
@@ -86,7 +75,7 @@ export class FaultyStore implements StateStore {
     });
   }
 
-  async renew(req: RenewRequest): Promise<FencedResult> {
+  async renew(req: store.RenewRequest): Promise<store.FencedResult> {
     const { worker, observer, sim } = this.o;
     // A paused worker's renewals are frozen with it: they go out when it wakes.
     if (worker.frozenUntil > sim.now) await sim.sleep(worker.frozenUntil - sim.now);
@@ -103,7 +92,7 @@ export class FaultyStore implements StateStore {
     });
   }
 
-  commit(req: CommitRequest): Promise<CommitResult> {
+  commit(req: store.CommitRequest): Promise<store.CommitResult> {
     const { worker, observer } = this.o;
     return this.#call("commit", req, () => this.inner.commit(req), {
       report: (res, call) => {
@@ -122,13 +111,13 @@ export class FaultyStore implements StateStore {
     });
   }
 
-  release(req: FencedRequest): Promise<FencedResult> {
+  release(req: store.FencedRequest): Promise<store.FencedResult> {
     return this.#call("release", req, () => this.inner.release(req), {
       report: (res) => (res.ok ? "released" : refusedOn(res.state)),
     });
   }
 
-  #claimAnswered(req: ClaimRequest, call: number, res: ClaimResult): string {
+  #claimAnswered(req: ClaimRequest, call: number, res: store.ClaimResult): string {
     if (!res.claimed) return this.#claimRefused(req, call, res.state);
     const { worker, observer } = this.o;
     observer.claimLanded(worker.id, call, req, res.fence, res.leaseUntilMs, res.previous ?? "unknown");
@@ -150,7 +139,7 @@ export class FaultyStore implements StateStore {
   }
 
   #reportWrites(
-    sent: readonly AtomicWrite[] | undefined,
+    sent: readonly store.AtomicWrite[] | undefined,
     outcomes: { description: string; status: string }[],
   ) {
     if (!this.o.reportAtomicWrites) return;
@@ -166,7 +155,7 @@ export class FaultyStore implements StateStore {
    */
   async #call<T>(
     op: string,
-    req: FencedRequest | ClaimRequest,
+    req: store.FencedRequest | ClaimRequest,
     send: () => Promise<T>,
     on: {
       report: (res: T, call: number) => string;

@@ -97,7 +97,7 @@ export interface HistoryResult {
   virtualMs: number;
   deliveries: number;
   /** Known guard issues whose pattern this history shows (see KNOWN_ISSUES). */
-  knownIssues: string[];
+  knownIssues: KnownIssue[];
   trace?: string[];
 }
 
@@ -112,6 +112,8 @@ export const KNOWN_ISSUES = {
    */
   olderTakerLeaseLost: "lease-lost-to-older-event",
 } as const;
+
+export type KnownIssue = (typeof KNOWN_ISSUES)[keyof typeof KNOWN_ISSUES];
 
 export interface HistoryDeps {
   chooser: Chooser;
@@ -142,7 +144,7 @@ export interface Run {
   readonly sinkSubjects: string[];
   readonly source: Source;
   readonly deliveries: Delivery[];
-  readonly knownIssues: Set<string>;
+  readonly knownIssues: Set<KnownIssue>;
   /** Guard calls so far (numbering them), whether a delivery ended since the last sample, workers done. */
   calls: number;
   sampleDue: boolean;

@@ -70,17 +70,19 @@ export function inlineBackend(t: DynamoDBTables): Backend {
       const state = await store.read(key);
       return { state, bytes: state ? dynamoItemBytes(own) : undefined };
     },
-    // The state goes, the user's attributes stay (as when something else rewrites the row without them).
-    forget: async (key) => {
-      const names = Object.fromEntries(INLINE_STATE_ATTRIBUTES.map((a, i) => [`#a${i}`, a]));
-      await t.client.send(
-        new UpdateItemCommand({
-          TableName: t.inline,
-          Key: { pk: { S: store.rowKeyOf(key) } },
-          UpdateExpression: `REMOVE ${Object.keys(names).join(", ")}`,
-          ExpressionAttributeNames: names,
-        }),
-      );
-    },
+    forget: (key) => removeState(t, store.rowKeyOf(key)),
   };
+}
+
+/** The state goes, the user's attributes stay (as when something else rewrites the row without them). */
+async function removeState(t: DynamoDBTables, row: string): Promise<void> {
+  const names = Object.fromEntries(INLINE_STATE_ATTRIBUTES.map((a, i) => [`#a${i}`, a]));
+  await t.client.send(
+    new UpdateItemCommand({
+      TableName: t.inline,
+      Key: { pk: { S: row } },
+      UpdateExpression: `REMOVE ${Object.keys(names).join(", ")}`,
+      ExpressionAttributeNames: names,
+    }),
+  );
 }
