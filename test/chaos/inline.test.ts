@@ -25,7 +25,7 @@ describe("fault simulator: seeded histories on inline state (InlineDynamoDBStore
 
   // The checks hold on this backend too: a broken inline store is caught (its effects live in the user's row).
   it.each([
-    ["lying-commit", "I4"],
+    ["forgets-tokens", "I6"],
     ["commit-forgets-own", "I6"],
     ["early-ttl", "I1"],
   ] as const)(
