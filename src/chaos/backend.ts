@@ -9,28 +9,55 @@ export interface SinkRow {
   fence: number;
 }
 
+/** What an effect is written for: the event (its counter and subject) and the claim (its fence and state key). */
+export interface EffectTarget {
+  counterId: string;
+  subject: string;
+  identity: string;
+  /** The event's own (the guard's context says it too): inline state keeps effects in this key's row. */
+  key: string;
+}
+
 /**
  * One history's stores and effect targets: the shared state store (before fault decoration), the per-identity
  * counter the folded effect increments, and the fenced sink row per subject. Names are the history's own (DynamoDB
  * histories share tables, so their subjects carry a namespace).
  */
 export interface Backend {
-  readonly name: "memory" | "dynamodb";
+  readonly name: "memory" | "dynamodb" | "inline";
   readonly store: StateStore;
   /** The sink reports its own landed writes to `onSinkLanded` (memory); else the fault store reports them. */
   readonly sinkReportsItself: boolean;
-  /** Folded into a commit: adds 1 to the counter of `id` and records the fence that did. */
-  counter(id: string, fence: number): AtomicWrite;
-  /** Folded into a commit: the fenced sink row of `subject` takes (pos, fence) unless it holds newer. */
-  sinkAtomic(subject: string, pos: string, fence: number): TaggedWrite;
-  /** The same write, in its own request. */
-  sinkPut(subject: string, pos: string, fence: number): Promise<"applied" | "stale">;
-  readCounter(id: string): Promise<{ count: number; fences: number[] }>;
+  /** Folded into a commit: adds 1 to the counter of `e` and records the fence that did. */
+  counter(e: EffectTarget, fence: number): AtomicWrite;
+  /** Folded into a commit: the sink row of `e.subject` takes (pos, fence) unless it holds newer. */
+  sinkAtomic(e: EffectTarget, pos: string, fence: number): TaggedWrite;
+  /** The same write, in its own request, while the claim of `fence` holds. */
+  sinkPut(e: EffectTarget, pos: string, fence: number): Promise<"applied" | "stale">;
+  readCounter(e: EffectTarget): Promise<{ count: number; fences: number[] }>;
   readSink(subject: string): Promise<SinkRow | undefined>;
   /** The state item and its stored size (memory: JSON bytes; DynamoDB: item bytes). */
   readState(key: string): Promise<{ state: StateRecord | undefined; bytes: number | undefined }>;
   /** Deletes a state item, as TTL does. */
   forget(key: string): Promise<void>;
+}
+
+/**
+ * A counter write of `engine`, described for traces and write outcomes. Not fenced: a second application must show
+ * as a count of 2.
+ */
+export function counterWrite<E extends string, B extends object>(
+  engine: E,
+  e: EffectTarget,
+  fence: number,
+  body: B,
+): { engine: E; description: string } & B {
+  return { engine, description: `count ${e.counterId} f${fence}`, ...body };
+}
+
+/** The description of a sink write. */
+export function sinkDescription(e: EffectTarget, pos: string, fence: number): string {
+  return `sink ${e.subject} ${pos} f${fence}`;
 }
 
 export interface MemoryBackendOptions {
@@ -51,30 +78,27 @@ export function memoryBackend(o: MemoryBackendOptions): Backend {
     o.onSinkLanded(subject, pos, fence);
     return true;
   };
+  const count = (id: string, fence: number) => {
+    const c = counters.get(id) ?? { count: 0, fences: [] };
+    c.count++;
+    c.fences.push(fence);
+    counters.set(id, c);
+    return true;
+  };
   return {
     name: "memory",
     store,
     sinkReportsItself: true,
-    counter: (id, fence): MemoryAtomicWrite => ({
+    counter: (e, fence): MemoryAtomicWrite =>
+      counterWrite("memory", e, fence, { apply: () => count(e.counterId, fence) }),
+    sinkAtomic: (e, pos, fence): MemoryAtomicWrite & TaggedWrite => ({
       engine: "memory",
-      description: `count ${id} f${fence}`,
-      // Not fenced: a second application must show as a count of 2.
-      apply: () => {
-        const c = counters.get(id) ?? { count: 0, fences: [] };
-        c.count++;
-        c.fences.push(fence);
-        counters.set(id, c);
-        return true;
-      },
+      description: sinkDescription(e, pos, fence),
+      apply: () => put(e.subject, pos, fence),
     }),
-    sinkAtomic: (subject, pos, fence): MemoryAtomicWrite & TaggedWrite => ({
-      engine: "memory",
-      description: `sink ${subject} ${pos} f${fence}`,
-      apply: () => put(subject, pos, fence),
-    }),
-    sinkPut: async (subject, pos, fence) => (put(subject, pos, fence) ? "applied" : "stale"),
-    readCounter: async (id) => {
-      const c = counters.get(id);
+    sinkPut: async (e, pos, fence) => (put(e.subject, pos, fence) ? "applied" : "stale"),
+    readCounter: async (e) => {
+      const c = counters.get(e.counterId);
       return c ? { count: c.count, fences: [...c.fences] } : { count: 0, fences: [] };
     },
     readSink: async (subject) => rows.get(subject),

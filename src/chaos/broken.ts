@@ -1,5 +1,5 @@
-import type { ClaimRequest } from "../core/state.js";
-import type { CommitRequest, RenewRequest, StateStore } from "../core/store.js";
+import type { ClaimRequest, StateRecord } from "../core/state.js";
+import type { CommitRequest, CommitResult, FencedResult, StateStore } from "../core/store.js";
 import type { StoreWrapper } from "./history.js";
 
 /**
@@ -21,16 +21,24 @@ function delegate(inner: StateStore, over: Partial<StateStore>): StateStore {
   };
 }
 
+type Op = "claim" | "commit" | "renew";
+type Req<K extends Op> = Parameters<StateStore[K]>[0];
+
+/** Breaks one operation, deciding from the item as it was just before the call (read unfaulted). */
+function onItem<K extends Op>(
+  op: K,
+  decide: (inner: StateStore, req: Req<K>, item: StateRecord | undefined) => ReturnType<StateStore[K]>,
+): StoreWrapper {
+  return (inner) =>
+    delegate(inner, { [op]: async (req: Req<K>) => decide(inner, req, await inner.read(req.key)) });
+}
+
 export const BROKEN_STORES: Record<string, { what: string; wrap: StoreWrapper }> = {
   "commit-ignores-fence": {
     what: "commit succeeds for whoever holds the item, not only the fence that claimed it (a zombie commits)",
-    wrap: (inner) =>
-      delegate(inner, {
-        async commit(req: CommitRequest) {
-          const s = await inner.read(req.key);
-          return inner.commit(s?.status === "running" ? { ...req, fence: s.fence } : req);
-        },
-      }),
+    wrap: onItem("commit", (inner, req, s) =>
+      inner.commit(s?.status === "running" ? { ...req, fence: s.fence } : req),
+    ),
   },
   "forgets-tokens": {
     what: "claims keep no token, so a retried claim whose first attempt landed looks like someone else's",
@@ -41,13 +49,11 @@ export const BROKEN_STORES: Record<string, { what: string; wrap: StoreWrapper }>
   },
   "renew-keeps-lease": {
     what: "renewals say ok but never move the lease",
-    wrap: (inner) =>
-      delegate(inner, {
-        async renew(req: RenewRequest) {
-          const s = await inner.read(req.key);
-          return s?.fence === req.fence && s.status === "running" ? { ok: true } : { ok: false, state: s };
-        },
-      }),
+    wrap: onItem(
+      "renew",
+      async (_, req, s): Promise<FencedResult> =>
+        s?.fence === req.fence && s.status === "running" ? { ok: true } : { ok: false, state: s },
+    ),
   },
   "sticky-lease": {
     what: "claims write a lease ten times too long, so a stopped holder blocks its subject",
@@ -59,13 +65,7 @@ export const BROKEN_STORES: Record<string, { what: string; wrap: StoreWrapper }>
   },
   "counter-fences": {
     what: "fences count up from the item's (1 on a new item) instead of the clock: TTL makes them repeat",
-    wrap: (inner) =>
-      delegate(inner, {
-        async claim(req: ClaimRequest) {
-          const s = await inner.read(req.key);
-          return inner.claim({ ...req, fence: (s?.fence ?? 0) + 1 });
-        },
-      }),
+    wrap: onItem("claim", (inner, req, s) => inner.claim({ ...req, fence: (s?.fence ?? 0) + 1 })),
   },
   "early-ttl": {
     what: "committed items expire at once (a dedupe window shorter than redelivery)",
@@ -80,22 +80,14 @@ export const BROKEN_STORES: Record<string, { what: string; wrap: StoreWrapper }>
   },
   "lying-commit": {
     what: "commit answers committed without writing anything",
-    wrap: (inner) =>
-      delegate(inner, {
-        async commit() {
-          return { committed: true, writes: [] };
-        },
-      }),
+    wrap: (inner) => delegate(inner, { commit: async () => ({ committed: true, writes: [] }) }),
   },
   "commit-forgets-own": {
     what: "a retried commit whose first attempt landed is refused instead of recognised",
-    wrap: (inner) =>
-      delegate(inner, {
-        async commit(req: CommitRequest) {
-          const s = await inner.read(req.key);
-          if (s?.status === "done" && s.fence === req.fence) return { committed: false, state: s };
-          return inner.commit(req);
-        },
-      }),
+    wrap: onItem(
+      "commit",
+      async (inner, req, s): Promise<CommitResult> =>
+        s?.status === "done" && s.fence === req.fence ? { committed: false, state: s } : inner.commit(req),
+    ),
   },
 };

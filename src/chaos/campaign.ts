@@ -1,15 +1,23 @@
 import { randomUUID } from "node:crypto";
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { dynamoDBClient, startDynamoDBLocal } from "../local/dynamodb-local.js";
-import { memoryBackend } from "./backend.js";
+import { type Backend, memoryBackend } from "./backend.js";
 import { randomChooser } from "./chooser.js";
 import { type Profile, randomConfig } from "./config.js";
 import { createChaosTables, type DynamoDBTables, dynamoDBBackend } from "./dynamodb-backend.js";
 import { addCounts, type FaultCounts } from "./faults.js";
-import { type HistoryConfig, type HistoryResult, runHistory, type StoreWrapper } from "./history.js";
-import type { Violation } from "./observer.js";
+import {
+  type HistoryConfig,
+  type HistoryResult,
+  type KnownIssue,
+  runHistory,
+  type StoreWrapper,
+} from "./history.js";
+import { inlineBackend } from "./inline-backend.js";
+import type { InvariantId, Violation } from "./observer.js";
 
-export type StoreName = "memory" | "dynamodb";
+/** `dynamodb` and `inline` run on DynamoDB Local (the state table, or inline state in the user's rows). */
+export type StoreName = "memory" | "dynamodb" | "inline";
 
 export interface CampaignOptions {
   histories: number;
@@ -33,7 +41,7 @@ export interface HistoryFailure {
   seed: number;
   violations: Violation[];
   /** Known guard issues whose pattern the history shows (KNOWN_ISSUES in history.ts). */
-  knownIssues: string[];
+  knownIssues: KnownIssue[];
 }
 
 export interface CampaignSummary {
@@ -43,14 +51,15 @@ export interface CampaignSummary {
   /** Distinct histories (fingerprints of every decision taken). */
   states: number;
   faults: FaultCounts;
-  /** Histories whose clocks differed beyond clockSkewMs (only fencing-guaranteed invariants reported). */
+  /**
+   * Histories whose clocks differed beyond clockSkewMs (only fencing-guaranteed invariants reported), and the
+   * violations there that are not reported (the guarantee does not hold beyond the skew bound).
+   */
   beyondSkew: number;
-  /** Violations there that are not reported (the guarantee does not hold beyond the skew bound). */
   beyondSkewUnreported: number;
-  byInvariant: Record<string, number>;
-  /** Histories with violations that show a known issue's pattern, per issue. */
-  knownIssues: Record<string, number>;
-  /** Histories with violations and no known issue's pattern: anything new. */
+  /** Histories with violations per invariant, and per known issue whose pattern they show; `unexplained`: none. */
+  byInvariant: Partial<Record<InvariantId, number>>;
+  knownIssues: Partial<Record<KnownIssue, number>>;
   unexplained: number;
   failures: HistoryFailure[];
   wallMs: number;
@@ -88,22 +97,28 @@ export async function runSeed(
     trace?: boolean;
   },
 ): Promise<ReplayResult & { digest: string }> {
-  const base = randomConfig(seed, o.profile ?? (o.store === "dynamodb" ? "small" : "default"));
+  const real = o.store !== "memory";
+  const base = randomConfig(seed, o.profile ?? (real ? "small" : "default"));
   const config = o.configure ? o.configure(base) : base;
   const chooser = randomChooser(seed);
-  const tables = o.tables;
   const result = await runHistory(config, {
     chooser,
-    backend: (onSinkLanded) =>
-      o.store === "dynamodb"
-        ? dynamoDBBackend(tables as DynamoDBTables)
-        : memoryBackend({ onSinkLanded, unfencedSink: o.unfencedSink ?? false }),
-    ...(o.store === "dynamodb" ? { namespace: `h${seed}-${randomUUID().slice(0, 6)}` } : {}),
+    backend: (onSinkLanded) => backendFor(o, onSinkLanded),
+    ...(real ? { namespace: `h${seed}-${randomUUID().slice(0, 6)}` } : {}),
     ...(o.wrapStore ? { wrapStore: o.wrapStore } : {}),
-    sampleEvery: o.store === "dynamodb" ? "delivery" : "step",
+    sampleEvery: real ? "delivery" : "step",
     trace: o.trace ?? false,
   });
   return { ...result, seed, config, digest: chooser.digest() };
+}
+
+function backendFor(
+  o: { store: StoreName; tables?: DynamoDBTables; unfencedSink?: boolean },
+  onSinkLanded: (subject: string, pos: string, fence: number) => void,
+): Backend {
+  if (o.store === "memory") return memoryBackend({ onSinkLanded, unfencedSink: o.unfencedSink ?? false });
+  const tables = o.tables as DynamoDBTables;
+  return o.store === "inline" ? inlineBackend(tables) : dynamoDBBackend(tables);
 }
 
 /** Runs `histories` seeded histories and sums them up. */
@@ -123,7 +138,7 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignSummary> 
     wallMs: 0,
   };
   const digests = new Set<string>();
-  const env = o.store === "dynamodb" ? await dynamoEnv(o.endpoint) : undefined;
+  const env = o.store !== "memory" ? await dynamoEnv(o.endpoint) : undefined;
   try {
     const record = (r: ReplayResult & { digest: string }) => {
       summary.histories++;
@@ -172,7 +187,7 @@ export async function replay(
   seed: number,
   o: Omit<CampaignOptions, "histories" | "seed" | "onProgress">,
 ): Promise<ReplayResult> {
-  const env = o.store === "dynamodb" ? await dynamoEnv(o.endpoint) : undefined;
+  const env = o.store !== "memory" ? await dynamoEnv(o.endpoint) : undefined;
   try {
     return await runSeed(seed, { ...o, ...(env ? { tables: env.tables } : {}), trace: true });
   } finally {

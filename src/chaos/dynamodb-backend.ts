@@ -4,7 +4,7 @@ import type { DynamoDBAtomicWrite } from "../stores/dynamodb/atomic-write.js";
 import { dynamoItemBytes } from "../stores/dynamodb/limits.js";
 import { createStateTable, createTableIfMissing, STATE_KEY_ATTRIBUTE } from "../stores/dynamodb/schema.js";
 import { DynamoDBStore, toRecord } from "../stores/dynamodb/store.js";
-import type { Backend } from "./backend.js";
+import { type Backend, counterWrite, sinkDescription } from "./backend.js";
 import type { TaggedWrite } from "./faulty-store.js";
 
 /** Tables shared by every DynamoDB history of a run; each history names its subjects under its own namespace. */
@@ -13,6 +13,8 @@ export interface DynamoDBTables {
   state: string;
   sink: string;
   counter: string;
+  /** The user's table of inline state (`--store inline`): one row per subject. */
+  inline: string;
 }
 
 export async function createChaosTables(client: DynamoDBClient, suffix: string): Promise<DynamoDBTables> {
@@ -21,10 +23,12 @@ export async function createChaosTables(client: DynamoDBClient, suffix: string):
     state: `chaos-state-${suffix}`,
     sink: `chaos-sink-${suffix}`,
     counter: `chaos-count-${suffix}`,
+    inline: `chaos-inline-${suffix}`,
   };
   await createStateTable(client, { tableName: t.state });
   await createTableIfMissing(client, t.sink, "pk");
   await createTableIfMissing(client, t.counter, "pk");
+  await createTableIfMissing(client, t.inline, "pk");
   return t;
 }
 
@@ -45,28 +49,27 @@ export function dynamoDBBackend(t: DynamoDBTables): Backend {
     name: "dynamodb",
     store,
     sinkReportsItself: false,
-    counter: (id, fence): DynamoDBAtomicWrite => ({
-      engine: "dynamodb",
-      description: `count ${id} f${fence}`,
-      // Not fenced: a second application must show as a count of 2.
-      item: {
-        Update: {
-          TableName: t.counter,
-          Key: { pk: { S: id } },
-          UpdateExpression: "ADD #n :one, #f :f",
-          ExpressionAttributeNames: { "#n": "n", "#f": "fences" },
-          ExpressionAttributeValues: { ":one": { N: "1" }, ":f": { NS: [String(fence)] } },
+    // An ADD in the commit's transaction: n counts applications, fences says whose.
+    counter: (e, fence): DynamoDBAtomicWrite =>
+      counterWrite("dynamodb", e, fence, {
+        item: {
+          Update: {
+            TableName: t.counter,
+            Key: { pk: { S: e.counterId } },
+            UpdateExpression: "ADD #n :one, #f :f",
+            ExpressionAttributeNames: { "#n": "n", "#f": "fences" },
+            ExpressionAttributeValues: { ":one": { N: "1" }, ":f": { NS: [String(fence)] } },
+          },
         },
-      },
+      }),
+    sinkAtomic: (e, pos, fence): DynamoDBAtomicWrite & TaggedWrite => ({
+      ...sink.atomicPut({ position: pos, fence }, { pk: e.subject }),
+      description: sinkDescription(e, pos, fence),
+      chaos: { subject: e.subject, pos, fence },
     }),
-    sinkAtomic: (subject, pos, fence): DynamoDBAtomicWrite & TaggedWrite => ({
-      ...sink.atomicPut({ position: pos, fence }, { pk: subject }),
-      description: `sink ${subject} ${pos} f${fence}`,
-      chaos: { subject, pos, fence },
-    }),
-    sinkPut: (subject, pos, fence) => sink.put({ position: pos, fence }, { pk: subject }),
-    readCounter: async (id) => {
-      const item = await get(t.counter, id);
+    sinkPut: (e, pos, fence) => sink.put({ position: pos, fence }, { pk: e.subject }),
+    readCounter: async (e) => {
+      const item = await get(t.counter, e.counterId);
       return {
         count: Number(item?.n?.N ?? 0),
         fences: (item?.fences?.NS ?? []).map(Number),

@@ -1,17 +1,6 @@
 import { StoreError } from "../core/errors.js";
 import type { ClaimRequest, StateRecord } from "../core/state.js";
-import type {
-  AtomicWrite,
-  ClaimAndCommitRequest,
-  ClaimAndCommitResult,
-  ClaimResult,
-  CommitRequest,
-  CommitResult,
-  FencedRequest,
-  FencedResult,
-  RenewRequest,
-  StateStore,
-} from "../core/store.js";
+import type * as store from "../core/store.js";
 import type { FaultInjector } from "./faults.js";
 import type { Observer } from "./observer.js";
 import type { VirtualScheduler } from "./virtual-time.js";
@@ -27,7 +16,7 @@ export interface WorkerState {
 }
 
 /** A sink write folded into a commit, with what the observer needs to know of it. */
-export interface TaggedWrite extends AtomicWrite {
+export interface TaggedWrite extends store.AtomicWrite {
   readonly chaos?: { subject: string; pos: string; fence: number };
 }
 
@@ -46,19 +35,19 @@ export interface FaultyStoreOptions {
  * goes next), then may get a store fault (src/chaos/faults.ts), and is reported to the observer. Reads are not
  * faulted: the guard never reads.
  */
-export class FaultyStore implements StateStore {
+export class FaultyStore implements store.StateStore {
   readonly engine: string;
   readonly maxResultBytes: number;
 
   constructor(
-    readonly inner: StateStore,
+    readonly inner: store.StateStore,
     readonly o: FaultyStoreOptions,
   ) {
     this.engine = inner.engine;
     this.maxResultBytes = inner.maxResultBytes;
   }
 
-  canFold(write: AtomicWrite): boolean {
+  canFold(write: store.AtomicWrite): boolean {
     return this.inner.canFold(write);
   }
 
@@ -66,113 +55,91 @@ export class FaultyStore implements StateStore {
     return this.o.sim.track(() => this.inner.read(key));
   }
 
-  async claim(req: ClaimRequest): Promise<ClaimResult> {
-    const { worker, observer } = this.o;
-    const call = worker.call;
-    return this.#call(
-      "claim",
-      req.key,
-      () => this.inner.claim(req),
-      (res) => {
-        if (res.claimed) {
-          observer.claimLanded(worker.id, call, req, res.fence, res.leaseUntilMs, res.previous ?? "unknown");
-          return `claimed f${res.fence} att${res.attempt}${res.previous ? ` over ${res.previous.status}` : ""}`;
-        }
-        observer.claimRefused(worker.id, call, req, res.state);
-        return `refused on ${describe(res.state)}`;
-      },
-      async (before) => {
-        // The response is lost: find out (unfaulted) whether it landed, as the checks need to know.
-        const after = await this.inner.read(req.key);
-        // Landed iff this very call moved the item to its fence (nothing else runs between the two reads). Not by
-        // token (a broken store may drop it) nor by fence alone (two claims in one ms ask for the same fence).
-        if (after?.status === "running" && after.fence === req.fence && before?.fence !== req.fence)
-          observer.claimLanded(worker.id, call, req, after.fence, undefined, before);
-      },
-      `${req.position || "-"} ${req.identity} f${req.fence}`,
-    );
+  claim(req: ClaimRequest): Promise<store.ClaimResult> {
+    return this.#call("claim", req, () => this.inner.claim(req), {
+      report: (res, call) => this.#claimAnswered(req, call, res),
+      lost: (before, call) => this.#claimLost(req, call, before),
+    });
   }
 
-  async claimAndCommit(req: ClaimAndCommitRequest): Promise<ClaimAndCommitResult> {
-    const { worker, observer } = this.o;
-    const call = worker.call;
-    return this.#call(
-      "claimAndCommit",
-      req.key,
-      () => this.inner.claimAndCommit(req),
-      (res) => {
-        if (res.claimed) {
-          // A recognised retry (writes "unknown") landed under an earlier attempt's fence, not this one.
-          if (!res.writes.some((w) => w.status === "unknown")) observer.fenceTaken(req.key, req.fence, call);
-          this.#reportWrites(req.writes, res.writes);
-          return "committed";
-        }
-        observer.claimRefused(worker.id, call, req, res.state);
-        return `refused on ${describe(res.state)}`;
+  claimAndCommit(req: store.ClaimAndCommitRequest): Promise<store.ClaimAndCommitResult> {
+    return this.#call("claimAndCommit", req, () => this.inner.claimAndCommit(req), {
+      report: (res, call) => {
+        if (!res.claimed) return this.#claimRefused(req, call, res.state);
+        // A recognised retry (writes "unknown") landed under an earlier attempt's fence, not this one.
+        if (!res.writes.some((w) => w.status === "unknown"))
+          this.o.observer.fenceTaken(req.key, req.fence, call);
+        this.#reportWrites(req.writes, res.writes);
+        return "committed";
       },
-      async () => {},
-      `${req.position || "-"} ${req.identity} f${req.fence}`,
-    );
+    });
   }
 
-  async renew(req: RenewRequest): Promise<FencedResult> {
+  async renew(req: store.RenewRequest): Promise<store.FencedResult> {
     const { worker, observer, sim } = this.o;
     // A paused worker's renewals are frozen with it: they go out when it wakes.
     if (worker.frozenUntil > sim.now) await sim.sleep(worker.frozenUntil - sim.now);
-    return this.#call(
-      "renew",
-      req.key,
-      () => this.inner.renew(req),
-      (res) => {
+    return this.#call("renew", req, () => this.inner.renew(req), {
+      report: (res) => {
         if (res.ok) observer.renewed(req.key, req.fence, worker.id, req.leaseUntilMs, true);
-        return res.ok ? "renewed" : `refused on ${res.state ? describe(res.state) : "nothing"}`;
+        return res.ok ? "renewed" : refusedOn(res.state);
       },
-      async () => {
+      lost: async () => {
         const after = await this.inner.read(req.key);
         if (after?.fence === req.fence && after.leaseUntilMs === req.leaseUntilMs)
           observer.renewed(req.key, req.fence, worker.id, req.leaseUntilMs, false);
       },
-      `f${req.fence}`,
-    );
+    });
   }
 
-  async commit(req: CommitRequest): Promise<CommitResult> {
+  commit(req: store.CommitRequest): Promise<store.CommitResult> {
     const { worker, observer } = this.o;
-    const call = worker.call;
-    return this.#call(
-      "commit",
-      req.key,
-      () => this.inner.commit(req),
-      (res) => {
-        if (res.committed) {
-          this.#reportWrites(req.writes, res.writes);
-          return "committed";
+    return this.#call("commit", req, () => this.inner.commit(req), {
+      report: (res, call) => {
+        if (!res.committed) {
+          observer.commitRefused(worker.id, call, req.key, req.fence, res.state);
+          return refusedOn(res.state);
         }
-        observer.commitRefused(worker.id, call, req.key, req.fence, res.state);
-        return `refused on ${res.state ? describe(res.state) : "nothing"}`;
+        this.#reportWrites(req.writes, res.writes);
+        return "committed";
       },
-      async () => {
+      lost: async (_, call) => {
         const after = await this.inner.read(req.key);
         if (after?.status === "done" && after.fence === req.fence)
           observer.commitLanded(call, req.key, req.fence);
       },
-      `f${req.fence}`,
-    );
+    });
   }
 
-  async release(req: FencedRequest): Promise<FencedResult> {
-    return this.#call(
-      "release",
-      req.key,
-      () => this.inner.release(req),
-      (res) => (res.ok ? "released" : `refused on ${res.state ? describe(res.state) : "nothing"}`),
-      async () => {},
-      `f${req.fence}`,
-    );
+  release(req: store.FencedRequest): Promise<store.FencedResult> {
+    return this.#call("release", req, () => this.inner.release(req), {
+      report: (res) => (res.ok ? "released" : refusedOn(res.state)),
+    });
+  }
+
+  #claimAnswered(req: ClaimRequest, call: number, res: store.ClaimResult): string {
+    if (!res.claimed) return this.#claimRefused(req, call, res.state);
+    const { worker, observer } = this.o;
+    observer.claimLanded(worker.id, call, req, res.fence, res.leaseUntilMs, res.previous ?? "unknown");
+    return `claimed f${res.fence} att${res.attempt}${res.previous ? ` over ${res.previous.status}` : ""}`;
+  }
+
+  #claimRefused(req: ClaimRequest, call: number, state: StateRecord): string {
+    this.o.observer.claimRefused(this.o.worker.id, call, req, state);
+    return `refused on ${describe(state)}`;
+  }
+
+  /** The claim's response is lost: find out (unfaulted) whether it landed, as the checks need to know. */
+  async #claimLost(req: ClaimRequest, call: number, before: StateRecord | undefined): Promise<void> {
+    const after = await this.inner.read(req.key);
+    // Landed iff this very call moved the item to its fence (nothing else runs between the two reads). Not by
+    // token (a broken store may drop it) nor by fence alone (two claims in one ms ask for the same fence).
+    if (after?.status === "running" && after.fence === req.fence && before?.fence !== req.fence)
+      this.o.observer.claimLanded(this.o.worker.id, call, req, after.fence, undefined, before);
   }
 
   #reportWrites(
-    sent: readonly AtomicWrite[] | undefined,
+    sent: readonly store.AtomicWrite[] | undefined,
     outcomes: { description: string; status: string }[],
   ) {
     if (!this.o.reportAtomicWrites) return;
@@ -182,14 +149,22 @@ export class FaultyStore implements StateStore {
     }
   }
 
+  /**
+   * One store call: a scheduling point, then maybe a fault, then the call; `report` says what the answer was (and
+   * tells the observer), `lost` finds out what happened to a call whose response was lost.
+   */
   async #call<T>(
     op: string,
-    key: string,
+    req: store.FencedRequest | ClaimRequest,
     send: () => Promise<T>,
-    report: (res: T) => string,
-    onLost: (before: StateRecord | undefined) => Promise<void>,
-    what: string,
+    on: {
+      report: (res: T, call: number) => string;
+      lost?: (before: StateRecord | undefined, call: number) => Promise<void>;
+    },
   ): Promise<T> {
+    const call = this.o.worker.call;
+    const { key } = req;
+    const what = "token" in req ? `${req.position || "-"} ${req.identity} f${req.fence}` : `f${req.fence}`;
     const { sim, faults, observer, worker } = this.o;
     await sim.gate(worker.id, `${op} ${key}`);
     const fault = faults.storeFault(op);
@@ -213,12 +188,12 @@ export class FaultyStore implements StateStore {
       const before = await sim.track(() => this.inner.read(key));
       await sim.track(send);
       observer.log(() => `${head} -> sent, response LOST`);
-      await sim.track(() => onLost(before));
+      await sim.track(() => (on.lost ? on.lost(before, call) : Promise.resolve()));
       throw new StoreError(`${op}: response lost (injected)`);
     }
     try {
       const res = await sim.track(send);
-      const said = report(res);
+      const said = on.report(res, call);
       observer.log(() => `${head} -> ${said}`);
       return res;
     } catch (error) {
@@ -226,6 +201,10 @@ export class FaultyStore implements StateStore {
       throw error;
     }
   }
+}
+
+function refusedOn(s: StateRecord | undefined): string {
+  return `refused on ${s ? describe(s) : "nothing"}`;
 }
 
 function describe(s: StateRecord): string {

@@ -1,15 +1,15 @@
-import { createGuard, type Guard, type GuardOutcome } from "../core/guard.js";
-import { isAcknowledged } from "../core/outcomes.js";
-import { positionBefore, positionFromNumber } from "../core/position.js";
+import { createGuard, type GuardOutcome } from "../core/guard.js";
+import { positionFromNumber } from "../core/position.js";
 import { stateKey } from "../core/state-key.js";
 import type { StateStore } from "../core/store.js";
 import type { Backend } from "./backend.js";
 import type { Chooser } from "./chooser.js";
+import { type Worker, workerLoop } from "./delivery.js";
 import { type FaultConfig, type FaultCounts, FaultInjector } from "./faults.js";
 import { FaultyStore, type WorkerState } from "./faulty-store.js";
 import { checkFinal } from "./invariants.js";
 import { Observer, type Violation } from "./observer.js";
-import { type Receipt, Source } from "./source.js";
+import { Source } from "./source.js";
 import { VirtualScheduler } from "./virtual-time.js";
 
 /** Wraps the shared state store; `forget` deletes an item as TTL does. */
@@ -97,7 +97,7 @@ export interface HistoryResult {
   virtualMs: number;
   deliveries: number;
   /** Known guard issues whose pattern this history shows (see KNOWN_ISSUES). */
-  knownIssues: string[];
+  knownIssues: KnownIssue[];
   trace?: string[];
 }
 
@@ -112,6 +112,8 @@ export const KNOWN_ISSUES = {
    */
   olderTakerLeaseLost: "lease-lost-to-older-event",
 } as const;
+
+export type KnownIssue = (typeof KNOWN_ISSUES)[keyof typeof KNOWN_ISSUES];
 
 export interface HistoryDeps {
   chooser: Chooser;
@@ -128,8 +130,61 @@ export interface HistoryDeps {
   trace?: boolean;
 }
 
+/** What one running history's phases share: its scheduler, checks, stores, events, queue and what happened. */
+export interface Run {
+  readonly cfg: HistoryConfig;
+  readonly chooser: Chooser;
+  readonly sim: VirtualScheduler;
+  readonly observer: Observer;
+  readonly faults: FaultInjector;
+  readonly backend: Backend;
+  readonly events: SimEvent[];
+  /** State keys and the subjects with a sink row (ordered events), sampled and checked at the end. */
+  readonly keys: string[];
+  readonly sinkSubjects: string[];
+  readonly source: Source;
+  readonly deliveries: Delivery[];
+  readonly knownIssues: Set<KnownIssue>;
+  /** Guard calls so far (numbering them), whether a delivery ended since the last sample, workers done. */
+  calls: number;
+  sampleDue: boolean;
+  settled: number;
+}
+
 /** Runs one history: N workers drain a queue of events through guard.run / guard.apply under faults. */
 export async function runHistory(cfg: HistoryConfig, deps: HistoryDeps): Promise<HistoryResult> {
+  const { run, beyondSkew, shared } = setUp(cfg, deps);
+  const workers = Array.from({ length: cfg.workers }, (_, id) => createWorker(run, shared, id));
+  for (const w of workers) void workerLoop(run, w);
+  const finished = await run.sim.run({
+    maxSteps: cfg.maxSteps,
+    maxVirtualMs: cfg.maxVirtualMs,
+    afterStep: () => afterStep(run, deps.sampleEvery),
+  });
+  const completed = finished && run.settled === workers.length;
+  await sample(run);
+  const { observer, backend, events, deliveries, keys, sinkSubjects } = run;
+  await checkFinal({
+    observer,
+    backend,
+    events,
+    deliveries,
+    completed,
+    dlq: run.source.dlq,
+    keys,
+    sinkSubjects,
+  });
+  if (!completed)
+    observer.violate(
+      "I4",
+      false,
+      `history did not settle: ${run.settled}/${workers.length} workers done, waiting: ${run.sim.pendingGates.join(", ") || "timers only"}`,
+    );
+  return result(run, beyondSkew, completed);
+}
+
+/** The scheduler, checks, fault injector, stores, events and the queue holding one message per event. */
+function setUp(cfg: HistoryConfig, deps: HistoryDeps) {
   const { chooser } = deps;
   const sim = new VirtualScheduler(chooser, cfg.maxPostpone ?? 0);
   const g = cfg.guard;
@@ -145,220 +200,109 @@ export async function runHistory(cfg: HistoryConfig, deps: HistoryDeps): Promise
   if (spread > 0) faults.count(beyondSkew ? "skew-beyond" : "skew-within");
   const backend = deps.backend((s, p, f) => observer.sinkLanded(s, p, f));
   const shared = deps.wrapStore ? deps.wrapStore(backend.store, (key) => backend.forget(key)) : backend.store;
-  const ns = deps.namespace ? `${deps.namespace}/` : "";
-
-  const events: SimEvent[] = [];
-  for (let s = 0; s < cfg.subjects; s++)
-    for (let i = 1; i <= cfg.eventsPerSubject; i++) {
-      const subject = `${ns}s${s}`;
-      const position = positionFromNumber(i);
-      const identity = `v${i}`;
-      events.push(simEvent(events.length, subject, identity, position));
-    }
-  for (let i = 0; i < cfg.dedupeEvents; i++)
-    events.push(simEvent(events.length, `${ns}d`, `m${i}`, undefined));
-  const keys = [...new Set(events.map((e) => e.key))];
-  const sinkSubjects = [...new Set(events.filter((e) => e.position !== undefined).map((e) => e.subject))];
-
+  const events = simEvents(cfg, deps.namespace ? `${deps.namespace}/` : "");
   const source = new Source(sim, chooser, faults, cfg.source);
   for (const e of events) source.send(e.index, chooser.int(0, cfg.faults.reorderWindowMs));
   for (let i = 0; i < cfg.extraCopies && events.length > 0; i++) source.send(0);
+  const run: Run = {
+    cfg,
+    chooser,
+    sim,
+    observer,
+    faults,
+    backend,
+    events,
+    keys: [...new Set(events.map((e) => e.key))],
+    sinkSubjects: [...new Set(events.filter((e) => e.position !== undefined).map((e) => e.subject))],
+    source,
+    deliveries: [],
+    knownIssues: new Set(),
+    calls: 0,
+    sampleDue: true,
+    settled: 0,
+  };
+  return { run, beyondSkew, shared };
+}
 
-  const deliveries: Delivery[] = [];
-  const knownIssues = new Set<string>();
-  let calls = 0;
-  let sampleDue = true;
-  let settled = 0;
+/** Ordered subjects (positions 1..n), then the dedupe-only events of one subject. */
+function simEvents(cfg: HistoryConfig, ns: string): SimEvent[] {
+  const events: SimEvent[] = [];
+  for (let s = 0; s < cfg.subjects; s++)
+    for (let i = 1; i <= cfg.eventsPerSubject; i++)
+      events.push(simEvent(events.length, `${ns}s${s}`, `v${i}`, positionFromNumber(i)));
+  for (let i = 0; i < cfg.dedupeEvents; i++)
+    events.push(simEvent(events.length, `${ns}d`, `m${i}`, undefined));
+  return events;
+}
 
-  const workers: { state: WorkerState; guard: Guard }[] = [];
-  for (let id = 0; id < cfg.workers; id++) {
-    const state: WorkerState = { id, offsetMs: cfg.offsets[id] ?? 0, call: 0, frozenUntil: 0 };
-    const store = new FaultyStore(shared, {
-      sim,
-      faults,
-      observer,
-      worker: state,
-      leaseMs: g.leaseMs,
-      reportAtomicWrites: !backend.sinkReportsItself,
-    });
-    const guard = createGuard({
-      store,
-      clock: sim.clock(state.offsetMs),
-      leaseMs: g.leaseMs,
-      heartbeatMs: g.heartbeatMs,
-      clockSkewMs: g.clockSkewMs,
-      busy: g.busy,
-      inFlight: g.inFlight,
-      waitIntervalMs: g.waitIntervalMs,
-      maxWaitIntervalMs: g.maxWaitIntervalMs,
-      expiresAfterSeconds: 3600,
-    });
-    workers.push({ state, guard });
+/** A worker: its own clock (offset), the shared store behind its own fault decorator, and a guard over both. */
+function createWorker(run: Run, shared: StateStore, id: number): Worker {
+  const { cfg, sim, faults, observer, backend } = run;
+  const g = cfg.guard;
+  const state: WorkerState = { id, offsetMs: cfg.offsets[id] ?? 0, call: 0, frozenUntil: 0 };
+  const store = new FaultyStore(shared, {
+    sim,
+    faults,
+    observer,
+    worker: state,
+    leaseMs: g.leaseMs,
+    reportAtomicWrites: !backend.sinkReportsItself,
+  });
+  const guard = createGuard({
+    store,
+    clock: sim.clock(state.offsetMs),
+    leaseMs: g.leaseMs,
+    heartbeatMs: g.heartbeatMs,
+    clockSkewMs: g.clockSkewMs,
+    busy: g.busy,
+    inFlight: g.inFlight,
+    waitIntervalMs: g.waitIntervalMs,
+    maxWaitIntervalMs: g.maxWaitIntervalMs,
+    expiresAfterSeconds: 3600,
+  });
+  return { state, guard };
+}
+
+/** Every state item and sink row, for the checks that compare one sample with the last. */
+async function sample(run: Run): Promise<void> {
+  for (const key of run.keys) {
+    const { state, bytes } = await run.backend.readState(key);
+    run.observer.sampleState(key, state, bytes);
   }
+  for (const subject of run.sinkSubjects)
+    run.observer.sampleSink(subject, await run.backend.readSink(subject));
+}
 
-  const pickMode = (e: SimEvent): Mode => {
-    const fixed = cfg.modes?.[e.index];
-    if (fixed) return e.position === undefined && fixed !== "apply" ? "run-atomic" : fixed;
-    if (chooser.chance(cfg.applyShare)) return "apply";
-    if (e.position === undefined) return "run-atomic";
-    return chooser.chance(cfg.directShare) ? "run-direct" : "run-atomic";
-  };
+async function afterStep(run: Run, every: HistoryDeps["sampleEvery"]): Promise<void> {
+  if (every === "step" || run.sampleDue) {
+    run.sampleDue = false;
+    await sample(run);
+  }
+  if (run.faults.ttl()) await ttlDelete(run);
+}
 
-  const deliver = async (w: { state: WorkerState; guard: Guard }, r: Receipt) => {
-    const m = r.message;
-    const e = events[m.event] as SimEvent;
-    const call = ++calls;
-    w.state.call = call;
-    const mode = pickMode(e);
-    observer.log(
-      () =>
-        `w${w.state.id} receives ${e.subject}/${e.identity} (message ${m.id}, receive ${r.receive}) -> ${mode}`,
-    );
-    const ge = {
-      subject: e.subject,
-      identity: e.identity,
-      ...(e.position !== undefined ? { position: e.position } : {}),
-    };
-    // Waiting gives up before the invocation's deadline, as the Lambda adapters set it from the remaining time.
-    const runOptions = { deadlineMs: r.deadline - 500 + w.state.offsetMs };
-    let out: GuardOutcome<unknown> | undefined;
-    try {
-      if (mode === "apply") {
-        out = await w.guard.apply(
-          ge,
-          (ctx) => {
-            ctx.atCommit(backend.counter(e.counterId, ctx.fence));
-            if (e.position !== undefined) ctx.atCommit(backend.sinkAtomic(e.subject, e.position, ctx.fence));
-            return { w: w.state.id };
-          },
-          runOptions,
-        );
-      } else {
-        out = await w.guard.run(
-          ge,
-          async (ctx) => {
-            try {
-              ctx.atCommit(backend.counter(e.counterId, ctx.fence));
-              if (faults.pause()) {
-                const ms = g.leaseMs + g.clockSkewMs + chooser.int(50, g.leaseMs);
-                observer.log(() => `w${w.state.id} PAUSES ${ms}ms holding ${e.key} f${ctx.fence}`);
-                observer.stopped(e.key, ctx.fence);
-                w.state.frozenUntil = sim.now + ms;
-                await sim.sleep(ms); // frozen: it cannot see its signal
-                observer.log(
-                  () => `w${w.state.id} wakes (signal ${ctx.signal.aborted ? "aborted" : "live"})`,
-                );
-              } else {
-                const ms = chooser.int(cfg.minWorkMs ?? 0, cfg.maxWorkMs);
-                if (ms > 0) await sim.sleep(ms, ctx.signal);
-                if (ctx.signal.aborted) throw ctx.signal.reason; // a well-behaved handler stops
-              }
-              if (e.position !== undefined) {
-                if (mode === "run-direct") {
-                  await sim.gate(w.state.id, `sink ${e.subject}`);
-                  const r = await sim.track(() =>
-                    backend.sinkPut(e.subject, e.position as string, ctx.fence),
-                  );
-                  if (r === "applied" && !backend.sinkReportsItself)
-                    observer.sinkLanded(e.subject, e.position, ctx.fence);
-                  observer.log(
-                    () => `w${w.state.id} sink put ${e.subject} ${e.position} f${ctx.fence} -> ${r}`,
-                  );
-                } else ctx.atCommit(backend.sinkAtomic(e.subject, e.position, ctx.fence));
-              }
-              return { w: w.state.id };
-            } finally {
-              observer.stopped(e.key, ctx.fence);
-            }
-          },
-          runOptions,
-        );
-      }
-    } catch (error) {
-      observer.violate("I4", false, `delivery of ${e.identity} ended without an outcome: ${String(error)}`);
-    }
-    observer.callEnded(call);
-    if (
-      out?.status === "lease-lost" &&
-      e.position !== undefined &&
-      out.current &&
-      positionBefore(out.current.position, e.position)
-    )
-      knownIssues.add(KNOWN_ISSUES.olderTakerLeaseLost);
-    const status = out?.status ?? "threw";
-    const acknowledged = out ? isAcknowledged(out.status) : false;
-    if (source.timedOut(r)) {
-      observer.log(
-        () => `w${w.state.id} ${e.subject}/${e.identity} -> ${status}, but the invocation timed out`,
-      );
-    } else {
-      observer.log(
-        () => `w${w.state.id} ${e.subject}/${e.identity} -> ${status}${acknowledged ? " (ack)" : ""}`,
-      );
-      deliveries.push({ event: e.index, worker: w.state.id, call, mode, status, acknowledged });
-      if (acknowledged) {
-        e.acknowledged = true;
-        source.ack(r);
-      } else source.nack(r);
-    }
-    sampleDue = true;
-  };
+/**
+ * TTL deletes an item whose lease ended by every clock and that holds no committed event (deleting committed state
+ * is the end of the dedupe window, outside what the guard promises).
+ */
+async function ttlDelete(run: Run): Promise<void> {
+  const { cfg, sim } = run;
+  const eligible: string[] = [];
+  for (const key of run.keys) {
+    const { state } = await run.backend.readState(key);
+    if (!state || state.committedPosition !== undefined || state.status === "done") continue;
+    const leaseEnd = (state.leaseUntilMs ?? 0) - Math.min(...cfg.offsets);
+    if (state.status === "released" || leaseEnd + cfg.guard.clockSkewMs < sim.now) eligible.push(key);
+  }
+  if (eligible.length === 0) return;
+  const key = eligible[run.chooser.choose(eligible.length, "ttl")] as string;
+  run.faults.tookTtl();
+  run.observer.log(() => `TTL deletes ${key}`);
+  await run.backend.forget(key);
+}
 
-  const loop = async (w: { state: WorkerState; guard: Guard }) => {
-    for (;;) {
-      const m = source.receive();
-      if (m === "done") break;
-      if ("waitMs" in m) await sim.sleep(m.waitMs);
-      else await deliver(w, m);
-    }
-    settled++;
-  };
-
-  const sample = async () => {
-    for (const key of keys) {
-      const { state, bytes } = await backend.readState(key);
-      observer.sampleState(key, state, bytes);
-    }
-    for (const subject of sinkSubjects) observer.sampleSink(subject, await backend.readSink(subject));
-  };
-
-  const afterStep = async () => {
-    if (deps.sampleEvery === "step" || sampleDue) {
-      sampleDue = false;
-      await sample();
-    }
-    if (faults.ttl()) await ttlDelete();
-  };
-
-  // TTL deletes an item whose lease ended by every clock and that holds no committed event (deleting committed
-  // state is the end of the dedupe window, outside what the guard promises).
-  const ttlDelete = async () => {
-    const eligible: string[] = [];
-    for (const key of keys) {
-      const { state } = await backend.readState(key);
-      if (!state || state.committedPosition !== undefined || state.status === "done") continue;
-      const leaseEnd = (state.leaseUntilMs ?? 0) - Math.min(...cfg.offsets);
-      if (state.status === "released" || leaseEnd + g.clockSkewMs < sim.now) eligible.push(key);
-    }
-    if (eligible.length === 0) return;
-    const key = eligible[chooser.choose(eligible.length, "ttl")] as string;
-    faults.tookTtl();
-    observer.log(() => `TTL deletes ${key}`);
-    await backend.forget(key);
-  };
-
-  for (const w of workers) void loop(w);
-  const finished = await sim.run({ maxSteps: cfg.maxSteps, maxVirtualMs: cfg.maxVirtualMs, afterStep });
-  const completed = finished && settled === workers.length;
-  await sample();
-  await checkFinal({ observer, backend, events, deliveries, completed, dlq: source.dlq, keys, sinkSubjects });
-  if (!completed)
-    observer.violate(
-      "I4",
-      false,
-      `history did not settle: ${settled}/${workers.length} workers done, waiting: ${sim.pendingGates.join(", ") || "timers only"}`,
-    );
-
+function result(run: Run, beyondSkew: boolean, completed: boolean): HistoryResult {
+  const { observer, faults, sim } = run;
   const all = observer.violations;
   return {
     violations: beyondSkew ? all.filter((v) => v.fencing) : all,
@@ -368,8 +312,8 @@ export async function runHistory(cfg: HistoryConfig, deps: HistoryDeps): Promise
     completed,
     steps: sim.steps,
     virtualMs: observer.elapsed,
-    deliveries: deliveries.length,
-    knownIssues: [...knownIssues],
+    deliveries: run.deliveries.length,
+    knownIssues: [...run.knownIssues],
     ...(observer.trace ? { trace: observer.trace } : {}),
   };
 }

@@ -1,3 +1,4 @@
+import type { GuardOutcomeStatus, OUTCOMES } from "../core/outcomes.js";
 import { positionBefore } from "../core/position.js";
 import type { Backend } from "./backend.js";
 import type { Delivery, SimEvent } from "./history.js";
@@ -16,75 +17,108 @@ export interface FinalInput {
   sinkSubjects: string[];
 }
 
+/** What the counters say was committed: each event's count, and the newest committed position per subject. */
+interface Committed {
+  counts: Map<number, number>;
+  newest: Map<string, string>;
+}
+
 /**
  * The invariants checked after a history, from the stores' own contents (counters, sink rows, state items) and the
  * outcomes the workers saw. The ones that need timing (I3, I6, and sampled I2/I7) are checked by the observer.
  */
 export async function checkFinal(f: FinalInput): Promise<void> {
-  const { observer, backend, events } = f;
+  const c = await readCommitted(f);
+  if (f.completed) {
+    checkExactlyOnce(f, c);
+    checkAcknowledged(f, c);
+  }
+  await checkSinks(f, c);
+  await checkDedupeItems(f, c);
+}
+
+/** Reads every event's counter; I1 at most once (fencing guarantees it whatever the clocks). */
+async function readCommitted(f: FinalInput): Promise<Committed> {
   const counts = new Map<number, number>();
-  for (const e of events) {
-    const c = await backend.readCounter(e.counterId);
+  for (const e of f.events) {
+    const c = await f.backend.readCounter(e);
     counts.set(e.index, c.count);
-    // I1, at most once: fencing guarantees it whatever the clocks.
     if (c.count > 1)
-      observer.violate(
+      f.observer.violate(
         "I1",
         true,
         `${e.subject}/${e.identity} applied ${c.count} times (fences ${c.fences.join(", ")})`,
       );
   }
-  const committed = (e: SimEvent) => (counts.get(e.index) ?? 0) >= 1;
   const newest = new Map<string, string>();
-  for (const e of events)
-    if (e.position !== undefined && committed(e)) {
+  for (const e of f.events)
+    if (e.position !== undefined && (counts.get(e.index) ?? 0) >= 1) {
       const n = newest.get(e.subject);
       if (n === undefined || positionBefore(n, e.position)) newest.set(e.subject, e.position);
     }
-  const newerCommitted = (e: SimEvent) => {
-    const n = newest.get(e.subject);
-    return e.position !== undefined && n !== undefined && positionBefore(e.position, n);
-  };
+  return { counts, newest };
+}
 
-  // I1, exactly once, for events delivered until acknowledged (an ordered one may be skipped for a newer one).
-  if (f.completed) {
-    for (const e of events) {
-      if (f.dlq.includes(e.index)) {
-        observer.violate("I4", false, `${e.subject}/${e.identity} dead-lettered: never acknowledged`);
-        continue;
-      }
-      if (!committed(e) && !newerCommitted(e))
-        observer.violate(
-          "I1",
-          false,
-          `${e.subject}/${e.identity} never applied${e.position !== undefined ? " and no newer event committed" : ""}`,
-        );
+function committed(c: Committed, e: SimEvent): boolean {
+  return (c.counts.get(e.index) ?? 0) >= 1;
+}
+
+function newerCommitted(c: Committed, e: SimEvent): boolean {
+  const n = c.newest.get(e.subject);
+  return e.position !== undefined && n !== undefined && positionBefore(e.position, n);
+}
+
+/** I1, exactly once, for events delivered until acknowledged (an ordered one may be skipped for a newer one). */
+function checkExactlyOnce(f: FinalInput, c: Committed): void {
+  for (const e of f.events) {
+    if (f.dlq.includes(e.index)) {
+      f.observer.violate("I4", false, `${e.subject}/${e.identity} dead-lettered: never acknowledged`);
+      continue;
     }
+    if (!committed(c, e) && !newerCommitted(c, e))
+      f.observer.violate(
+        "I1",
+        false,
+        `${e.subject}/${e.identity} never applied${e.position !== undefined ? " and no newer event committed" : ""}`,
+      );
   }
+}
 
-  // I4: acknowledged only what someone committed (this event, or a newer one of its subject).
-  if (f.completed) {
-    for (const d of f.deliveries) {
-      if (!d.acknowledged) continue;
-      const e = events[d.event] as SimEvent;
-      const ok =
-        d.status === "stale"
-          ? newerCommitted(e)
-          : d.status === "lease-lost"
-            ? committed(e) || newerCommitted(e)
-            : committed(e);
-      if (!ok)
-        observer.violate(
-          "I4",
-          false,
-          `w${d.worker} call ${d.call}: ${e.subject}/${e.identity} acknowledged as ${d.status}, but nothing committed it`,
-        );
-    }
+/** The guard statuses the outcome table acknowledges: a new one does not compile until it says what backs it. */
+type AcknowledgedStatus = {
+  [S in GuardOutcomeStatus]: (typeof OUTCOMES)[S]["acknowledged"] extends true ? S : never;
+}[GuardOutcomeStatus];
+
+/** What must have committed for an acknowledged status to be true: this event, a newer one, or either. */
+const ACKNOWLEDGED_BY: Record<AcknowledgedStatus, "this" | "newer" | "either"> = {
+  processed: "this",
+  duplicate: "this",
+  stale: "newer",
+  "lease-lost": "either",
+};
+
+/** I4: acknowledged only what someone committed (this event, or a newer one of its subject). */
+function checkAcknowledged(f: FinalInput, c: Committed): void {
+  for (const d of f.deliveries) {
+    if (!d.acknowledged) continue;
+    const e = f.events[d.event] as SimEvent;
+    const by = ACKNOWLEDGED_BY[d.status as AcknowledgedStatus];
+    const ok =
+      (by !== "newer" && committed(c, e)) || (by !== "this" && by !== undefined && newerCommitted(c, e));
+    if (!ok)
+      f.observer.violate(
+        "I4",
+        false,
+        `w${d.worker} call ${d.call}: ${e.subject}/${e.identity} acknowledged as ${d.status}, but nothing committed it`,
+      );
   }
+}
 
-  // I2 at the end: the state's committed position and the sink row are the newest committed event.
+/** I2 at the end: the state's committed position and the sink row are the newest committed event. */
+async function checkSinks(f: FinalInput, c: Committed): Promise<void> {
+  const { observer, backend } = f;
   for (const subject of f.sinkSubjects) {
-    const n = newest.get(subject);
+    const n = c.newest.get(subject);
     if (n === undefined) continue;
     const row = await backend.readSink(subject);
     if (!row || positionBefore(row.pos, n))
@@ -99,7 +133,7 @@ export async function checkFinal(f: FinalInput): Promise<void> {
         false,
         `sink ${subject} holds ${row.pos}, which never committed (newest committed ${n})`,
       );
-    const key = events.find((e) => e.subject === subject)?.key as string;
+    const key = f.events.find((e) => e.subject === subject)?.key as string;
     const { state } = await backend.readState(key);
     if (state?.committedPosition !== n)
       observer.violate(
@@ -108,11 +142,15 @@ export async function checkFinal(f: FinalInput): Promise<void> {
         `state ${key} says committed ${state?.committedPosition ?? "nothing"}, counters say ${n}`,
       );
   }
-  for (const e of events) {
-    if (e.position !== undefined || !committed(e)) continue;
-    const { state } = await backend.readState(e.key);
+}
+
+/** I2 for dedupe-only events: a committed one's item says done. */
+async function checkDedupeItems(f: FinalInput, c: Committed): Promise<void> {
+  for (const e of f.events) {
+    if (e.position !== undefined || !committed(c, e)) continue;
+    const { state } = await f.backend.readState(e.key);
     if (state?.status !== "done")
-      observer.violate(
+      f.observer.violate(
         "I2",
         true,
         `dedupe item ${e.key} is ${state?.status ?? "gone"} after its event committed`,

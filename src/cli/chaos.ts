@@ -6,7 +6,7 @@ import { Command, CommanderError, InvalidArgumentError } from "commander";
 import { BROKEN_STORES } from "../chaos/broken.js";
 import { type CampaignSummary, replay, runCampaign, type StoreName } from "../chaos/campaign.js";
 import { EXHAUSTIVE_CASES, explore, replayPath } from "../chaos/exhaustive.js";
-import { INVARIANTS } from "../chaos/observer.js";
+import { INVARIANTS, type Violation } from "../chaos/observer.js";
 
 interface ChaosOptions {
   histories: number;
@@ -33,7 +33,12 @@ export function registerChaos(program: Command): void {
     .description("run the guard through seeded fault-injected histories and check its invariants")
     .option("--histories <n>", "how many seeded histories", integer, 1000)
     .option("--seed <n>", "seed of the first history (history i has seed + i)", integer, 1)
-    .option("--store <name>", "memory or dynamodb (starts DynamoDB Local itself)", storeName, "memory")
+    .option(
+      "--store <name>",
+      "memory, dynamodb or inline (inline state in the user's rows; both start DynamoDB Local themselves)",
+      storeName,
+      "memory",
+    )
     .option("--json", "print the summary as JSON")
     .option("--replay <seed>", "run only the history with this seed and print its trace", integer)
     .option("--exhaustive", "also explore every interleaving of the small cases (memory)")
@@ -81,43 +86,60 @@ function replayCommand(o: ChaosOptions, seed: number): string {
 }
 
 async function chaos(o: ChaosOptions): Promise<number> {
-  if ((o.break || o.unfencedSink) && o.store !== "memory")
-    throw new Error("--break and --unfenced-sink need --store memory");
-  if (o.replayPath !== undefined) {
-    const [index, choices = ""] = o.replayPath.split(":");
-    const c = EXHAUSTIVE_CASES[Number(index)];
-    if (!c) throw new Error(`no exhaustive case ${index}`);
-    const r = await replayPath(c, choices.split(",").filter(Boolean).map(Number));
-    process.stdout.write(`exhaustive case ${index}: ${c.name}\n${(r.trace ?? []).join("\n")}\n`);
-    process.stdout.write(
-      `${r.violations.map((v) => `VIOLATION ${v.invariant} at ${v.atMs}ms: ${v.message}`).join("\n") || "no violations"}\n`,
-    );
-    return r.violations.length > 0 ? 1 : 0;
-  }
-  if (o.replay !== undefined) {
-    const r = await replay(o.replay, common(o));
-    if (o.json)
-      process.stdout.write(
-        `${JSON.stringify({ seed: r.seed, config: r.config, violations: r.violations, beyondSkew: r.beyondSkew, trace: r.trace })}\n`,
-      );
-    else {
-      process.stdout.write(`history ${r.seed} (${o.store}): ${JSON.stringify(r.config)}\n`);
-      process.stdout.write(`${(r.trace ?? []).join("\n")}\n`);
-      process.stdout.write(
-        r.violations.length === 0
-          ? `no violations${r.beyondSkew && r.allViolations.length > 0 ? ` (${r.allViolations.length} beyond the clock-skew bound, not reported)` : ""}\n`
-          : `${r.violations.map((v) => `VIOLATION ${v.invariant} at ${v.atMs}ms: ${v.message}`).join("\n")}\n`,
-      );
-      if (r.knownIssues.length > 0)
-        process.stdout.write(`known issue pattern: ${r.knownIssues.join(", ")}\n`);
-    }
-    return r.violations.length > 0 ? 1 : 0;
-  }
+  if (o.unfencedSink && o.store !== "memory") throw new Error("--unfenced-sink needs --store memory");
+  if (o.replayPath !== undefined) return replayExhaustive(o.replayPath);
+  if (o.replay !== undefined) return replayHistory(o, o.replay);
+  const summary = await campaign(o);
+  const exhaustive = o.exhaustive ? await exhaustiveCases(o) : undefined;
+  const report: Report = {
+    summary,
+    exhaustive: exhaustive?.cases ?? [],
+    states: summary.states + (exhaustive?.cases ?? []).reduce((n, e) => n + e.states, 0),
+    violations: summary.violations + (exhaustive?.cases ?? []).reduce((n, e) => n + e.violations, 0),
+    replays: [...summary.failures.map((f) => replayCommand(o, f.seed)), ...(exhaustive?.replays ?? [])],
+  };
+  process.stdout.write(`${o.json ? jsonReport(o, report) : textReport(o, report).join("\n")}\n`);
+  return report.violations > 0 ? 1 : 0;
+}
 
+function violationLines(violations: readonly Violation[]): string {
+  return violations.map((v) => `VIOLATION ${v.invariant} at ${v.atMs}ms: ${v.message}`).join("\n");
+}
+
+/** `--replay-path case:choices`: one exhaustive history with its trace. */
+async function replayExhaustive(path: string): Promise<number> {
+  const [index, choices = ""] = path.split(":");
+  const c = EXHAUSTIVE_CASES[Number(index)];
+  if (!c) throw new Error(`no exhaustive case ${index}`);
+  const r = await replayPath(c, choices.split(",").filter(Boolean).map(Number));
+  process.stdout.write(`exhaustive case ${index}: ${c.name}\n${(r.trace ?? []).join("\n")}\n`);
+  process.stdout.write(`${violationLines(r.violations) || "no violations"}\n`);
+  return r.violations.length > 0 ? 1 : 0;
+}
+
+/** `--replay seed`: one seeded history with its trace. */
+async function replayHistory(o: ChaosOptions, seed: number): Promise<number> {
+  const r = await replay(seed, common(o));
+  if (o.json) {
+    const { config, violations, beyondSkew, trace } = r;
+    process.stdout.write(`${JSON.stringify({ seed: r.seed, config, violations, beyondSkew, trace })}\n`);
+    return violations.length > 0 ? 1 : 0;
+  }
+  process.stdout.write(`history ${r.seed} (${o.store}): ${JSON.stringify(r.config)}\n`);
+  process.stdout.write(`${(r.trace ?? []).join("\n")}\n`);
+  process.stdout.write(
+    r.violations.length === 0
+      ? `no violations${r.beyondSkew && r.allViolations.length > 0 ? ` (${r.allViolations.length} beyond the clock-skew bound, not reported)` : ""}\n`
+      : `${violationLines(r.violations)}\n`,
+  );
+  if (r.knownIssues.length > 0) process.stdout.write(`known issue pattern: ${r.knownIssues.join(", ")}\n`);
+  return r.violations.length > 0 ? 1 : 0;
+}
+
+async function campaign(o: ChaosOptions): Promise<CampaignSummary> {
   const bar = progress(o.histories);
-  let summary: CampaignSummary;
   try {
-    summary = await runCampaign({
+    return await runCampaign({
       ...common(o),
       histories: o.histories,
       seed: o.seed,
@@ -127,73 +149,87 @@ async function chaos(o: ChaosOptions): Promise<number> {
   } finally {
     bar.stop();
   }
-  const exhaustive: { name: string; states: number; complete: boolean; violations: number }[] = [];
-  const exhaustiveReplays: string[] = [];
-  if (o.exhaustive) {
-    const broken = o.break ? BROKEN_STORES[o.break] : undefined;
-    for (const c of EXHAUSTIVE_CASES) {
-      const r = await explore(c, broken ? { wrapStore: broken.wrap } : {});
-      exhaustive.push({ name: c.name, states: r.states, complete: r.complete, violations: r.violations });
-      const i = EXHAUSTIVE_CASES.indexOf(c);
-      for (const f of r.failures.slice(0, 5))
-        exhaustiveReplays.push(`npm run chaos -- --replay-path ${i}:${f.path.join(",")}`);
-    }
+}
+
+interface ExhaustiveLine {
+  name: string;
+  states: number;
+  complete: boolean;
+  violations: number;
+}
+
+/** `--exhaustive`: every case in full, with the commands that replay its first failures. */
+async function exhaustiveCases(o: ChaosOptions): Promise<{ cases: ExhaustiveLine[]; replays: string[] }> {
+  const broken = o.break ? BROKEN_STORES[o.break] : undefined;
+  const cases: ExhaustiveLine[] = [];
+  const replays: string[] = [];
+  for (const [i, c] of EXHAUSTIVE_CASES.entries()) {
+    const r = await explore(c, broken ? { wrapStore: broken.wrap } : {});
+    cases.push({ name: c.name, states: r.states, complete: r.complete, violations: r.violations });
+    for (const f of r.failures.slice(0, 5))
+      replays.push(`npm run chaos -- --replay-path ${i}:${f.path.join(",")}`);
   }
-  const states = summary.states + exhaustive.reduce((n, e) => n + e.states, 0);
-  const violations = summary.violations + exhaustive.reduce((n, e) => n + e.violations, 0);
-  const replays = [...summary.failures.map((f) => replayCommand(o, f.seed)), ...exhaustiveReplays];
-  if (o.json) {
-    process.stdout.write(
-      `${JSON.stringify({
-        histories: summary.histories,
-        violations,
-        states,
-        faults: summary.faults,
-        store: o.store,
-        seed: o.seed,
-        beyondSkew: summary.beyondSkew,
-        beyondSkewUnreported: summary.beyondSkewUnreported,
-        byInvariant: summary.byInvariant,
-        knownIssues: summary.knownIssues,
-        unexplained: summary.unexplained,
-        ...(o.exhaustive ? { exhaustive } : {}),
-        wallMs: summary.wallMs,
-        replays,
-      })}\n`,
-    );
-  } else {
-    const lines = [
-      `${summary.histories} histories on ${o.store} (seeds ${o.seed}..${o.seed + summary.histories - 1}), ${summary.states} distinct, in ${(summary.wallMs / 1000).toFixed(1)}s`,
-      `faults: ${Object.entries(summary.faults)
-        .map(([k, v]) => `${k} ${v}`)
-        .join(", ")}`,
-      `clocks beyond the skew bound: ${summary.beyondSkew} histories (${summary.beyondSkewUnreported} violations there not reported: the guarantee does not hold)`,
-      ...exhaustive.map(
-        (e) =>
-          `exhaustive: ${e.name}: ${e.states} histories${e.complete ? "" : " (cut)"}, ${e.violations} with violations`,
+  return { cases, replays };
+}
+
+/** A run's figures: the campaign's, and the exhaustive cases' added in. */
+interface Report {
+  summary: CampaignSummary;
+  exhaustive: ExhaustiveLine[];
+  states: number;
+  violations: number;
+  replays: string[];
+}
+
+function jsonReport(o: ChaosOptions, r: Report): string {
+  const s = r.summary;
+  return JSON.stringify({
+    histories: s.histories,
+    violations: r.violations,
+    states: r.states,
+    faults: s.faults,
+    store: o.store,
+    seed: o.seed,
+    beyondSkew: s.beyondSkew,
+    beyondSkewUnreported: s.beyondSkewUnreported,
+    byInvariant: s.byInvariant,
+    knownIssues: s.knownIssues,
+    unexplained: s.unexplained,
+    ...(o.exhaustive ? { exhaustive: r.exhaustive } : {}),
+    wallMs: s.wallMs,
+    replays: r.replays,
+  });
+}
+
+function textReport(o: ChaosOptions, r: Report): string[] {
+  const s = r.summary;
+  const list = (counts: Record<string, number>) =>
+    Object.entries(counts)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(", ");
+  return [
+    `${s.histories} histories on ${o.store} (seeds ${o.seed}..${o.seed + s.histories - 1}), ${s.states} distinct, in ${(s.wallMs / 1000).toFixed(1)}s`,
+    `faults: ${list(s.faults)}`,
+    `clocks beyond the skew bound: ${s.beyondSkew} histories (${s.beyondSkewUnreported} violations there not reported: the guarantee does not hold)`,
+    ...r.exhaustive.map(
+      (e) =>
+        `exhaustive: ${e.name}: ${e.states} histories${e.complete ? "" : " (cut)"}, ${e.violations} with violations`,
+    ),
+    r.violations === 0
+      ? "no violations"
+      : `${r.violations} histories with violations: ${Object.entries(s.byInvariant)
+          .map(([k, v]) => `${k} ${v}× (${INVARIANTS[k as keyof typeof INVARIANTS]})`)
+          .join("; ")}`,
+    ...(Object.keys(s.knownIssues).length > 0
+      ? [`known issues: ${list(s.knownIssues)}; unexplained: ${s.unexplained}`]
+      : []),
+    ...s.failures
+      .slice(0, 10)
+      .map(
+        (f) =>
+          `  ${f.violations[0]?.invariant}: ${f.violations[0]?.message}\n    replay: ${replayCommand(o, f.seed)}`,
       ),
-      violations === 0
-        ? "no violations"
-        : `${violations} histories with violations: ${Object.entries(summary.byInvariant)
-            .map(([k, v]) => `${k} ${v}× (${INVARIANTS[k as keyof typeof INVARIANTS]})`)
-            .join("; ")}`,
-      ...(Object.keys(summary.knownIssues).length > 0
-        ? [
-            `known issues: ${Object.entries(summary.knownIssues)
-              .map(([k, v]) => `${k} ${v}`)
-              .join(", ")}; unexplained: ${summary.unexplained}`,
-          ]
-        : []),
-      ...summary.failures
-        .slice(0, 10)
-        .map(
-          (f) =>
-            `  ${f.violations[0]?.invariant}: ${f.violations[0]?.message}\n    replay: ${replayCommand(o, f.seed)}`,
-        ),
-    ];
-    process.stdout.write(`${lines.join("\n")}\n`);
-  }
-  return violations > 0 ? 1 : 0;
+  ];
 }
 
 function progress(total: number): { update(done: number): void; stop(): void } {
@@ -214,8 +250,8 @@ function integer(value: string): number {
 }
 
 function storeName(value: string): StoreName {
-  if (value !== "memory" && value !== "dynamodb")
-    throw new InvalidArgumentError("expected memory or dynamodb");
+  if (value !== "memory" && value !== "dynamodb" && value !== "inline")
+    throw new InvalidArgumentError("expected memory, dynamodb or inline");
   return value;
 }
 

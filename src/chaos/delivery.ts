@@ -1,0 +1,161 @@
+import type { ApplyContext, Guard, GuardContext, GuardOutcome } from "../core/guard.js";
+import { isAcknowledged } from "../core/outcomes.js";
+import { positionBefore } from "../core/position.js";
+import type { WorkerState } from "./faulty-store.js";
+import { KNOWN_ISSUES, type Mode, type Run, type SimEvent } from "./history.js";
+import type { Receipt } from "./source.js";
+
+/** One worker of a history: its state (clock offset, call in progress, pause) and its guard. */
+export interface Worker {
+  state: WorkerState;
+  guard: Guard;
+}
+
+/** A worker takes messages until the queue is empty, as Lambda invocations would. */
+export async function workerLoop(run: Run, w: Worker): Promise<void> {
+  for (;;) {
+    const m = run.source.receive();
+    if (m === "done") break;
+    if ("waitMs" in m) await run.sim.sleep(m.waitMs);
+    else await deliver(run, w, m);
+  }
+  run.settled++;
+}
+
+/** One invocation: the guard handles the message's event, then the queue hears the outcome (unless timed out). */
+async function deliver(run: Run, w: Worker, r: Receipt): Promise<void> {
+  const e = run.events[r.message.event] as SimEvent;
+  const call = ++run.calls;
+  w.state.call = call;
+  const mode = pickMode(run, e);
+  run.observer.log(
+    () =>
+      `w${w.state.id} receives ${e.subject}/${e.identity} (message ${r.message.id}, receive ${r.receive}) -> ${mode}`,
+  );
+  const out = await invoke(run, w, e, mode, r);
+  run.observer.callEnded(call);
+  if (
+    out?.status === "lease-lost" &&
+    e.position !== undefined &&
+    out.current &&
+    positionBefore(out.current.position, e.position)
+  )
+    run.knownIssues.add(KNOWN_ISSUES.olderTakerLeaseLost);
+  settle(run, w, r, { e, call, mode, out });
+  run.sampleDue = true;
+}
+
+function pickMode(run: Run, e: SimEvent): Mode {
+  const { cfg, chooser } = run;
+  const fixed = cfg.modes?.[e.index];
+  if (fixed) return e.position === undefined && fixed !== "apply" ? "run-atomic" : fixed;
+  if (chooser.chance(cfg.applyShare)) return "apply";
+  if (e.position === undefined) return "run-atomic";
+  return chooser.chance(cfg.directShare) ? "run-direct" : "run-atomic";
+}
+
+/** The guard call; one that throws instead of returning an outcome is a violation (and no outcome). */
+async function invoke(
+  run: Run,
+  w: Worker,
+  e: SimEvent,
+  mode: Mode,
+  r: Receipt,
+): Promise<GuardOutcome<unknown> | undefined> {
+  const ge = {
+    subject: e.subject,
+    identity: e.identity,
+    ...(e.position !== undefined ? { position: e.position } : {}),
+  };
+  // Waiting gives up before the invocation's deadline, as the Lambda adapters set it from the remaining time.
+  const runOptions = { deadlineMs: r.deadline - 500 + w.state.offsetMs };
+  try {
+    if (mode === "apply") return await w.guard.apply(ge, (ctx) => compute(run, w, e, ctx), runOptions);
+    return await w.guard.run(ge, (ctx) => handle(run, w, e, mode, ctx), runOptions);
+  } catch (error) {
+    run.observer.violate("I4", false, `delivery of ${e.identity} ended without an outcome: ${String(error)}`);
+    return undefined;
+  }
+}
+
+/** `apply`'s compute: both effects folded into its one request. */
+function compute(run: Run, w: Worker, e: SimEvent, ctx: ApplyContext): { w: number } {
+  ctx.atCommit(run.backend.counter(e, ctx.fence));
+  if (e.position !== undefined) ctx.atCommit(run.backend.sinkAtomic(e, e.position, ctx.fence));
+  return { w: w.state.id };
+}
+
+/** `run`'s handler: the counter folded, work (or a pause past the lease), the sink row folded or written now. */
+async function handle(
+  run: Run,
+  w: Worker,
+  e: SimEvent,
+  mode: Mode,
+  ctx: GuardContext,
+): Promise<{ w: number }> {
+  try {
+    ctx.atCommit(run.backend.counter(e, ctx.fence));
+    if (run.faults.pause()) await pause(run, w, e, ctx);
+    else {
+      const ms = run.chooser.int(run.cfg.minWorkMs ?? 0, run.cfg.maxWorkMs);
+      if (ms > 0) await run.sim.sleep(ms, ctx.signal);
+      if (ctx.signal.aborted) throw ctx.signal.reason; // a well-behaved handler stops
+    }
+    if (e.position !== undefined) {
+      if (mode === "run-direct") await sinkDirect(run, w, e, e.position, ctx.fence);
+      else ctx.atCommit(run.backend.sinkAtomic(e, e.position, ctx.fence));
+    }
+    return { w: w.state.id };
+  } finally {
+    run.observer.stopped(e.key, ctx.fence);
+  }
+}
+
+/** A zombie: the handler sleeps past its lease ignoring its signal, its renewals frozen, then carries on. */
+async function pause(run: Run, w: Worker, e: SimEvent, ctx: GuardContext): Promise<void> {
+  const g = run.cfg.guard;
+  const ms = g.leaseMs + g.clockSkewMs + run.chooser.int(50, g.leaseMs);
+  run.observer.log(() => `w${w.state.id} PAUSES ${ms}ms holding ${e.key} f${ctx.fence}`);
+  run.observer.stopped(e.key, ctx.fence);
+  w.state.frozenUntil = run.sim.now + ms;
+  await run.sim.sleep(ms); // frozen: it cannot see its signal
+  run.observer.log(() => `w${w.state.id} wakes (signal ${ctx.signal.aborted ? "aborted" : "live"})`);
+}
+
+/** The sink row written in its own request while holding the claim (a scheduling point like a store call). */
+async function sinkDirect(run: Run, w: Worker, e: SimEvent, pos: string, fence: number): Promise<void> {
+  const { sim, backend, observer } = run;
+  const { subject } = e;
+  await sim.gate(w.state.id, `sink ${subject}`);
+  const r = await sim.track(() => backend.sinkPut(e, pos, fence));
+  if (r === "applied" && !backend.sinkReportsItself) observer.sinkLanded(subject, pos, fence);
+  observer.log(() => `w${w.state.id} sink put ${subject} ${pos} f${fence} -> ${r}`);
+}
+
+/**
+ * The queue hears the outcome: acknowledged statuses (the outcome table) delete the message, the rest return it.
+ * An invocation past its visibility timeout does neither (Lambda timed out), and its outcome is not recorded.
+ */
+function settle(
+  run: Run,
+  w: Worker,
+  r: Receipt,
+  d: { e: SimEvent; call: number; mode: Mode; out: GuardOutcome<unknown> | undefined },
+): void {
+  const { e, call, mode, out } = d;
+  const { observer, source } = run;
+  const status = out?.status ?? "threw";
+  const acknowledged = out ? isAcknowledged(out.status) : false;
+  if (source.timedOut(r)) {
+    observer.log(
+      () => `w${w.state.id} ${e.subject}/${e.identity} -> ${status}, but the invocation timed out`,
+    );
+    return;
+  }
+  observer.log(() => `w${w.state.id} ${e.subject}/${e.identity} -> ${status}${acknowledged ? " (ack)" : ""}`);
+  run.deliveries.push({ event: e.index, worker: w.state.id, call, mode, status, acknowledged });
+  if (acknowledged) {
+    e.acknowledged = true;
+    source.ack(r);
+  } else source.nack(r);
+}

@@ -1,0 +1,47 @@
+import { describe, expect, inject, it } from "vitest";
+import { BROKEN_STORES } from "../../src/chaos/broken.js";
+import { runCampaign } from "../../src/chaos/campaign.js";
+import type { InvariantId } from "../../src/chaos/observer.js";
+
+const HISTORIES = 300;
+
+describe("fault simulator: seeded histories on inline state (InlineDynamoDBStore on DynamoDB Local)", () => {
+  it(`${HISTORIES} histories break no invariant`, async () => {
+    const started = Date.now();
+    const s = await runCampaign({
+      histories: HISTORIES,
+      seed: 1,
+      store: "inline",
+      endpoint: inject("dynamodbEndpoint"),
+    });
+    console.log(
+      `chaos inline: ${JSON.stringify({ ...s, failures: undefined })} in ${Date.now() - started}ms`,
+    );
+    expect(s.histories).toBe(HISTORIES);
+    expect(s.unexplained, JSON.stringify(s.failures.slice(0, 3))).toBe(0);
+    for (const k of ["fail-before", "lose-response", "delay", "hang", "pause", "duplicate"] as const)
+      expect(s.faults[k], k).toBeGreaterThan(3);
+  }, 180_000);
+
+  // The checks hold on this backend too: a broken inline store is caught (its effects live in the user's row).
+  it.each([
+    ["forgets-tokens", "I6"],
+    ["commit-forgets-own", "I6"],
+    ["early-ttl", "I1"],
+  ] as const)(
+    "catches %s (%s)",
+    async (name, invariant: InvariantId) => {
+      const s = await runCampaign({
+        histories: 60,
+        seed: 11,
+        store: "inline",
+        endpoint: inject("dynamodbEndpoint"),
+        wrapStore: BROKEN_STORES[name]?.wrap,
+      });
+      const seen = new Set(s.failures.flatMap((f) => f.violations.map((v) => v.invariant)));
+      expect(s.unexplained).toBeGreaterThan(0);
+      expect([...seen]).toContain(invariant);
+    },
+    120_000,
+  );
+});
