@@ -38,6 +38,7 @@ const INTEGRATION = [
   "test/local/runtime.test.ts",
   "test/local/servers.test.ts",
   "test/local/sqs-event-source.test.ts",
+  "test/examples/**/*.test.ts",
   "test/sinks/dynamodb-effects.test.ts",
   "test/sinks/dynamodb-fenced.test.ts",
   "test/stores/inline.test.ts",
