@@ -1,5 +1,6 @@
 import type { AttributeValue, DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { marshall } from "@aws-sdk/util-dynamodb";
+import type { GuardOutcomeStatus } from "../../src/core/outcomes.js";
 import type { BenchEvent } from "../events.js";
 
 /** How the handler behaves on one delivery (the harness decides; the same plan for every implementation). */
@@ -10,18 +11,8 @@ export interface HandlerPlan {
   fail?: "before-effect" | "after-effect";
 }
 
-export type DeliveryOutcome =
-  | "processed"
-  | "duplicate"
-  | "stale"
-  /** An older event of the subject holds it (busy policy retry) or the same event runs elsewhere. */
-  | "busy"
-  | "in-flight"
-  | "failed"
-  /** The handler ran but its claim was taken over (supersede): nothing committed by this run. */
-  | "lease-lost"
-  /** The store did not confirm a step (an outage): redelivered. */
-  | "unconfirmed";
+/** How a delivery ended: the guard's statuses (src/core/outcomes.ts); the baselines use the same words. */
+export type DeliveryOutcome = GuardOutcomeStatus;
 
 export interface DeliveryResult {
   outcome: DeliveryOutcome;

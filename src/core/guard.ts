@@ -71,6 +71,11 @@ export interface GuardedEvent {
   identity: string;
   /** Order within the subject (printable ASCII, see position.ts); absent: deduplicate only. */
   position?: Position;
+  /**
+   * A digest of the event's payload (opt-in). Kept with the commit; a later delivery of the same identity with
+   * another fingerprint is a `conflict` (the same idempotency key reused for different content), not a duplicate.
+   */
+  fingerprint?: string;
 }
 
 export interface RunOptions {
@@ -109,6 +114,8 @@ export type GuardOutcome<R> =
       resultOmittedBytes?: number;
     }
   | { status: "duplicate"; result: R | undefined; resultOmittedBytes?: number }
+  /** The same identity was committed with another payload fingerprint: nothing ran; not acknowledged. */
+  | { status: "conflict"; fingerprint: string; committedFingerprint: string }
   | { status: "stale"; position: Position | undefined; current: Position }
   | { status: "busy"; holder: Position }
   | { status: "in-flight" }
@@ -403,6 +410,7 @@ async function commitRun<R>(
       identity: event.identity,
       result: stored.json,
       ...omitted,
+      ...(event.fingerprint !== undefined ? { fingerprint: event.fingerprint } : {}),
       expiresAtSeconds: Math.ceil(o.clock.now() / 1000) + o.expiresAfterSeconds,
       writes,
     }),
@@ -457,6 +465,7 @@ async function apply<R>(
         expiresAtSeconds: Math.ceil(req.nowMs / 1000) + o.expiresAfterSeconds,
         result: c.stored.json,
         ...(c.stored.omittedBytes !== undefined ? { resultOmittedBytes: c.stored.omittedBytes } : {}),
+        ...(event.fingerprint !== undefined ? { fingerprint: event.fingerprint } : {}),
         writes: c.writes,
       });
     },
@@ -580,6 +589,10 @@ async function settle<T>(
 function notAcquired<R>(why: NotAcquired, event: GuardedEvent, phase: "claim"): GuardOutcome<R> {
   switch (why.kind) {
     case "duplicate": {
+      const committed = why.state.committedFingerprint;
+      if (event.fingerprint !== undefined && committed !== undefined && committed !== event.fingerprint) {
+        return { status: "conflict", fingerprint: event.fingerprint, committedFingerprint: committed };
+      }
       const omitted = why.state.resultOmittedBytes;
       return {
         status: "duplicate",

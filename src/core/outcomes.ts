@@ -30,6 +30,15 @@ export const OUTCOMES = {
     level: "info",
     meaning: "A newer event of the subject was committed or is running; nothing was done.",
   },
+  conflict: {
+    from: "guard",
+    acknowledged: false,
+    counter: "conflict",
+    level: "error",
+    meaning:
+      "The same identity was committed with another payload fingerprint: the key was reused for other content. " +
+      "Nothing ran; it is retried, then dead-lettered, for someone to look at.",
+  },
   "lease-lost": {
     from: "guard",
     acknowledged: true,

@@ -54,6 +54,8 @@ export interface StateRecord {
   result?: string;
   /** The committed event had a result too large to store (its size in bytes): duplicates get none. */
   resultOmittedBytes?: number;
+  /** The committed event's payload fingerprint, when the guard was given one (see GuardedEvent.fingerprint). */
+  committedFingerprint?: string;
   /** Epoch seconds after which the store may delete the item (DynamoDB TTL). */
   expiresAtSeconds?: number;
   /** Consecutive claims of the current identity. */

@@ -72,6 +72,8 @@ export interface CommitRequest extends FencedRequest {
   result?: string;
   /** The result was too large to store: its size, kept so duplicates can say so. */
   resultOmittedBytes?: number;
+  /** The event's payload fingerprint, kept as the committed one; undefined keeps none. */
+  fingerprint?: string;
   expiresAtSeconds: number;
   /** Effects applied in the same atomic request as the commit. */
   writes?: readonly AtomicWrite[];
@@ -80,6 +82,7 @@ export interface CommitRequest extends FencedRequest {
 export interface ClaimAndCommitRequest extends ClaimRequest {
   result?: string;
   resultOmittedBytes?: number;
+  fingerprint?: string;
   writes?: readonly AtomicWrite[];
 }
 

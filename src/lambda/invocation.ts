@@ -236,8 +236,11 @@ export class InvocationRunner {
           const guarded: GuardedEvent = { subject: event.subject, identity: event.identity };
           // Unordered S3 events keep their identity (sequencer + operation) but no position: dedupe only.
           if (event.position !== undefined && this.#o.orderS3Events) guarded.position = event.position;
-          items.push({ kind: "event", event, guarded });
-        } else items.push({ kind: "event", event, guarded: this.#deriveMessage(event, unit.delivery) });
+          items.push({ kind: "event", event, guarded: this.#withFingerprint(event, guarded) });
+        } else {
+          const guarded = this.#deriveMessage(event, unit.delivery);
+          items.push({ kind: "event", event, guarded: this.#withFingerprint(event, guarded) });
+        }
       }
     } catch (error) {
       const malformed =
@@ -249,6 +252,18 @@ export class InvocationRunner {
       return { unit, index, error: malformed, items: [] };
     }
     return { unit, index, items };
+  }
+
+  #withFingerprint(event: HandledEvent, guarded: GuardedEvent): GuardedEvent {
+    const fingerprint = this.#o.payloadFingerprint?.(event);
+    if (fingerprint === undefined) return guarded;
+    if (typeof fingerprint !== "string" || fingerprint.length === 0) {
+      throw new MalformedEventError(
+        `payloadFingerprint gave ${describeValue(fingerprint)}, not a string`,
+        "",
+      );
+    }
+    return { ...guarded, fingerprint };
   }
 
   #deriveMessage(event: MessageEvent, delivery: Delivery): GuardedEvent {

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import type { Logger } from "@aws-lambda-powertools/logger";
 import type { Metrics } from "@aws-lambda-powertools/metrics";
 import type { Context } from "aws-lambda";
@@ -68,6 +69,13 @@ export interface EffectivelyOnceOptions extends Pick<GuardOptions, GuardPassThro
   identity?: (event: MessageEvent, delivery: Delivery) => string;
   /** Application messages: order within the subject (a version, a timestamp). Undefined: dedupe only. */
   position?: (event: MessageEvent, delivery: Delivery) => PositionValue | undefined;
+  /**
+   * Detect an identity reused for other content: `true` fingerprints the payload (a message's body; an S3 event's
+   * ETag, size and version), or give a function of the event. A delivery whose identity was committed with
+   * another fingerprint ends `conflict` (logged, counted, not acknowledged: retried, then dead-lettered) instead
+   * of being replayed as a duplicate. Default off.
+   */
+  payloadFingerprint?: boolean | ((event: HandledEvent) => string);
   logger?: Logger;
   metrics?: Metrics;
   /** Deliveries processed at once (SQS batches; FIFO: groups at once, each group in order). Default 10. */
@@ -92,6 +100,10 @@ export const EFFECTIVELY_ONCE_OPTIONS = schemaFor<EffectivelyOnceOptions>()({
   ...pickFields(GUARD_OPTIONS, GUARD_PASS_THROUGH_KEYS),
   pipeline: string(),
   orderS3Events: boolean({ default: true }),
+  payloadFingerprint: custom<boolean | ((event: HandledEvent) => string)>(
+    "a boolean or a function of the event",
+    (v) => typeof v === "boolean" || typeof v === "function",
+  ),
   subject: func<NonNullable<EffectivelyOnceOptions["subject"]>>(DERIVES),
   identity: func<NonNullable<EffectivelyOnceOptions["identity"]>>(DERIVES),
   position: func<NonNullable<EffectivelyOnceOptions["position"]>>(DERIVES),
@@ -118,6 +130,7 @@ export interface ResolvedOptions {
   subject: EffectivelyOnceOptions["subject"];
   identity: EffectivelyOnceOptions["identity"];
   position: EffectivelyOnceOptions["position"];
+  payloadFingerprint: ((event: HandledEvent) => string) | undefined;
   logger: Logger | undefined;
   metrics: Metrics | undefined;
   concurrency: number;
@@ -148,6 +161,8 @@ export function resolveOptions(what: string, options: EffectivelyOnceOptions): R
     subject: o.subject,
     identity: o.identity,
     position: o.position,
+    payloadFingerprint:
+      o.payloadFingerprint === true ? defaultFingerprint : o.payloadFingerprint || undefined,
     logger: o.logger,
     metrics: o.metrics,
     concurrency: o.concurrency,
@@ -160,4 +175,13 @@ export function resolveOptions(what: string, options: EffectivelyOnceOptions): R
     },
     deadlineMarginMs: o.deadlineMarginMs,
   };
+}
+
+/** A message's body; an S3 event's ETag, size, version and operation: what "the same content" means for each. */
+export function defaultFingerprint(event: HandledEvent): string {
+  const content =
+    event.kind === "message"
+      ? event.body
+      : JSON.stringify([event.etag ?? null, event.size ?? null, event.versionId ?? null, event.operation]);
+  return createHash("sha256").update(content).digest("base64url");
 }

@@ -281,6 +281,11 @@ function describeOutcome(subject: string, outcome: GuardOutcome<unknown>): [stri
       ];
     case "duplicate":
       return [`duplicate skipped for ${subject}`, {}];
+    case "conflict":
+      return [
+        `payload conflict for ${subject}: the identity was committed with another payload; delivery failed`,
+        { fingerprint: outcome.fingerprint, committedFingerprint: outcome.committedFingerprint },
+      ];
     case "stale": {
       const pos = outcome.position ?? "-";
       const relation =

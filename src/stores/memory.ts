@@ -146,6 +146,8 @@ export class MemoryStore implements StateStore {
     else delete r.result;
     if (req.resultOmittedBytes !== undefined) r.resultOmittedBytes = req.resultOmittedBytes;
     else delete r.resultOmittedBytes;
+    if (req.fingerprint !== undefined) r.committedFingerprint = req.fingerprint;
+    else delete r.committedFingerprint;
     return { committed: true, writes: outcomes };
   }
 

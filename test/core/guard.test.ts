@@ -342,6 +342,27 @@ describe.each(STORES)("guard on $name", (factory) => {
       { status: "duplicate", result: "a" },
     ]);
   });
+
+  it("payload fingerprint: the same identity with another payload is a conflict (run and apply), not a duplicate", async () => {
+    const g = guard();
+    for (const mode of ["run", "apply"] as const) {
+      const s = subject();
+      const go = (fingerprint: string | undefined, result: string) => {
+        const event = { subject: s, identity: "order-1", ...(fingerprint ? { fingerprint } : {}) };
+        return mode === "run" ? g.run(event, async () => result) : g.apply(event, () => result);
+      };
+      expect((await go("fp-1", "first")).status).toBe("processed");
+      expect(await go("fp-1", "again")).toEqual({ status: "duplicate", result: "first" });
+      expect(await go("fp-2", "other")).toEqual({
+        status: "conflict",
+        fingerprint: "fp-2",
+        committedFingerprint: "fp-1",
+      });
+      // Without a fingerprint there is nothing to compare: a duplicate, as before.
+      expect(await go(undefined, "none")).toEqual({ status: "duplicate", result: "first" });
+      expect((await t.store.read(stateKey(s, "order-1", false)))?.committedFingerprint).toBe("fp-1");
+    }
+  });
 });
 
 describe.runIf(STORES.some((s) => s.name === "dynamodb"))(

@@ -575,6 +575,34 @@ describe.each(FORMS)("$name form", (form) => {
     });
   });
 
+  it("payloadFingerprint: an order id reused with another body is a conflict (failed, counted), not a duplicate", async () => {
+    const o = captureOutput();
+    const orderId = `order-${uid()}`;
+    const handler = form.wrap(
+      "sqs",
+      async (e) => JSON.parse((e as MessageEvent).body) as { amount: number },
+      {
+        store: tables.store,
+        messages: "accept",
+        subject: (m) => body(m).orderId,
+        identity: (m) => body(m).orderId,
+        payloadFingerprint: true,
+      },
+    );
+    const send = (amount: number) => {
+      const record = sqsRecord({ orderId, amount });
+      return handler(sqsEvent(record), lambdaContext()).then((r) => ({ r, id: record.messageId }));
+    };
+    expect((await send(10)).r).toEqual({ batchItemFailures: [] });
+    expect((await send(10)).r).toEqual({ batchItemFailures: [] }); // same body: a duplicate
+    const other = await send(99);
+    expect(other.r).toEqual({ batchItemFailures: [{ itemIdentifier: other.id }] });
+    expect(messages(o)).toContain(
+      `payload conflict for ${orderId}: the identity was committed with another payload; delivery failed`,
+    );
+    expect(o.metrics()).toMatchObject({ processed: 1, duplicate: 1, conflict: 1 });
+  });
+
   it("deadline: waiting for a busy subject gives up before the Lambda times out, and the handler's signal aborts in time", async () => {
     const o = captureOutput();
     const orderId = `order-${uid()}`;

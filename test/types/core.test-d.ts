@@ -35,6 +35,10 @@ describe("GuardOutcome", () => {
         expectTypeOf(outcome.position).toEqualTypeOf<Position | undefined>();
         expectTypeOf(outcome.current).toEqualTypeOf<Position>();
         break;
+      case "conflict":
+        expectTypeOf(outcome.fingerprint).toBeString();
+        expectTypeOf(outcome.committedFingerprint).toBeString();
+        break;
       case "busy":
         expectTypeOf(outcome.holder).toEqualTypeOf<Position>();
         break;

@@ -29,15 +29,20 @@ export function claimValues(req: ClaimRequest): Item {
 }
 
 /**
- * Sets (or removes) the stored result (`#res`) and the omitted-result size (`#rskip`); returns the SET clauses to
+ * Sets (or removes) the committed event's payload fingerprint (`#cfp`), its stored result (`#res`) and the
+ * omitted-result size (`#rskip`); returns the SET clauses to
  * append and pushes the names to remove.
  */
 export function resultUpdate(
-  req: { result?: string; resultOmittedBytes?: number },
+  req: { result?: string; resultOmittedBytes?: number; fingerprint?: string },
   values: Item,
   remove: string[],
 ): string {
   let set = "";
+  if (req.fingerprint !== undefined) {
+    set += ", #cfp = :cfp";
+    values[":cfp"] = S(req.fingerprint);
+  } else remove.push("#cfp");
   if (req.result !== undefined) {
     set += ", #res = :res";
     values[":res"] = S(req.result);

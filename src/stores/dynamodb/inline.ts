@@ -62,6 +62,7 @@ import { DYNAMODB_TABLE_FIELDS } from "./options.js";
  * | eo_ceid    | S    | identity of the last committed event                                       |
  * | eo_res     | S    | JSON result replayed to duplicates                                         |
  * | eo_rskip   | N    | size of a committed result too large to store                              |
+ * | eo_cfp     | S    | payload fingerprint of the last committed event (opt-in)                   |
  * | eo_exp     | N    | epoch seconds the guard would keep state for; NOT a TTL attribute by default |
  * | eo_att     | N    | consecutive claims of the current identity; removed at commit              |
  */
@@ -78,6 +79,7 @@ const NAMES = {
   "#ceid": "eo_ceid",
   "#res": "eo_res",
   "#rskip": "eo_rskip",
+  "#cfp": "eo_cfp",
   "#exp": "eo_exp",
   "#att": "eo_att",
 };
@@ -490,6 +492,7 @@ function toInlineRecord(key: string, item: Item): StateRecord {
     committedIdentity: str("eo_ceid"),
     result: str("eo_res"),
     resultOmittedBytes: num("eo_rskip"),
+    committedFingerprint: str("eo_cfp"),
     expiresAtSeconds: num("eo_exp"),
   };
   for (const [k, v] of Object.entries(optional)) if (v !== undefined) Object.assign(record, { [k]: v });

@@ -18,6 +18,7 @@
  * | tok        | S    | token of the claim that holds (or last held) the item                   |
  * | att        | N    | consecutive claims of the current identity; removed at commit           |
  * | resultOmitted | N | size of a committed result too large to store                           |
+ * | cfp        | S    | payload fingerprint of the last committed event (opt-in)                |
  *
  * Only `pk` is a key (a string): the table needs no index. Billing on demand; TTL on `expiresAt`.
  */

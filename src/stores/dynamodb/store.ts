@@ -80,6 +80,7 @@ const NAMES = {
   "#ceid": "ceid",
   "#res": "result",
   "#rskip": "resultOmitted",
+  "#cfp": "cfp",
   "#exp": TTL_ATTRIBUTE,
   "#att": "att",
 };
@@ -361,6 +362,7 @@ export function toRecord(item: Item): StateRecord {
     committedIdentity: str("ceid"),
     result: str("result"),
     resultOmittedBytes: num("resultOmitted"),
+    committedFingerprint: str("cfp"),
     expiresAtSeconds: num(TTL_ATTRIBUTE),
   };
   for (const [k, v] of Object.entries(optional)) if (v !== undefined) Object.assign(record, { [k]: v });
