@@ -35,12 +35,14 @@ const INTEGRATION = [
   "test/lambda/wrappers.test.ts",
   "test/local/run-command.test.ts",
   "test/local/run-truth.test.ts",
+  "test/local/s3-conditional.test.ts",
   "test/local/runtime.test.ts",
   "test/local/servers.test.ts",
   "test/local/sqs-event-source.test.ts",
   "test/examples/**/*.test.ts",
   "test/sinks/dynamodb-effects.test.ts",
   "test/sinks/dynamodb-fenced.test.ts",
+  "test/sinks/s3-fenced.test.ts",
   "test/stores/inline.test.ts",
 ];
 

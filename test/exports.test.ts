@@ -129,6 +129,7 @@ const PUBLIC: Record<string, string[]> = {
   ],
   "./stores/memory": ["MemoryStore"],
   "./sinks/dynamodb": ["DynamoDBFencedSink", "updateEffect"],
+  "./sinks/s3": ["S3FencedSink", "S3SinkConflictError", "S3_SINK_METADATA"],
   "./lambda": [
     "DeliveryFailedError",
     "LambdaDeadlineError",

@@ -1,11 +1,10 @@
-import { AsyncLocalStorage } from "node:async_hooks";
 import { GetObjectCommand, PutObjectCommand, type S3Client } from "@aws-sdk/client-s3";
-import type { Context, EventBridgeEvent } from "aws-lambda";
+import type { EventBridgeEvent } from "aws-lambda";
 import type { StateStore } from "../../src/core/store.js";
 import { eventBridgeHandler } from "../../src/lambda/handlers.js";
 import type { EffectivelyOnceOptions } from "../../src/lambda/options.js";
 import { faultPoint } from "../../src/local/invocation-scope.js";
-import { FencedS3Output } from "./fenced-output.js";
+import { S3FencedSink } from "../../src/sinks/s3.js";
 import { invert } from "./pictures.js";
 
 /**
@@ -48,48 +47,29 @@ export interface GuardedImagesConfig extends ImagesConfig {
 
 /**
  * Guard on: events ordered by sequencer per `bucket/key`. A newer upload takes the key from a slow
- * older run at once (busy policy `supersede`); the older run's write is fenced off (see FencedS3Output)
- * and its commit refused; after its commit, a run makes sure no older write landed over its output.
- * A run that crashes holds the key only until its lease expires.
+ * older run at once (busy policy `supersede`); the output goes through the S3 fenced sink, so the older
+ * run's late write is `stale` (its position is older) and its commit refused. A run that crashes holds
+ * the key only until its lease expires; a run that took over from it writes with a higher fence.
  */
 export function guardedImagesHandler(config: GuardedImagesConfig) {
-  const output = new FencedS3Output({ s3: config.s3, bucket: config.outputBucket, store: config.store });
-  // What each run of this invocation wrote, for the check after the commit (invocations may overlap locally).
-  const written = new AsyncLocalStorage<Map<string, Written>>();
-  const inner = eventBridgeHandler(
+  const sink = new S3FencedSink({ client: config.s3 });
+  return eventBridgeHandler(
     async (event, ctx) => {
       if (event.kind !== "s3" || event.operation !== "created") return { skipped: true };
       const picture = await read(config.s3, event.bucket, event.key);
       const inverted = await invert(picture);
       await faultPoint();
       const key = outputKey(event.key);
-      const status = await output.put(ctx, key, inverted, "image/png");
-      const position = ctx.position ?? "";
-      written.getStore()?.set(key, { stateKey: ctx.stateKey, position, fence: ctx.fence, body: inverted });
-      return { output: key, written: status };
+      const written = await sink.put(ctx, {
+        bucket: config.outputBucket,
+        key,
+        body: inverted,
+        contentType: "image/png",
+      });
+      return { output: key, written };
     },
     { busy: "supersede", ...config.options, store: config.store },
   );
-  return async (event: EventBridgeEvent<string, unknown>, context: Context) => {
-    const runs = new Map<string, Written>();
-    const report = await written.run(runs, () => inner(event, context));
-    for (const delivery of report.deliveries) {
-      for (const e of delivery.events) {
-        const key = (e.result as { output?: string } | undefined)?.output;
-        const run = key ? runs.get(key) : undefined;
-        if (e.status === "processed" && key && run)
-          await output.ensure(key, { ...run, contentType: "image/png" });
-      }
-    }
-    return report;
-  };
-}
-
-interface Written {
-  stateKey: string;
-  position: string;
-  fence: number;
-  body: Buffer;
 }
 
 async function read(s3: S3Client, bucket: string, key: string): Promise<Buffer> {

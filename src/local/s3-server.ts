@@ -4,9 +4,9 @@
  * What s3rver 3.7.1 does with the AWS SDK v3 client on Node 20 (see test/local/servers.test.ts):
  * - PutObject (Buffer, string, Uint8Array bodies), GetObject, HeadObject, DeleteObject, ListObjectsV2,
  *   CopyObject (COPY and REPLACE metadata directives) and user metadata (`Metadata`) work.
- * - Conditional writes are IGNORED: PutObject with `IfNoneMatch: "*"` overwrites an existing object, and
- *   with `IfMatch: "<wrong etag>"` too, both answering 200. Fenced S3 writes need another guard locally.
- *   GetObject ignores `IfMatch` as well; it honours `IfNoneMatch` (304).
+ * - Conditional writes are ignored by s3rver (`IfNoneMatch: "*"` and a wrong `IfMatch` overwrite, 200): the
+ *   layer in emulators/s3-conditional.ts, first in the middleware, implements them as S3 documents.
+ *   GetObject ignores `IfMatch`; it honours `IfNoneMatch` (304).
  * - Checksums: with the SDK default `requestChecksumCalculation: "WHEN_SUPPORTED"` a Buffer body goes out
  *   plainly (plus an `x-amz-checksum-crc32` header s3rver ignores), but a stream body goes out
  *   `aws-chunked` with a checksum trailer and s3rver STORES THE CHUNK FRAMING as the object (silent
@@ -29,6 +29,11 @@ import { join } from "node:path";
 import { S3Client } from "@aws-sdk/client-s3";
 import type S3rver from "s3rver";
 import { LOCAL_REGION } from "./dynamodb-local.js";
+import {
+  type ConditionalWritesOptions,
+  conditionalWrites,
+  rejectS3Request,
+} from "./emulators/s3-conditional.js";
 
 /** s3rver accepts only its hard-coded key pair (it does not verify SigV4 signatures). */
 export const S3RVER_CREDENTIALS = { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" } as const;
@@ -77,6 +82,8 @@ export interface StartS3ServerOptions {
   buckets?: string[];
   /** Gets a throwing listener's error (which must not fail the S3 request); default console.error. */
   onListenerError?: (error: unknown, record: S3rverEventRecord) => void;
+  /** Hooks of the conditional-writes layer (tests only). */
+  conditionalWrites?: ConditionalWritesOptions;
 }
 
 export function s3Client(endpoint: string): S3Client {
@@ -101,21 +108,11 @@ async function loadS3rver(): Promise<typeof S3rver> {
   }
 }
 
-/** Answers S3's error XML without reaching s3rver. */
-function reject(ctx: S3rver.S3rverContext, status: number, code: string, message: string): void {
-  ctx.req.resume();
-  ctx.status = status;
-  ctx.type = "application/xml";
-  ctx.body =
-    '<?xml version="1.0" encoding="UTF-8"?>\n' +
-    `<Error><Code>${code}</Code><Message>${message}</Message></Error>`;
-}
-
 const fixRequests: S3rver.S3rverMiddleware = (ctx, next) => {
   const sha = ctx.headers["x-amz-content-sha256"];
   const encoding = ctx.headers["content-encoding"];
   if ((typeof sha === "string" && sha.startsWith("STREAMING-")) || encoding?.includes("aws-chunked")) {
-    reject(
+    rejectS3Request(
       ctx,
       501,
       "NotImplemented",
@@ -148,7 +145,7 @@ export async function startS3Server(options: StartS3ServerOptions = {}): Promise
     configureBuckets: (options.buckets ?? []).map((name) => ({ name })),
   });
   // Koa composes its middleware when it starts listening, so this runs before s3rver's own.
-  server.middleware.unshift(fixRequests);
+  server.middleware.unshift(fixRequests, conditionalWrites(options.conditionalWrites));
   // s3rver 3.7.1 waits for a listen callback that never gets the error (a taken port is an 'error' event,
   // uncaught): run() would hang for ever. Listen with the callback form and reject on 'error'.
   const listen = server.listen.bind(server);

@@ -1,7 +1,7 @@
 // Minimal types for untyped dev dependencies of the local runtime (only what src/local uses).
 
 declare module "s3rver" {
-  import type { IncomingMessage, Server } from "node:http";
+  import type { IncomingMessage, Server, ServerResponse } from "node:http";
   import type { AddressInfo } from "node:net";
 
   namespace S3rver {
@@ -9,6 +9,13 @@ declare module "s3rver" {
     interface S3rverContext {
       readonly req: IncomingMessage;
       readonly headers: IncomingMessage["headers"];
+      readonly res: ServerResponse;
+      readonly method: string;
+      /** The request path, still percent-encoded. */
+      readonly path: string;
+      readonly query: Record<string, string | string[] | undefined>;
+      /** s3rver's filesystem store: `getMetadata` throws ENOENT when there is no object. */
+      readonly app: { store: { getMetadata(bucket: string, key: string): Promise<Record<string, unknown>> } };
       status: number;
       type: string;
       body: unknown;

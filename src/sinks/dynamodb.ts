@@ -10,16 +10,13 @@ import {
 import { marshall, unmarshall } from "@aws-sdk/util-dynamodb";
 import { OptionsError, StoreError } from "../core/errors.js";
 import { oneOf, resolveOptions, schemaFor, string } from "../core/options.js";
-import { assertPosition, type Position } from "../core/position.js";
-import { UNORDERED_POSITION } from "../core/state.js";
 import type { DynamoDBAtomicWrite } from "../stores/dynamodb/atomic-write.js";
 import { DYNAMODB_TABLE_FIELDS } from "../stores/dynamodb/options.js";
+import { type FenceSource, fencedPosition, type SinkWriteStatus } from "./fence.js";
 
-/** What a fenced write needs from the guard's context: the event's position and the claim's fence. */
-export interface FenceSource {
-  position: Position | undefined;
-  fence: number;
-}
+export type { FenceSource, SinkWriteStatus } from "./fence.js";
+
+const SINK = "DynamoDBFencedSink";
 
 export interface DynamoDBFencedSinkOptions {
   client: DynamoDBClient;
@@ -49,8 +46,6 @@ const FENCED_SINK_OPTIONS = schemaFor<DynamoDBFencedSinkOptions>()({
   unfencedRows: oneOf(["overwrite", "keep"], { default: "overwrite" }),
 });
 
-export type SinkWriteStatus = "applied" | "stale";
-
 /** A key value: DynamoDB key attributes are strings, numbers (or binary, not supported here). */
 export type KeyValue = string | number;
 /** A row's key: the hash key value, or `{ [hash]: v, [sort]: v }` on a table with a composite key. */
@@ -79,7 +74,7 @@ export class DynamoDBFencedSink {
   readonly #overwriteUnfenced: boolean;
 
   constructor(options: DynamoDBFencedSinkOptions) {
-    const o = resolveOptions("DynamoDBFencedSink", FENCED_SINK_OPTIONS, options);
+    const o = resolveOptions(SINK, FENCED_SINK_OPTIONS, options);
     this.#client = o.client;
     this.#table = o.tableName;
     this.#key = o.keyAttribute;
@@ -96,7 +91,7 @@ export class DynamoDBFencedSink {
   /** The conditional Put for `item` written by the claim in `ctx`. */
   putRequest(ctx: FenceSource, item: Record<string, unknown>): Put {
     this.#keyOf(item); // the item must carry its whole key
-    const position = fencedPosition(ctx);
+    const position = fencedPosition(SINK, ctx);
     const unfenced = this.#overwriteUnfenced ? " OR attribute_not_exists(#p)" : "";
     return {
       TableName: this.#table,
@@ -152,7 +147,7 @@ export class DynamoDBFencedSink {
     const keyAttributes = this.#keyOf(typeof key === "object" ? key : { [this.#key]: key });
     if (ctx.position !== undefined) return this.put(ctx, { ...attributes, ...keyAttributes, deleted: true });
     // No position: delete what stands, at its position, if no later claim wrote it since.
-    fencedPosition(ctx);
+    fencedPosition(SINK, ctx);
     const values = marshall(
       { ...attributes, deleted: true },
       { removeUndefinedValues: true, convertClassInstanceToMap: true },
@@ -212,19 +207,6 @@ export class DynamoDBFencedSink {
     return key;
   }
 }
-
-/** The position a write carries, after checking the context: a valid position (or none) and a real fence. */
-function fencedPosition(ctx: FenceSource): Position {
-  if (!Number.isSafeInteger(ctx.fence) || ctx.fence <= 0) {
-    throw new OptionsError(
-      `DynamoDBFencedSink: a fenced write needs the claim's fence, got ${String(ctx.fence)}`,
-    );
-  }
-  if (ctx.position === undefined) return UNORDERED_POSITION;
-  assertPosition(ctx.position);
-  return ctx.position;
-}
-
 function describeKey(key: Record<string, KeyValue>): string {
   return Object.values(key).map(String).join("/");
 }

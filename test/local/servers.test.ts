@@ -138,13 +138,17 @@ describe("local S3 server (s3rver)", () => {
     });
   });
 
-  it("ignores IfNoneMatch and IfMatch on PutObject (fenced writes need a fallback locally)", async () => {
+  it("honours IfNoneMatch and IfMatch on PutObject (the conditional-writes layer; see s3-conditional.test.ts)", async () => {
     const key = "conditional.txt";
     await s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: "first" }));
-    await s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: "second", IfNoneMatch: "*" }));
-    await s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: "third", IfMatch: '"0000"' }));
+    await expect(
+      s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: "second", IfNoneMatch: "*" })),
+    ).rejects.toMatchObject({ name: "PreconditionFailed" });
+    await expect(
+      s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: "third", IfMatch: '"0000"' })),
+    ).rejects.toMatchObject({ name: "PreconditionFailed" });
     const get = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
-    expect(await get.Body!.transformToString()).toBe("third");
+    expect(await get.Body!.transformToString()).toBe("first");
   });
 
   it("emits put, copy and delete object events with bucket, key and eventName", async () => {

@@ -1,0 +1,307 @@
+import {
+  GetObjectCommand,
+  type GetObjectCommandOutput,
+  HeadObjectCommand,
+  PutObjectCommand,
+  type PutObjectCommandInput,
+  type S3Client,
+} from "@aws-sdk/client-s3";
+import { OptionsError, StoreError } from "../core/errors.js";
+import { custom, integer, oneOf, required, resolveOptions, schemaFor } from "../core/options.js";
+import type { Position } from "../core/position.js";
+import { UNORDERED_POSITION } from "../core/state.js";
+import { type FenceSource, fencedPosition, type SinkWriteStatus } from "./fence.js";
+
+export type { FenceSource, SinkWriteStatus } from "./fence.js";
+
+const SINK = "S3FencedSink";
+
+export interface S3FencedSinkOptions {
+  client: S3Client;
+  /**
+   * An object without the sink's metadata was written by something else. `overwrite` (default): it counts as older
+   * than any event, so the first fenced write replaces it. `keep`: it is never overwritten; writes report `stale`.
+   */
+  unfencedObjects?: "overwrite" | "keep";
+  /** Re-reads and new attempts after a 412 or 409 (another writer got in first). Default 5. */
+  maxConflictRetries?: number;
+  /** First back-off after a conflict, doubled each time with full jitter (capped at 1 s). Default 20. */
+  conflictBackoffMs?: number;
+}
+
+const S3_SINK_OPTIONS = schemaFor<S3FencedSinkOptions>()({
+  client: required(
+    custom<S3Client>("an S3Client", (v) => typeof (v as S3Client | null)?.send === "function"),
+  ),
+  unfencedObjects: oneOf(["overwrite", "keep"], { default: "overwrite" }),
+  maxConflictRetries: integer({ min: 0, max: 100, default: 5 }),
+  conflictBackoffMs: integer({ min: 1, max: 10_000, default: 20 }),
+});
+
+/** User metadata names the sink owns (S3 sends them as `x-amz-meta-eo-*`). */
+export const S3_SINK_METADATA = {
+  position: "eo-pos",
+  fence: "eo-fence",
+  deleted: "eo-deleted",
+} as const;
+
+export interface S3SinkObject {
+  bucket: string;
+  key: string;
+  body: PutObjectCommandInput["Body"];
+  contentType?: string;
+  /** User metadata, stored as is; names starting with `eo-` belong to the sink. */
+  metadata?: Record<string, string>;
+}
+
+export interface S3SinkLocation {
+  bucket: string;
+  key: string;
+}
+
+/** What `read` returns for a live object: its bytes, user metadata and the stamp of the write that made it. */
+export interface S3SinkReadResult {
+  body: Buffer;
+  contentType: string | undefined;
+  metadata: Record<string, string>;
+  /** Undefined for an object written by something else. */
+  stamp: S3SinkStamp | undefined;
+}
+
+export interface S3SinkStamp {
+  position: Position;
+  fence: number;
+}
+
+/** Conflicts kept coming back until `maxConflictRetries` ran out: retryable (the delivery is retried). */
+export class S3SinkConflictError extends StoreError {
+  readonly bucket: string;
+  readonly key: string;
+  readonly attempts: number;
+  constructor(bucket: string, key: string, attempts: number, options?: { cause?: unknown }) {
+    super(`s3://${bucket}/${key} kept changing: ${attempts} conditional writes lost to other writers`, {
+      ...options,
+      retryable: true,
+    });
+    this.bucket = bucket;
+    this.key = key;
+    this.attempts = attempts;
+  }
+}
+
+/** The object as the decision sees it: its ETag (for If-Match) and the stamp in its metadata. */
+interface Current {
+  etag: string;
+  stamp: (S3SinkStamp & { deleted: boolean }) | undefined;
+}
+
+interface Attempt {
+  /** The stamp to write over `current`, or undefined: stale, nothing to write. */
+  decide(current: Current | undefined): S3SinkStamp | undefined;
+  request(stamp: S3SinkStamp): Omit<PutObjectCommandInput, "Bucket" | "Key" | "IfMatch" | "IfNoneMatch">;
+}
+
+/**
+ * Writes S3 objects so that results land in position order whatever the arrival order. Each write is
+ * HEAD (the decision input: the object's ETag and the position and fence in its metadata), then a PutObject
+ * conditional on what HEAD saw (`If-None-Match: *` for a new key, `If-Match: <etag>` otherwise). A newer object
+ * there (higher position, or the same position from a claim with a higher or equal fence) makes the write `stale`.
+ * If another writer got in between (412 PreconditionFailed or 409 ConditionalRequestConflict), it reads again and
+ * decides again, up to `maxConflictRetries` times, then throws S3SinkConflictError (retryable).
+ *
+ * Requests: new key 1 HEAD + 1 PUT; existing key 1 HEAD + 1 PUT; stale 1 HEAD; each conflict one more of each.
+ * One key must be written by one subject only: positions are only comparable within a subject.
+ *
+ * Edges, defined as in the DynamoDB sink:
+ * - an object without the sink's metadata (written by something else): see `unfencedObjects`;
+ * - events without a position write the empty position, which every positioned write overwrites; between two of
+ *   them the later claim wins;
+ * - a tombstone without a position marks the object deleted where it stands, keeping its position, so a newer
+ *   positioned write still replaces it and an older one still cannot.
+ *
+ * ETags are content hashes (MD5 of the body for single-part uploads without SSE-KMS), so If-Match cannot tell two
+ * objects with the same bytes apart: if between this write's HEAD and PUT another writer replaces the object with
+ * a newer one whose body is byte-identical to the one HEAD saw, this older write still lands. Tombstones carry
+ * their stamp in their body so that they never share an ETag.
+ */
+export class S3FencedSink {
+  readonly #client: S3Client;
+  readonly #overwriteUnfenced: boolean;
+  readonly #maxRetries: number;
+  readonly #backoffMs: number;
+
+  constructor(options: S3FencedSinkOptions) {
+    const o = resolveOptions(SINK, S3_SINK_OPTIONS, options);
+    this.#client = o.client;
+    this.#overwriteUnfenced = o.unfencedObjects === "overwrite";
+    this.#maxRetries = o.maxConflictRetries;
+    this.#backoffMs = o.conflictBackoffMs;
+  }
+
+  /** A fenced PutObject. `stale` when the key already holds newer work (nothing is written). */
+  async put(ctx: FenceSource, object: S3SinkObject): Promise<SinkWriteStatus> {
+    const mine = stampOf(ctx);
+    const metadata = userMetadata(object.metadata);
+    return this.#write(object, {
+      decide: (current) => (this.#older(current, mine) ? mine : undefined),
+      request: (stamp) => ({
+        Body: object.body,
+        ContentType: object.contentType,
+        Metadata: { ...metadata, ...stampMetadata(stamp) },
+      }),
+    });
+  }
+
+  /**
+   * For a removal event: a tombstone object (metadata `eo-deleted: true` and the stamp), so that an older create
+   * arriving late cannot resurrect the key (a DeleteObject would forget the position). Readers must treat an
+   * object with `x-amz-meta-eo-deleted: true` as absent: `read` returns undefined for it; listings still show it.
+   */
+  async tombstone(ctx: FenceSource, location: S3SinkLocation): Promise<SinkWriteStatus> {
+    const mine = stampOf(ctx);
+    return this.#write(location, {
+      decide: (current) => {
+        if (ctx.position !== undefined) return this.#older(current, mine) ? mine : undefined;
+        // No position: delete what stands, at its position, unless a later claim wrote it.
+        if (!current?.stamp) return this.#overwriteUnfenced || !current ? mine : undefined;
+        const older = current.stamp.fence < mine.fence;
+        return older ? { position: current.stamp.position, fence: mine.fence } : undefined;
+      },
+      request: (stamp) => ({
+        Body: JSON.stringify({ deleted: true, ...stamp }),
+        ContentType: "application/json",
+        Metadata: { ...stampMetadata(stamp), [S3_SINK_METADATA.deleted]: "true" },
+      }),
+    });
+  }
+
+  /** The object's bytes and metadata; undefined when there is none or it is a tombstone. */
+  async read(location: S3SinkLocation): Promise<S3SinkReadResult | undefined> {
+    let out: GetObjectCommandOutput;
+    try {
+      out = await this.#client.send(new GetObjectCommand({ Bucket: location.bucket, Key: location.key }));
+    } catch (error) {
+      if (isNotFound(error)) return undefined;
+      throw new StoreError(`read of s3://${location.bucket}/${location.key} failed`, { cause: error });
+    }
+    const all = out.Metadata ?? {};
+    if (all[S3_SINK_METADATA.deleted] === "true") return undefined;
+    const stamp = stampFrom(all);
+    const metadata = Object.fromEntries(Object.entries(all).filter(([name]) => !name.startsWith("eo-")));
+    const body = Buffer.from((await out.Body?.transformToByteArray()) ?? []);
+    return { body, contentType: out.ContentType, metadata, stamp };
+  }
+
+  /** HEAD, decide, conditional PUT; again after a conflict, with back-off. */
+  async #write(location: S3SinkLocation, attempt: Attempt): Promise<SinkWriteStatus> {
+    const { bucket, key } = location;
+    let lastConflict: unknown;
+    for (let tries = 0; tries <= this.#maxRetries; tries++) {
+      if (tries > 0) await sleep(backoff(this.#backoffMs, tries));
+      const current = await this.#head(bucket, key);
+      const stamp = attempt.decide(current);
+      if (!stamp) return "stale";
+      const condition = current ? { IfMatch: current.etag } : { IfNoneMatch: "*" };
+      try {
+        await this.#client.send(
+          new PutObjectCommand({ ...attempt.request(stamp), Bucket: bucket, Key: key, ...condition }),
+        );
+        return "applied";
+      } catch (error) {
+        if (!isConflict(error)) {
+          throw new StoreError(`fenced put to s3://${bucket}/${key} failed`, { cause: error });
+        }
+        lastConflict = error;
+      }
+    }
+    throw new S3SinkConflictError(bucket, key, this.#maxRetries + 1, { cause: lastConflict });
+  }
+
+  async #head(bucket: string, key: string): Promise<Current | undefined> {
+    try {
+      const head = await this.#client.send(new HeadObjectCommand({ Bucket: bucket, Key: key }));
+      if (!head.ETag) throw new Error("HeadObject returned no ETag");
+      const metadata = head.Metadata ?? {};
+      const stamp = stampFrom(metadata);
+      return {
+        etag: head.ETag,
+        stamp: stamp && { ...stamp, deleted: metadata[S3_SINK_METADATA.deleted] === "true" },
+      };
+    } catch (error) {
+      if (isNotFound(error)) return undefined;
+      throw new StoreError(`fenced read of s3://${bucket}/${key} failed`, { cause: error });
+    }
+  }
+
+  /** Whether `current` holds older work than `mine` (so `mine` may replace it). */
+  #older(current: Current | undefined, mine: S3SinkStamp): boolean {
+    if (!current) return true;
+    if (!current.stamp) return this.#overwriteUnfenced;
+    const { position, fence } = current.stamp;
+    return position < mine.position || (position === mine.position && fence < mine.fence);
+  }
+}
+
+/** The stamp a write carries, after checking the context: a valid position (or none) and a real fence. */
+function stampOf(ctx: FenceSource): S3SinkStamp {
+  return { position: fencedPosition(SINK, ctx), fence: ctx.fence };
+}
+
+/**
+ * Positions are printable ASCII, but HTTP trims a header value's spaces: percent-encoded they survive. An
+ * unordered write (empty position) has no `eo-pos` at all rather than an empty header.
+ */
+function stampMetadata(stamp: S3SinkStamp): Record<string, string> {
+  const fence = { [S3_SINK_METADATA.fence]: String(stamp.fence) };
+  if (stamp.position === UNORDERED_POSITION) return fence;
+  return { ...fence, [S3_SINK_METADATA.position]: encodeURIComponent(stamp.position) };
+}
+
+/** The stamp in an object's metadata; undefined when the sink did not write it (no valid fence). */
+function stampFrom(metadata: Record<string, string>): S3SinkStamp | undefined {
+  const fence = Number(metadata[S3_SINK_METADATA.fence]);
+  if (!Number.isSafeInteger(fence) || fence <= 0) return undefined;
+  const encoded = metadata[S3_SINK_METADATA.position];
+  try {
+    return { position: encoded === undefined ? UNORDERED_POSITION : decodeURIComponent(encoded), fence };
+  } catch {
+    return undefined;
+  }
+}
+
+function userMetadata(metadata: Record<string, string> | undefined): Record<string, string> {
+  for (const name of Object.keys(metadata ?? {})) {
+    if (name.toLowerCase().startsWith("eo-")) {
+      throw new OptionsError(`${SINK}: metadata names starting with "eo-" belong to the sink, got ${name}`);
+    }
+  }
+  return metadata ?? {};
+}
+
+function statusOf(error: unknown): number | undefined {
+  return (error as { $metadata?: { httpStatusCode?: number } } | null)?.$metadata?.httpStatusCode;
+}
+
+function isNotFound(error: unknown): boolean {
+  return statusOf(error) === 404 || (error instanceof Error && /^(NotFound|NoSuchKey)$/.test(error.name));
+}
+
+/**
+ * 412: the object is not the one HEAD saw. 409: another write landed during ours. A 404 on If-Match (the object
+ * was deleted since HEAD) is read the same way: the decision input changed, read again.
+ */
+function isConflict(error: unknown): boolean {
+  const name = error instanceof Error ? error.name : "";
+  if (name === "PreconditionFailed" || name === "ConditionalRequestConflict") return true;
+  const status = statusOf(error);
+  return status === 412 || status === 409 || (status === 404 && name === "NoSuchKey");
+}
+
+/** Full jitter: anywhere up to base·2^(try-1), capped at a second. */
+function backoff(baseMs: number, tries: number): number {
+  return Math.random() * Math.min(1000, baseMs * 2 ** (tries - 1));
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
