@@ -4,7 +4,7 @@ import type { Context, EventBridgeEvent } from "aws-lambda";
 import type { StateStore } from "../../src/core/store.js";
 import { eventBridgeHandler } from "../../src/lambda/handlers.js";
 import type { EffectivelyOnceOptions } from "../../src/lambda/options.js";
-import { faultPoint } from "../../src/local/invocation-scope.js";
+import { faultPoint } from "../../src/local/delivery/invocation-scope.js";
 import { FencedS3Output } from "./fenced-output.js";
 import { invert } from "./pictures.js";
 

@@ -1,12 +1,12 @@
 import { writeFile } from "node:fs/promises";
 import { type Command, InvalidArgumentError } from "commander";
-import { loadScenarios } from "../local/demo/load-scenarios.js";
-import { progressBar } from "../local/demo/progress.js";
-import { renderHtmlReport } from "../local/demo/report-html.js";
-import { runDemo, toJson } from "../local/demo/run-demo.js";
-import { formatTable } from "../local/demo/table.js";
-import { localPackagesFor, requireLocalPackages } from "../local/requirements.js";
+import { localPackagesFor, requireLocalPackages } from "../local/emulators/requirements.js";
 import { LocalRuntime } from "../local/runtime.js";
+import { loadScenarios } from "./demo/load-scenarios.js";
+import { progressBar } from "./demo/progress.js";
+import { renderHtmlReport } from "./demo/report-html.js";
+import { runDemo, toJson } from "./demo/run-demo.js";
+import { formatTable } from "./demo/table.js";
 import { exitSoon, oneLine } from "./errors.js";
 
 interface DemoOptions {

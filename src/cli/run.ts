@@ -1,9 +1,9 @@
 import { type Command, InvalidArgumentError, Option } from "commander";
-import type { FaultOptions } from "../local/faults.js";
-import { localPackagesFor, requireLocalPackages } from "../local/requirements.js";
-import { isTypeScriptHandler } from "../local/run/load-handler.js";
-import { formatRunReport, RUN_SOURCES, type RunSource, runHandler } from "../local/run/run-handler.js";
+import { localPackagesFor, requireLocalPackages } from "../local/emulators/requirements.js";
+import type { FaultOptions } from "../local/sim/faults.js";
 import { exitSoon, oneLine } from "./errors.js";
+import { isTypeScriptHandler } from "./run/load-handler.js";
+import { formatRunReport, RUN_SOURCES, type RunSource, runHandler } from "./run/run-handler.js";
 
 interface RunCliOptions {
   source: RunSource;

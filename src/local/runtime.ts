@@ -1,5 +1,3 @@
-import { accessSync, constants } from "node:fs";
-import { delimiter, isAbsolute, join } from "node:path";
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { CreateBucketCommand, type S3Client } from "@aws-sdk/client-s3";
 import {
@@ -8,29 +6,25 @@ import {
   ReceiveMessageCommand,
   type SQSClient,
 } from "@aws-sdk/client-sqs";
-import { Activity } from "./activity.js";
-import { type AsyncInvokeOptions, AsyncInvoker } from "./async-invoke.js";
+import { LOCAL_REGION } from "./aws-local.js";
+import { type AsyncInvokeOptions, AsyncInvoker } from "./delivery/async-invoke.js";
 import {
   BucketNotifications,
   type BucketRouteOptions,
   type NotificationRoute,
-} from "./bucket-notifications.js";
-import {
-  type DynamoDBLocal,
-  dynamoDBClient,
-  LOCAL_REGION,
-  missingJava,
-  startDynamoDBLocal,
-} from "./dynamodb-local.js";
-import { LocalFunction, type LocalFunctionOptions } from "./lambda-runner.js";
-import { createPrng, type Prng } from "./prng.js";
-import { S3NotificationFactory } from "./s3-notifications.js";
-import { type LocalS3Server, S3RVER_CREDENTIALS, startS3Server } from "./s3-server.js";
-import { onShutdownSignal } from "./shutdown.js";
-import { Sleeper } from "./sleeper.js";
-import { SqsEventSource, type SqsEventSourceOptions } from "./sqs-event-source.js";
-import { type LocalSqsServer, startSqsServer } from "./sqs-server.js";
-import { type SourceKind, Trace } from "./trace.js";
+} from "./delivery/bucket-notifications.js";
+import { LocalFunction, type LocalFunctionOptions } from "./delivery/lambda-runner.js";
+import { S3NotificationFactory } from "./delivery/s3-notifications.js";
+import { SqsEventSource, type SqsEventSourceOptions } from "./delivery/sqs-event-source.js";
+import { type DynamoDBLocal, dynamoDBClient, startDynamoDBLocal } from "./emulators/dynamodb-local.js";
+import { requireServers } from "./emulators/requirements.js";
+import { type LocalS3Server, S3RVER_CREDENTIALS, startS3Server } from "./emulators/s3-server.js";
+import { onShutdownSignal } from "./emulators/shutdown.js";
+import { type LocalSqsServer, startSqsServer } from "./emulators/sqs-server.js";
+import { Activity } from "./sim/activity.js";
+import { createPrng, type Prng } from "./sim/prng.js";
+import { Sleeper } from "./sim/sleeper.js";
+import { type SourceKind, Trace } from "./sim/trace.js";
 
 export interface LocalRuntimeOptions {
   /** Seed of every fault decision. Default 1. */
@@ -170,14 +164,7 @@ export class LocalRuntime {
    * DynamoDB Local, and the emulator packages. Throws a one-line Error naming what is missing.
    */
   static preflight(options: LocalRuntimeOptions = {}): void {
-    const want = { dynamodb: true, s3: true, sqs: true, ...options.services };
-    if (want.dynamodb && !options.dynamodbEndpoint) {
-      requirePackage("amplify-dynamodb-simulator", "DynamoDB Local");
-      const java = options.javaPath ?? "java";
-      if (!findExecutable(java)) throw new Error(missingJava(java));
-    }
-    if (want.s3) requirePackage("s3rver", "the local S3 server");
-    if (want.sqs) requirePackage("fauxqs", "the local SQS server");
+    requireServers({ dynamodb: true, s3: true, sqs: true, ...options.services }, options);
   }
 
   /** Shared clients for the runtime's own use (setup, measuring); destroyed by stop(). */
@@ -393,32 +380,6 @@ export class LocalRuntime {
     this.#clients.push(client);
     return client;
   }
-}
-
-function requirePackage(name: string, what: string): void {
-  try {
-    import.meta.resolve(name);
-  } catch {
-    throw new Error(`${what} needs the npm package ${name} (npm i -D ${name})`);
-  }
-}
-
-/** Whether `command` is an executable file, as a path or found on the PATH (with PATHEXT on Windows). */
-function findExecutable(command: string): boolean {
-  const executable = (path: string) => {
-    try {
-      accessSync(path, constants.X_OK);
-      return true;
-    } catch {
-      return false;
-    }
-  };
-  if (isAbsolute(command) || command.includes("/") || command.includes("\\")) return executable(command);
-  const exts = process.platform === "win32" ? (process.env.PATHEXT ?? ".EXE").split(";") : [""];
-  return (process.env.PATH ?? "")
-    .split(delimiter)
-    .filter(Boolean)
-    .some((dir) => exts.some((ext) => executable(join(dir, command + ext))));
 }
 
 /** Sets `vars` on process.env (and drops profile/session settings); returns a function restoring it. */

@@ -7,7 +7,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { OptionsError } from "../../src/core/errors.js";
 import { fifoId, fifoMessageIds, sendFifoMessage } from "../../src/lambda/fifo-producer.js";
-import { type LocalSqsServer, startSqsServer } from "../../src/local/sqs-server.js";
+import { type LocalSqsServer, startSqsServer } from "../../src/local/emulators/sqs-server.js";
 
 const VALID = /^[!-~]{1,128}$/;
 

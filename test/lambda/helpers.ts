@@ -7,7 +7,7 @@ import {
 } from "@aws-sdk/client-sqs";
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from "aws-lambda";
 import { inject, vi } from "vitest";
-import { dynamoDBClient } from "../../src/local/dynamodb-local.js";
+import { dynamoDBClient } from "../../src/local/emulators/dynamodb-local.js";
 import { DynamoDBFencedSink } from "../../src/sinks/dynamodb.js";
 import { encodeS3NotificationKey } from "../../src/sources/key-encoding.js";
 import { createStateTable, createTableIfMissing } from "../../src/stores/dynamodb/schema.js";

@@ -15,8 +15,8 @@ import {
   type SqsSender,
   VisibilityHeartbeat,
 } from "../../src/lambda/visibility-heartbeat.js";
-import { LOCAL_CREDENTIALS } from "../../src/local/dynamodb-local.js";
-import { type LocalSqsServer, startSqsServer } from "../../src/local/sqs-server.js";
+import { LOCAL_CREDENTIALS } from "../../src/local/aws-local.js";
+import { type LocalSqsServer, startSqsServer } from "../../src/local/emulators/sqs-server.js";
 import { sleep } from "./helpers.js";
 
 describe("queueUrlFromArn", () => {

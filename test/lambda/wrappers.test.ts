@@ -24,7 +24,7 @@ import {
   sqsHandler,
 } from "../../src/lambda/index.js";
 import { eachEvent, effectivelyOnce } from "../../src/lambda/middy.js";
-import { type LocalSqsServer, startSqsServer } from "../../src/local/sqs-server.js";
+import { type LocalSqsServer, startSqsServer } from "../../src/local/emulators/sqs-server.js";
 import { wrapStore } from "../stores/harness.js";
 import {
   type Captured,

@@ -1,12 +1,16 @@
 import type { Context } from "aws-lambda";
 import { afterEach, describe, expect, it } from "vitest";
-import { Activity } from "../../src/local/activity.js";
-import { AsyncInvoker } from "../../src/local/async-invoke.js";
-import { currentInvocation, faultPoint } from "../../src/local/invocation-scope.js";
-import { type InjectedFailure, type LambdaHandler, LocalFunction } from "../../src/local/lambda-runner.js";
-import { createPrng } from "../../src/local/prng.js";
-import { Sleeper } from "../../src/local/sleeper.js";
-import { Trace, type TraceEvent } from "../../src/local/trace.js";
+import { AsyncInvoker } from "../../src/local/delivery/async-invoke.js";
+import { currentInvocation, faultPoint } from "../../src/local/delivery/invocation-scope.js";
+import {
+  type InjectedFailure,
+  type LambdaHandler,
+  LocalFunction,
+} from "../../src/local/delivery/lambda-runner.js";
+import { Activity } from "../../src/local/sim/activity.js";
+import { createPrng } from "../../src/local/sim/prng.js";
+import { Sleeper } from "../../src/local/sim/sleeper.js";
+import { Trace, type TraceEvent } from "../../src/local/sim/trace.js";
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 

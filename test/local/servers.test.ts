@@ -21,8 +21,12 @@ import {
   SQSClient,
 } from "@aws-sdk/client-sqs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type LocalS3Server, type S3rverEventRecord, startS3Server } from "../../src/local/s3-server.js";
-import { type LocalSqsServer, startSqsServer } from "../../src/local/sqs-server.js";
+import {
+  type LocalS3Server,
+  type S3rverEventRecord,
+  startS3Server,
+} from "../../src/local/emulators/s3-server.js";
+import { type LocalSqsServer, startSqsServer } from "../../src/local/emulators/sqs-server.js";
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 /** For SDK clients whose expected warnings would clutter the output. */

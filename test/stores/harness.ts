@@ -3,7 +3,7 @@ import { DeleteItemCommand, type DynamoDBClient, GetItemCommand } from "@aws-sdk
 import { inject } from "vitest";
 import { StoreError } from "../../src/core/errors.js";
 import type { AtomicWrite, StateStore } from "../../src/core/store.js";
-import { dynamoDBClient } from "../../src/local/dynamodb-local.js";
+import { dynamoDBClient } from "../../src/local/emulators/dynamodb-local.js";
 import { countRequests, type RequestCounter } from "../../src/observe/request-counter.js";
 import { DynamoDBFencedSink } from "../../src/sinks/dynamodb.js";
 import { InlineDynamoDBStore } from "../../src/stores/dynamodb/inline.js";

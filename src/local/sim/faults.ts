@@ -1,6 +1,6 @@
-import { describeValue } from "../core/describe-value.js";
-import { OptionsError } from "../core/errors.js";
-import { rejectUnknownKeys } from "../core/options.js";
+import { describeValue } from "../../core/describe-value.js";
+import { OptionsError } from "../../core/errors.js";
+import { rejectUnknownKeys } from "../../core/options.js";
 import type { Prng } from "./prng.js";
 
 /**

@@ -1,4 +1,4 @@
-import type { LocalRuntime } from "../runtime.js";
+import type { LocalRuntime } from "../../local/runtime.js";
 
 /**
  * A reference pipeline the demo runs twice, guard off and on. Scenarios live in `examples/`; the

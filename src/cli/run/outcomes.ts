@@ -1,5 +1,5 @@
 import type { S3EventRecord } from "aws-lambda";
-import type { TraceEvent } from "../trace.js";
+import type { TraceEvent } from "../../local/sim/trace.js";
 
 /** How one delivery of one event ended (each ends exactly one way), as far as it can be seen from outside the handler. */
 export type DeliveryOutcome =

@@ -1,7 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Context } from "aws-lambda";
-import { LOCAL_REGION } from "./dynamodb-local.js";
-import { LOCAL_ACCOUNT_ID } from "./sqs-server.js";
+import { LOCAL_ACCOUNT_ID, LOCAL_REGION } from "../aws-local.js";
 
 export interface LocalContextOptions {
   functionName: string;

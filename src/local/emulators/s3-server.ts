@@ -28,7 +28,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { S3Client } from "@aws-sdk/client-s3";
 import type S3rver from "s3rver";
-import { LOCAL_REGION } from "./dynamodb-local.js";
+import { LOCAL_REGION } from "../aws-local.js";
 
 /** s3rver accepts only its hard-coded key pair (it does not verify SigV4 signatures). */
 export const S3RVER_CREDENTIALS = { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" } as const;

@@ -6,16 +6,19 @@ import { type MessageAttributeValue, SendMessageCommand } from "@aws-sdk/client-
 import { OptionsError } from "../../core/errors.js";
 import { rejectUnknownKeys } from "../../core/options.js";
 import { DeliveryFailedError } from "../../lambda/errors.js";
+import { LOCAL_ACCOUNT_ID, LOCAL_REGION } from "../../local/aws-local.js";
+import { currentInvocation } from "../../local/delivery/invocation-scope.js";
+import {
+  InjectedFailure,
+  type LambdaHandler,
+  RuntimeStoppedError,
+} from "../../local/delivery/lambda-runner.js";
+import { freePort } from "../../local/emulators/free-port.js";
+import { scanTable } from "../../local/emulators/scan-table.js";
+import { applyEnvironment, LocalRuntime } from "../../local/runtime.js";
+import { type FaultOptions, resolveFaults } from "../../local/sim/faults.js";
+import { createPrng } from "../../local/sim/prng.js";
 import { createStateTable, createTableIfMissing } from "../../stores/dynamodb/schema.js";
-import { LOCAL_REGION } from "../dynamodb-local.js";
-import { type FaultOptions, resolveFaults } from "../faults.js";
-import { freePort } from "../free-port.js";
-import { currentInvocation } from "../invocation-scope.js";
-import { InjectedFailure, type LambdaHandler, RuntimeStoppedError } from "../lambda-runner.js";
-import { createPrng } from "../prng.js";
-import { applyEnvironment, LocalRuntime } from "../runtime.js";
-import { scanTable } from "../scan-table.js";
-import { LOCAL_ACCOUNT_ID } from "../sqs-server.js";
 import { describeLoadError, type ErrorSummary, summarizeErrors } from "./errors.js";
 import { checkInvariants, type InvariantCheck } from "./invariants.js";
 import { loadHandler } from "./load-handler.js";

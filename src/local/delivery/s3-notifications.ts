@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
 import type { S3EventRecord } from "aws-lambda";
-import { encodeS3NotificationKey } from "../sources/key-encoding.js";
-import { LOCAL_REGION } from "./dynamodb-local.js";
-import type { S3rverEventRecord } from "./s3-server.js";
+import { encodeS3NotificationKey } from "../../sources/key-encoding.js";
+import { LOCAL_REGION } from "../aws-local.js";
+import type { S3rverEventRecord } from "../emulators/s3-server.js";
 
 export interface S3NotificationFactoryOptions {
   region?: string;

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { readdir, readFile } from "node:fs/promises";
 import { join, relative, sep } from "node:path";
-import type { Prng } from "../prng.js";
+import type { Prng } from "../../local/sim/prng.js";
 
 /** An object to upload: its key and body. */
 export interface UploadObject {

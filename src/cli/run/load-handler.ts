@@ -1,8 +1,8 @@
 import { existsSync } from "node:fs";
 import { isAbsolute, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
-import type { LambdaHandler } from "../lambda-runner.js";
-import { installLine } from "../requirements.js";
+import type { LambdaHandler } from "../../local/delivery/lambda-runner.js";
+import { installLine } from "../../local/emulators/requirements.js";
 
 const TYPESCRIPT = /\.(ts|mts|cts|tsx)$/;
 

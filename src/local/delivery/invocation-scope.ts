@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from "node:async_hooks";
-import type { RunFaults } from "./faults.js";
+import type { RunFaults } from "../sim/faults.js";
 
 /**
  * What the local Lambda runner knows about the invocation the current code runs in, carried by

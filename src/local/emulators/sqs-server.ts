@@ -21,10 +21,7 @@
 import type { AddressInfo } from "node:net";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import type { BuildAppOptions, buildApp } from "fauxqs";
-import { LOCAL_CREDENTIALS, LOCAL_REGION } from "./dynamodb-local.js";
-
-/** fauxqs's account id, in every queue URL and ARN. */
-export const LOCAL_ACCOUNT_ID = "000000000000";
+import { LOCAL_ACCOUNT_ID, LOCAL_CREDENTIALS, LOCAL_REGION } from "../aws-local.js";
 
 export interface LocalSqsServer {
   /** `http://127.0.0.1:<port>` */

@@ -1,13 +1,13 @@
 import { randomUUID } from "node:crypto";
 import type { Context } from "aws-lambda";
-import { OptionsError } from "../core/errors.js";
-import type { Activity } from "./activity.js";
-import { FaultInjector, type FaultOptions, type RunFaults } from "./faults.js";
+import { OptionsError } from "../../core/errors.js";
+import type { Activity } from "../sim/activity.js";
+import { FaultInjector, type FaultOptions, type RunFaults } from "../sim/faults.js";
+import type { Prng } from "../sim/prng.js";
+import type { Sleeper } from "../sim/sleeper.js";
+import type { RunStatus, Trace } from "../sim/trace.js";
 import { type InvocationScope, runInScope } from "./invocation-scope.js";
 import { createLambdaContext } from "./lambda-context.js";
-import type { Prng } from "./prng.js";
-import type { Sleeper } from "./sleeper.js";
-import type { RunStatus, Trace } from "./trace.js";
 
 /**
  * Any Lambda handler, whatever event type it declares (a `never` parameter accepts them all; the

@@ -1,6 +1,7 @@
-import { readFileSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { accessSync, constants, readFileSync } from "node:fs";
+import { delimiter, dirname, isAbsolute, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { missingJava } from "./dynamodb-local.js";
 
 /**
  * The local runtime's packages are optional peer dependencies of effectively-once: a Lambda deployment never
@@ -81,4 +82,48 @@ function installedVersion(name: string, dir: string): string | undefined {
     }
     if (dirname(d) === d) return undefined;
   }
+}
+
+/**
+ * Checks, in milliseconds and before anything starts, what starting the wanted servers needs: Java on the PATH for
+ * DynamoDB Local (unless an endpoint is given), and the emulator packages. Throws a one-line Error naming what is
+ * missing.
+ */
+export function requireServers(
+  want: { dynamodb?: boolean; s3?: boolean; sqs?: boolean },
+  options: { dynamodbEndpoint?: string | undefined; javaPath?: string | undefined },
+): void {
+  if (want.dynamodb && !options.dynamodbEndpoint) {
+    requirePackage("amplify-dynamodb-simulator", "DynamoDB Local");
+    const java = options.javaPath ?? "java";
+    if (!findExecutable(java)) throw new Error(missingJava(java));
+  }
+  if (want.s3) requirePackage("s3rver", "the local S3 server");
+  if (want.sqs) requirePackage("fauxqs", "the local SQS server");
+}
+
+function requirePackage(name: string, what: string): void {
+  try {
+    import.meta.resolve(name);
+  } catch {
+    throw new Error(`${what} needs the npm package ${name} (npm i -D ${name})`);
+  }
+}
+
+/** Whether `command` is an executable file, as a path or found on the PATH (with PATHEXT on Windows). */
+function findExecutable(command: string): boolean {
+  const executable = (path: string) => {
+    try {
+      accessSync(path, constants.X_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  if (isAbsolute(command) || command.includes("/") || command.includes("\\")) return executable(command);
+  const exts = process.platform === "win32" ? (process.env.PATHEXT ?? ".EXE").split(";") : [""];
+  return (process.env.PATH ?? "")
+    .split(delimiter)
+    .filter(Boolean)
+    .some((dir) => exts.some((ext) => executable(join(dir, command + ext))));
 }

@@ -1,15 +1,15 @@
 import { SendMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import type { S3EventRecord } from "aws-lambda";
-import type { Activity } from "./activity.js";
+import type { LocalS3Server, S3rverEventRecord } from "../emulators/s3-server.js";
+import type { Activity } from "../sim/activity.js";
+import { FaultInjector, type FaultOptions } from "../sim/faults.js";
+import type { Prng } from "../sim/prng.js";
+import type { Sleeper } from "../sim/sleeper.js";
+import type { Trace } from "../sim/trace.js";
 import { type AsyncInvokeOptions, AsyncInvoker } from "./async-invoke.js";
 import { toEventBridgeEvent } from "./eventbridge-envelope.js";
-import { FaultInjector, type FaultOptions } from "./faults.js";
 import type { LocalFunction } from "./lambda-runner.js";
-import type { Prng } from "./prng.js";
 import type { S3NotificationFactory } from "./s3-notifications.js";
-import type { LocalS3Server, S3rverEventRecord } from "./s3-server.js";
-import type { Sleeper } from "./sleeper.js";
-import type { Trace } from "./trace.js";
 
 /** Which object events a route gets (like a notification configuration's Events and Filter). */
 export interface NotificationFilter {

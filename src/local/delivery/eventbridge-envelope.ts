@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { EventBridgeEvent, S3EventRecord } from "aws-lambda";
-import { decodeS3NotificationKey } from "../sources/key-encoding.js";
-import { LOCAL_ACCOUNT_ID } from "./sqs-server.js";
+import { decodeS3NotificationKey } from "../../sources/key-encoding.js";
+import { LOCAL_ACCOUNT_ID } from "../aws-local.js";
 
 export type S3EventBridgeEvent = EventBridgeEvent<string, Record<string, unknown>>;
 

@@ -1,6 +1,6 @@
-import { classifyRefusal, describeClaim, type Refusal } from "../core/state.js";
-import type { StateStore } from "../core/store.js";
-import { currentInvocation } from "./invocation-scope.js";
+import { classifyRefusal, describeClaim, type Refusal } from "../../core/state.js";
+import type { StateStore } from "../../core/store.js";
+import { currentInvocation } from "../delivery/invocation-scope.js";
 import type { GuardStep, Trace } from "./trace.js";
 
 /**

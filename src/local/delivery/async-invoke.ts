@@ -1,12 +1,12 @@
 import { randomUUID } from "node:crypto";
-import { describeValue } from "../core/describe-value.js";
-import { OptionsError } from "../core/errors.js";
-import type { Activity } from "./activity.js";
-import { FaultInjector, type FaultOptions } from "./faults.js";
+import { describeValue } from "../../core/describe-value.js";
+import { OptionsError } from "../../core/errors.js";
+import type { Activity } from "../sim/activity.js";
+import { FaultInjector, type FaultOptions } from "../sim/faults.js";
+import type { Prng } from "../sim/prng.js";
+import type { Sleeper } from "../sim/sleeper.js";
+import type { SourceKind, Trace } from "../sim/trace.js";
 import type { LocalFunction, RunResult } from "./lambda-runner.js";
-import type { Prng } from "./prng.js";
-import type { Sleeper } from "./sleeper.js";
-import type { SourceKind, Trace } from "./trace.js";
 
 export interface AsyncInvokeOptions {
   /** Retries after a failed, timed-out or crashed run. Lambda's default (and maximum) is 2. */

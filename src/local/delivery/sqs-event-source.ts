@@ -8,15 +8,15 @@ import {
   type SQSClient,
 } from "@aws-sdk/client-sqs";
 import type { SQSMessageAttributes, SQSRecord } from "aws-lambda";
-import { describeValue } from "../core/describe-value.js";
-import { OptionsError } from "../core/errors.js";
-import type { Activity } from "./activity.js";
-import { LOCAL_REGION } from "./dynamodb-local.js";
-import { FaultInjector, type FaultOptions } from "./faults.js";
+import { describeValue } from "../../core/describe-value.js";
+import { OptionsError } from "../../core/errors.js";
+import { LOCAL_REGION } from "../aws-local.js";
+import type { Activity } from "../sim/activity.js";
+import { FaultInjector, type FaultOptions } from "../sim/faults.js";
+import type { Prng } from "../sim/prng.js";
+import type { Sleeper } from "../sim/sleeper.js";
+import type { Trace } from "../sim/trace.js";
 import type { LocalFunction, RunResult } from "./lambda-runner.js";
-import type { Prng } from "./prng.js";
-import type { Sleeper } from "./sleeper.js";
-import type { Trace } from "./trace.js";
 
 export interface SqsEventSourceOptions {
   queueUrl: string;

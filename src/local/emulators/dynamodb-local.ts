@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { DynamoDBClient, ListTablesCommand } from "@aws-sdk/client-dynamodb";
+import { LOCAL_CREDENTIALS, LOCAL_REGION } from "../aws-local.js";
 import { freePort } from "./free-port.js";
 
 /**
@@ -27,9 +28,6 @@ export interface StartDynamoDBLocalOptions {
   /** How long to wait for the server to answer, default 30 000 ms. */
   startTimeoutMs?: number;
 }
-
-export const LOCAL_CREDENTIALS = { accessKeyId: "local", secretAccessKey: "local" } as const;
-export const LOCAL_REGION = "us-east-1";
 
 /** What to say when there is no Java to run DynamoDB Local. */
 export function missingJava(java: string): string {
