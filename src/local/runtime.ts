@@ -21,10 +21,11 @@ import { requireServers } from "./emulators/requirements.js";
 import { type LocalS3Server, S3RVER_CREDENTIALS, startS3Server } from "./emulators/s3-server.js";
 import { onShutdownSignal } from "./emulators/shutdown.js";
 import { type LocalSqsServer, startSqsServer } from "./emulators/sqs-server.js";
-import { Activity } from "./sim/activity.js";
-import { createPrng, type Prng } from "./sim/prng.js";
-import { Sleeper } from "./sim/sleeper.js";
-import { type SourceKind, Trace } from "./sim/trace.js";
+import type { Activity } from "./sim/activity.js";
+import type { Prng } from "./sim/prng.js";
+import { createSimulation, type Simulation } from "./sim/simulation.js";
+import type { Sleeper } from "./sim/sleeper.js";
+import type { SourceKind, Trace } from "./sim/trace.js";
 
 export interface LocalRuntimeOptions {
   /** Seed of every fault decision. Default 1. */
@@ -74,9 +75,11 @@ export interface IdleOptions {
  * Handlers run unchanged: `env()` gives the variables that point the AWS SDK's default endpoints here.
  */
 export class LocalRuntime {
-  readonly trace = new Trace();
-  readonly activity = new Activity();
-  readonly sleeper = new Sleeper();
+  /** What every function, invoker, event source and notification route of this runtime shares. */
+  readonly sim: Simulation;
+  readonly trace: Trace;
+  readonly activity: Activity;
+  readonly sleeper: Sleeper;
   readonly prng: Prng;
   readonly dynamodb?: { endpoint: string; server?: DynamoDBLocal };
   readonly s3?: LocalS3Server;
@@ -92,7 +95,7 @@ export class LocalRuntime {
   #sqsClient?: SQSClient;
 
   private constructor(
-    prng: Prng,
+    sim: Simulation,
     parts: {
       dynamodb?: { endpoint: string; server?: DynamoDBLocal };
       s3?: LocalS3Server;
@@ -100,20 +103,20 @@ export class LocalRuntime {
       versioned: boolean;
     },
   ) {
-    this.prng = prng;
+    this.sim = sim;
+    ({ trace: this.trace, activity: this.activity, sleeper: this.sleeper, prng: this.prng } = sim);
     this.dynamodb = parts.dynamodb;
     this.s3 = parts.s3;
     this.sqs = parts.sqs;
     if (parts.s3) {
-      this.notifications = new BucketNotifications({
-        s3: parts.s3,
-        sqs: parts.sqs ? this.sqsClient() : undefined,
-        factory: new S3NotificationFactory({ versioned: parts.versioned }),
-        trace: this.trace,
-        activity: this.activity,
-        sleeper: this.sleeper,
-        prng: this.prng,
-      });
+      this.notifications = new BucketNotifications(
+        {
+          s3: parts.s3,
+          sqs: parts.sqs ? this.sqsClient() : undefined,
+          factory: new S3NotificationFactory({ versioned: parts.versioned }),
+        },
+        sim,
+      );
     }
   }
 
@@ -149,7 +152,7 @@ export class LocalRuntime {
       : want.dynamodb && options.dynamodbEndpoint
         ? { endpoint: options.dynamodbEndpoint }
         : undefined;
-    const runtime = new LocalRuntime(createPrng(options.seed ?? 1), {
+    const runtime = new LocalRuntime(createSimulation(options.seed ?? 1), {
       dynamodb,
       s3: value(s3),
       sqs: value(sqs),
@@ -297,22 +300,12 @@ export class LocalRuntime {
 
   /** Asynchronous invocation of `fn` (as S3 and EventBridge use it), for events the caller makes. */
   asyncInvoker(fn: LocalFunction, source: SourceKind, options: AsyncInvokeOptions = {}): AsyncInvoker {
-    return new AsyncInvoker(fn, source, options, {
-      trace: this.trace,
-      activity: this.activity,
-      sleeper: this.sleeper,
-      prng: this.prng,
-    });
+    return new AsyncInvoker(fn, source, options, this.sim);
   }
 
   /** A Lambda function run by this runtime. */
   fn(options: LocalFunctionOptions): LocalFunction {
-    const fn = new LocalFunction(options, {
-      trace: this.trace,
-      activity: this.activity,
-      sleeper: this.sleeper,
-      prng: this.prng,
-    });
+    const fn = new LocalFunction(options, this.sim);
     this.#functions.push(fn);
     return fn;
   }
@@ -325,13 +318,7 @@ export class LocalRuntime {
 
   /** Starts polling `options.queueUrl` for `fn` (an SQS event source mapping). */
   sqsEventSource(fn: LocalFunction, options: SqsEventSourceOptions): SqsEventSource {
-    const source = new SqsEventSource(fn, options, {
-      client: this.sqsClient(),
-      trace: this.trace,
-      activity: this.activity,
-      sleeper: this.sleeper,
-      prng: this.prng,
-    });
+    const source = new SqsEventSource(fn, options, this.sqsClient(), this.sim);
     this.#sources.push(source);
     source.start();
     return source;

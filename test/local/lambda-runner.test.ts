@@ -7,10 +7,8 @@ import {
   type LambdaHandler,
   LocalFunction,
 } from "../../src/local/delivery/lambda-runner.js";
-import { Activity } from "../../src/local/sim/activity.js";
-import { createPrng } from "../../src/local/sim/prng.js";
-import { Sleeper } from "../../src/local/sim/sleeper.js";
-import { Trace, type TraceEvent } from "../../src/local/sim/trace.js";
+import { createSimulation, type Simulation } from "../../src/local/sim/simulation.js";
+import type { TraceEvent } from "../../src/local/sim/trace.js";
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
@@ -22,9 +20,9 @@ function deferred<T = void>() {
   return { promise, resolve };
 }
 
-let deps: { trace: Trace; activity: Activity; sleeper: Sleeper; prng: ReturnType<typeof createPrng> };
+let deps: Simulation;
 const fresh = () => {
-  deps = { trace: new Trace(), activity: new Activity(), sleeper: new Sleeper(), prng: createPrng(1) };
+  deps = createSimulation(1);
   return deps;
 };
 afterEach(() => deps?.sleeper.stop());

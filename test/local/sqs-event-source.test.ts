@@ -5,10 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type LambdaHandler, LocalFunction } from "../../src/local/delivery/lambda-runner.js";
 import { SqsEventSource } from "../../src/local/delivery/sqs-event-source.js";
 import { type LocalSqsServer, startSqsServer } from "../../src/local/emulators/sqs-server.js";
-import { Activity } from "../../src/local/sim/activity.js";
-import { createPrng } from "../../src/local/sim/prng.js";
-import { Sleeper } from "../../src/local/sim/sleeper.js";
-import { Trace } from "../../src/local/sim/trace.js";
+import { createSimulation } from "../../src/local/sim/simulation.js";
 
 let server: LocalSqsServer;
 let sqs: SQSClient;
@@ -42,7 +39,7 @@ async function pipeline(
       },
     }),
   );
-  const deps = { trace: new Trace(), activity: new Activity(), sleeper: new Sleeper(), prng: createPrng(1) };
+  const deps = createSimulation(1);
   const fn = new LocalFunction({ name: "consumer", handler, timeoutMs: 5000 }, deps);
   for (let i = 0; i < options.messages; i++) {
     await sqs.send(
@@ -52,7 +49,8 @@ async function pipeline(
   const source = new SqsEventSource(
     fn,
     { queueUrl: queue.QueueUrl ?? "", queueArn: server.queueArn(name), batchSize: options.batchSize ?? 10 },
-    { ...deps, client: sqs },
+    sqs,
+    deps,
   );
   source.start();
   const deadline = Date.now() + 20_000;

@@ -1,11 +1,9 @@
 import { randomUUID } from "node:crypto";
 import { describeValue } from "../../core/describe-value.js";
 import { OptionsError } from "../../core/errors.js";
-import type { Activity } from "../sim/activity.js";
 import { FaultInjector, type FaultOptions } from "../sim/faults.js";
-import type { Prng } from "../sim/prng.js";
-import type { Sleeper } from "../sim/sleeper.js";
-import type { SourceKind, Trace } from "../sim/trace.js";
+import type { Simulation } from "../sim/simulation.js";
+import type { SourceKind } from "../sim/trace.js";
 import type { LocalFunction, RunResult } from "./lambda-runner.js";
 
 export interface AsyncInvokeOptions {
@@ -28,14 +26,6 @@ export interface FailedAsyncEvent {
   lastRun: RunResult;
 }
 
-interface Deps {
-  trace: Trace;
-  activity: Activity;
-  sleeper: Sleeper;
-  prng: Prng;
-  now?: () => number;
-}
-
 /**
  * Asynchronous invocation, as S3 and EventBridge use it: the caller does not wait; Lambda queues the
  * event, runs it, and on error (throw, timeout, crash) retries it up to `maxRetries` times after a delay,
@@ -48,10 +38,9 @@ export class AsyncInvoker {
   readonly #maxRetries: number;
   readonly #retryDelaysMs: number[];
   readonly #faults: FaultInjector;
-  readonly #deps: Deps;
-  readonly #now: () => number;
+  readonly #sim: Simulation;
 
-  constructor(fn: LocalFunction, source: SourceKind, options: AsyncInvokeOptions, deps: Deps) {
+  constructor(fn: LocalFunction, source: SourceKind, options: AsyncInvokeOptions, sim: Simulation) {
     this.#fn = fn;
     this.#source = source;
     this.#maxRetries = options.maxRetries ?? 2;
@@ -64,9 +53,8 @@ export class AsyncInvoker {
     if (this.#retryDelaysMs.length === 0 || this.#retryDelaysMs.some((d) => !(d >= 0))) {
       throw new OptionsError("async invoke: retryDelaysMs must be a non-empty list of non-negative numbers");
     }
-    this.#faults = new FaultInjector(options.faults, deps.prng.fork(`async:${fn.name}:${source}`));
-    this.#deps = deps;
-    this.#now = deps.now ?? Date.now;
+    this.#faults = new FaultInjector(options.faults, sim.prng.fork(`async:${fn.name}:${source}`));
+    this.#sim = sim;
   }
 
   /**
@@ -76,25 +64,25 @@ export class AsyncInvoker {
   deliver(event: unknown, records: string[]): void {
     const { delaysMs } = this.#faults.forDelivery();
     delaysMs.forEach((delayMs, copy) => {
-      void this.#deps.activity.track(this.#deliverCopy(event, records, delayMs, copy > 0));
+      void this.#sim.activity.track(this.#deliverCopy(event, records, delayMs, copy > 0));
     });
   }
 
   async #deliverCopy(event: unknown, records: string[], delayMs: number, duplicate: boolean): Promise<void> {
-    await this.#deps.sleeper.sleep(delayMs);
+    await this.#sim.sleeper.sleep(delayMs);
     const requestId = randomUUID();
     let run: RunResult | undefined;
     for (let attempt = 1; attempt <= this.#maxRetries + 1; attempt++) {
-      if (this.#deps.sleeper.stopped) return;
+      if (this.#sim.sleeper.stopped) return;
       if (attempt > 1) {
         const wait = this.#retryDelaysMs[Math.min(attempt - 2, this.#retryDelaysMs.length - 1)] ?? 0;
-        await this.#deps.sleeper.sleep(wait);
-        if (this.#deps.sleeper.stopped) return;
+        await this.#sim.sleeper.sleep(wait);
+        if (this.#sim.sleeper.stopped) return;
       }
       const runId = randomUUID();
-      this.#deps.trace.emit({
+      this.#sim.trace.emit({
         type: "delivery",
-        atMs: this.#now(),
+        atMs: this.#sim.now(),
         source: this.#source,
         functionName: this.#fn.name,
         requestId,
@@ -108,9 +96,9 @@ export class AsyncInvoker {
     }
     if (!run) return;
     this.failed.push({ event, records, requestId, lastRun: run });
-    this.#deps.trace.emit({
+    this.#sim.trace.emit({
       type: "dead-letter",
-      atMs: this.#now(),
+      atMs: this.#sim.now(),
       source: this.#source,
       functionName: this.#fn.name,
       records,

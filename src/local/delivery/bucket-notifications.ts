@@ -1,11 +1,8 @@
 import { SendMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import type { S3EventRecord } from "aws-lambda";
 import type { LocalS3Server, S3rverEventRecord } from "../emulators/s3-server.js";
-import type { Activity } from "../sim/activity.js";
 import { FaultInjector, type FaultOptions } from "../sim/faults.js";
-import type { Prng } from "../sim/prng.js";
-import type { Sleeper } from "../sim/sleeper.js";
-import type { Trace } from "../sim/trace.js";
+import type { Simulation } from "../sim/simulation.js";
 import { type AsyncInvokeOptions, AsyncInvoker } from "./async-invoke.js";
 import { toEventBridgeEvent } from "./eventbridge-envelope.js";
 import type { LocalFunction } from "./lambda-runner.js";
@@ -34,14 +31,12 @@ export interface BucketRouteOptions {
   faults?: FaultOptions;
 }
 
-interface Deps {
+/** What the notifications come from and go through. */
+export interface NotificationServers {
   s3: LocalS3Server;
+  /** For S3 → SQS routes. */
   sqs?: SQSClient;
   factory: S3NotificationFactory;
-  trace: Trace;
-  activity: Activity;
-  sleeper: Sleeper;
-  prng: Prng;
 }
 
 /**
@@ -50,13 +45,15 @@ interface Deps {
  * s3rver's request handler, so sequencers follow the order S3 accepted the changes.
  */
 export class BucketNotifications {
-  readonly #deps: Deps;
+  readonly #servers: NotificationServers;
+  readonly #sim: Simulation;
   readonly #routes = new Map<string, ((record: S3EventRecord) => void)[]>();
   readonly #unsubscribe: () => void;
 
-  constructor(deps: Deps) {
-    this.#deps = deps;
-    this.#unsubscribe = deps.s3.onObjectEvent((raw) => this.#onEvent(raw));
+  constructor(servers: NotificationServers, sim: Simulation) {
+    this.#servers = servers;
+    this.#sim = sim;
+    this.#unsubscribe = servers.s3.onObjectEvent((raw) => this.#onEvent(raw));
   }
 
   /** Routes `bucket`'s notifications; returns a function removing the route. */
@@ -65,17 +62,17 @@ export class BucketNotifications {
     const label = route.via === "sqs" ? route.queueUrl : route.function.name;
     const faults = new FaultInjector(
       options.faults,
-      this.#deps.prng.fork(`s3:${bucket}:${route.via}:${label}`),
+      this.#sim.prng.fork(`s3:${bucket}:${route.via}:${label}`),
     );
     let deliver: (record: S3EventRecord) => void;
     if (route.via === "sqs") {
-      const sqs = this.#deps.sqs;
+      const sqs = this.#servers.sqs;
       if (!sqs) throw new Error("S3 → SQS routing needs the SQS server (LocalRuntime services.sqs)");
       deliver = (record) => {
         const body = JSON.stringify({ Records: [record] });
         for (const delayMs of faults.forDelivery().delaysMs) {
-          void this.#deps.activity.track(
-            this.#deps.sleeper
+          void this.#sim.activity.track(
+            this.#sim.sleeper
               .sleep(delayMs)
               .then(() => sqs.send(new SendMessageCommand({ QueueUrl: route.queueUrl, MessageBody: body })))
               .then(() => undefined),
@@ -88,7 +85,7 @@ export class BucketNotifications {
         route.function,
         route.via,
         { ...route.asyncInvoke, faults: options.faults },
-        this.#deps,
+        this.#sim,
       );
       deliver = (record) => {
         const requestId = record.responseElements["x-amz-request-id"];
@@ -119,8 +116,8 @@ export class BucketNotifications {
   #onEvent(raw: S3rverEventRecord): void {
     const routes = this.#routes.get(raw.s3.bucket.name);
     if (!routes || routes.length === 0) return;
-    const record = this.#deps.factory.fromS3rver(raw);
-    this.#deps.trace.emit({ type: "s3-event", atMs: Date.now(), record });
+    const record = this.#servers.factory.fromS3rver(raw);
+    this.#sim.trace.emit({ type: "s3-event", atMs: this.#sim.now(), record });
     for (const r of routes) r(record);
   }
 }

@@ -1,11 +1,9 @@
 import { randomUUID } from "node:crypto";
 import type { Context } from "aws-lambda";
 import { OptionsError } from "../../core/errors.js";
-import type { Activity } from "../sim/activity.js";
 import { FaultInjector, type FaultOptions, type RunFaults } from "../sim/faults.js";
-import type { Prng } from "../sim/prng.js";
-import type { Sleeper } from "../sim/sleeper.js";
-import type { RunStatus, Trace } from "../sim/trace.js";
+import type { Simulation } from "../sim/simulation.js";
+import type { RunStatus } from "../sim/trace.js";
 import { type InvocationScope, runInScope } from "./invocation-scope.js";
 import { createLambdaContext } from "./lambda-context.js";
 
@@ -56,14 +54,6 @@ export class RuntimeStoppedError extends Error {
   }
 }
 
-interface Deps {
-  trace: Trace;
-  activity: Activity;
-  sleeper: Sleeper;
-  prng: Prng;
-  now?: () => number;
-}
-
 /**
  * One Lambda function: runs the handler with a Lambda context, at most `concurrency` at a time, and
  * gives up on a run at its timeout. A run past its timeout counts as failed but is not stopped (JS cannot
@@ -77,14 +67,13 @@ export class LocalFunction {
   readonly memoryMb: number;
   readonly #handler: LambdaHandler;
   readonly #faults: FaultInjector;
-  readonly #deps: Deps;
-  readonly #now: () => number;
+  readonly #sim: Simulation;
   readonly #slotWaiters: (() => void)[] = [];
   readonly #crashed = new Set<(error: Error) => void>();
   #active = 0;
   #runs = 0;
 
-  constructor(options: LocalFunctionOptions, deps: Deps) {
+  constructor(options: LocalFunctionOptions, sim: Simulation) {
     if (!options.name) throw new OptionsError("LocalFunction: name is required");
     if (typeof options.handler !== "function")
       throw new OptionsError("LocalFunction: handler must be a function");
@@ -93,9 +82,8 @@ export class LocalFunction {
     this.concurrency = positive("concurrency", options.concurrency ?? 10);
     this.memoryMb = positive("memoryMb", options.memoryMb ?? 512);
     this.#handler = options.handler;
-    this.#faults = new FaultInjector(options.faults, deps.prng.fork(`function:${options.name}`));
-    this.#deps = deps;
-    this.#now = deps.now ?? Date.now;
+    this.#faults = new FaultInjector(options.faults, sim.prng.fork(`function:${options.name}`));
+    this.#sim = sim;
   }
 
   /** Runs currently holding a concurrency slot (zombies do not). */
@@ -120,7 +108,7 @@ export class LocalFunction {
     const requestId = options.requestId ?? randomUUID();
     const runId = options.runId ?? randomUUID();
     const faults = this.#faults.forRun(options.attempt ?? 1);
-    const startedAtMs = this.#now();
+    const startedAtMs = this.#sim.now();
     this.#runs++;
     const controller = new AbortController();
     let reportCrash!: () => void;
@@ -130,7 +118,7 @@ export class LocalFunction {
     let hung: ((error: Error) => void) | undefined;
     // The run counts as activity until its code settles (zombies included), except once it has crashed:
     // crashed code hangs until stop, and the runtime must still be able to go idle.
-    const endActivity = this.#deps.activity.begin();
+    const endActivity = this.#sim.activity.begin();
     let faultPointMissed = false;
     const scope: InvocationScope = {
       requestId,
@@ -139,12 +127,12 @@ export class LocalFunction {
       faults,
       signal: controller.signal,
       faultPointReached: false,
-      sleep: (ms) => this.#deps.sleeper.sleep(ms),
+      sleep: (ms) => this.#sim.sleeper.sleep(ms),
       crash: () => {
         reportCrash();
         endActivity();
         return new Promise<never>((_, reject) => {
-          if (this.#deps.sleeper.stopped) return reject(new RuntimeStoppedError());
+          if (this.#sim.sleeper.stopped) return reject(new RuntimeStoppedError());
           hung = reject;
           this.#crashed.add(reject);
         });
@@ -156,7 +144,7 @@ export class LocalFunction {
       memoryMb: this.memoryMb,
       startedAtMs,
       requestId,
-      now: this.#now,
+      now: this.#sim.now,
     });
     const work = runInScope(scope, async () => {
       if (faults.failBefore) throw new InjectedFailure("before");
@@ -187,7 +175,7 @@ export class LocalFunction {
       clearTimeout(timer);
       this.#release();
     }
-    const durationMs = this.#now() - startedAtMs;
+    const durationMs = this.#sim.now() - startedAtMs;
     let run: RunResult;
     if (first.kind === "returned") {
       endActivity();
@@ -213,9 +201,9 @@ export class LocalFunction {
         if (hung) this.#crashed.delete(hung);
       }).finally(endActivity);
     }
-    this.#deps.trace.emit({
+    this.#sim.trace.emit({
       type: "run",
-      atMs: this.#now(),
+      atMs: this.#sim.now(),
       functionName: this.name,
       requestId,
       runId,
@@ -241,9 +229,9 @@ export class LocalFunction {
   ): Promise<void> {
     return settled.then((outcome) => {
       cleanup();
-      this.#deps.trace.emit({
+      this.#sim.trace.emit({
         type: "zombie-end",
-        atMs: this.#now(),
+        atMs: this.#sim.now(),
         functionName: this.name,
         runId,
         ...(outcome.kind === "threw" ? { error: describe(outcome.error) } : {}),

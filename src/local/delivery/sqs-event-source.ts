@@ -11,11 +11,8 @@ import type { SQSMessageAttributes, SQSRecord } from "aws-lambda";
 import { describeValue } from "../../core/describe-value.js";
 import { OptionsError } from "../../core/errors.js";
 import { LOCAL_REGION } from "../aws-local.js";
-import type { Activity } from "../sim/activity.js";
 import { FaultInjector, type FaultOptions } from "../sim/faults.js";
-import type { Prng } from "../sim/prng.js";
-import type { Sleeper } from "../sim/sleeper.js";
-import type { Trace } from "../sim/trace.js";
+import type { Simulation } from "../sim/simulation.js";
 import type { LocalFunction, RunResult } from "./lambda-runner.js";
 
 export interface SqsEventSourceOptions {
@@ -33,15 +30,6 @@ export interface SqsEventSourceOptions {
   faults?: FaultOptions;
 }
 
-interface Deps {
-  client: SQSClient;
-  trace: Trace;
-  activity: Activity;
-  sleeper: Sleeper;
-  prng: Prng;
-  now?: () => number;
-}
-
 /**
  * Lambda's SQS event source mapping: polls the queue, invokes the function with batches in Lambda's
  * SQS event shape (ApproximateReceiveCount and the rest of the attributes included), deletes what
@@ -55,14 +43,14 @@ export class SqsEventSource {
   readonly #fn: LocalFunction;
   readonly #options: Required<Omit<SqsEventSourceOptions, "faults">>;
   readonly #faults: FaultInjector;
-  readonly #deps: Deps;
-  readonly #now: () => number;
+  readonly #client: SQSClient;
+  readonly #sim: Simulation;
   #inFlight = 0;
   #running = false;
   #loop: Promise<void> | undefined;
   #wake: (() => void) | undefined;
 
-  constructor(fn: LocalFunction, options: SqsEventSourceOptions, deps: Deps) {
+  constructor(fn: LocalFunction, options: SqsEventSourceOptions, client: SQSClient, sim: Simulation) {
     const batchSize = options.batchSize ?? 10;
     if (!Number.isSafeInteger(batchSize) || batchSize < 1 || batchSize > 10) {
       throw new OptionsError(`SQS event source: batchSize must be 1 to 10, got ${describeValue(batchSize)}`);
@@ -76,9 +64,9 @@ export class SqsEventSource {
       maxConcurrentBatches: options.maxConcurrentBatches ?? fn.concurrency,
       pollIntervalMs: options.pollIntervalMs ?? 50,
     };
-    this.#faults = new FaultInjector(options.faults, deps.prng.fork(`sqs:${fn.name}:${options.queueArn}`));
-    this.#deps = deps;
-    this.#now = deps.now ?? Date.now;
+    this.#faults = new FaultInjector(options.faults, sim.prng.fork(`sqs:${fn.name}:${options.queueArn}`));
+    this.#client = client;
+    this.#sim = sim;
   }
 
   get queueUrl(): string {
@@ -101,7 +89,7 @@ export class SqsEventSource {
   /** True when the queue holds no message (visible, in flight or delayed) and no batch is running. */
   async drained(): Promise<boolean> {
     if (this.#inFlight > 0) return false;
-    const out = await this.#deps.client.send(
+    const out = await this.#client.send(
       new GetQueueAttributesCommand({
         QueueUrl: this.#options.queueUrl,
         AttributeNames: [
@@ -120,14 +108,14 @@ export class SqsEventSource {
   }
 
   async #poll(): Promise<void> {
-    while (this.#running && !this.#deps.sleeper.stopped) {
+    while (this.#running && !this.#sim.sleeper.stopped) {
       if (this.#inFlight >= this.#options.maxConcurrentBatches) {
         await this.#pause();
         continue;
       }
       let messages: Message[];
       try {
-        const out = await this.#deps.client.send(
+        const out = await this.#client.send(
           new ReceiveMessageCommand({
             QueueUrl: this.#options.queueUrl,
             MaxNumberOfMessages: this.#options.batchSize,
@@ -148,7 +136,7 @@ export class SqsEventSource {
       const { delaysMs } = this.#faults.forDelivery();
       delaysMs.forEach((delayMs, copy) => {
         this.#inFlight++;
-        void this.#deps.activity.track(
+        void this.#sim.activity.track(
           this.#dispatch(messages, delayMs, copy > 0).finally(() => {
             this.#inFlight--;
             this.#wake?.();
@@ -172,13 +160,13 @@ export class SqsEventSource {
   }
 
   async #dispatch(messages: Message[], delayMs: number, duplicate: boolean): Promise<void> {
-    await this.#deps.sleeper.sleep(delayMs);
+    await this.#sim.sleeper.sleep(delayMs);
     const records = messages.map((m) => toLambdaRecord(m, this.#options.queueArn));
     const attempt = Math.max(...records.map((r) => Number(r.attributes.ApproximateReceiveCount) || 1));
     const requestId = randomUUID();
-    this.#deps.trace.emit({
+    this.#sim.trace.emit({
       type: "delivery",
-      atMs: this.#now(),
+      atMs: this.#sim.now(),
       source: "sqs",
       functionName: this.#fn.name,
       requestId,
@@ -195,7 +183,7 @@ export class SqsEventSource {
         .slice(i, i + 10)
         .map((r, j) => ({ Id: String(j), ReceiptHandle: r.receiptHandle }));
       try {
-        await this.#deps.client.send(
+        await this.#client.send(
           new DeleteMessageBatchCommand({ QueueUrl: this.#options.queueUrl, Entries: entries }),
         );
       } catch {
