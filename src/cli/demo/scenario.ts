@@ -1,3 +1,4 @@
+import type { DeliveryStatus } from "../../core/outcomes.js";
 import type { LocalRuntime } from "../../local/runtime.js";
 
 /**
@@ -52,16 +53,14 @@ export interface TimelineEntry {
   attempt: number;
 }
 
+/** A delivery status of core/outcomes.ts, or what only the runtime sees: how the claim was taken, how the run ended. */
 export type TimelineOutcome =
-  | "processed"
-  | "duplicate"
-  | "stale"
+  | Extract<
+      DeliveryStatus,
+      "processed" | "duplicate" | "stale" | "lease-lost" | "busy" | "in-flight" | "failed"
+    >
   | "superseded"
   | "took-over"
-  | "lease-lost"
-  | "busy"
-  | "in-flight"
-  | "failed"
   | "timed-out"
   | "crashed";
 

@@ -1,5 +1,5 @@
 import { normalizeSequencer } from "../../core/position.js";
-import { type Classified, type DeliveryOutcome, DONE } from "./outcomes.js";
+import { type Classified, gotThrough } from "./outcomes.js";
 
 /** One invariant check of `eonce run` (docs/local-runtime.md), made from outside the handler where possible. */
 export interface InvariantCheck {
@@ -83,7 +83,7 @@ function monotonic({ classified, state, bucket }: CheckInputs): InvariantCheck {
   const newest = new Map<string, string>();
   let unfinished = 0;
   for (const e of classified.perEvent.values()) {
-    if (!e.outcomes.some((o) => DONE.has(o))) {
+    if (!gotThrough(e)) {
       unfinished++;
       continue;
     }
@@ -139,9 +139,8 @@ function liveness({ state }: CheckInputs): InvariantCheck {
 function nothingLost({ classified }: CheckInputs): InvariantCheck {
   const title = "nothing lost";
   const events = [...classified.perEvent.values()];
-  const ok = (e: { outcomes: DeliveryOutcome[] }) => e.outcomes.some((o) => DONE.has(o));
-  const dead = events.filter((e) => !ok(e) && e.outcomes.includes("dead-lettered"));
-  const lost = events.filter((e) => !ok(e) && !e.outcomes.includes("dead-lettered"));
+  const dead = events.filter((e) => !gotThrough(e) && e.outcomes.includes("dead-lettered"));
+  const lost = events.filter((e) => !gotThrough(e) && !e.outcomes.includes("dead-lettered"));
   const never = lost.filter((e) => e.outcomes.length === 0);
   const detail =
     `${classified.perDelivery.length} deliveries, each ended as one outcome; ` +

@@ -1,14 +1,34 @@
 import type { S3EventRecord } from "aws-lambda";
+import {
+  ACKNOWLEDGED_STATUSES,
+  type DeliveryStatus,
+  isAcknowledged,
+  isDeliveryStatus,
+  type OUTCOMES as STATUS_TABLE,
+} from "../../core/outcomes.js";
 import type { TraceEvent } from "../../local/sim/trace.js";
 
-/** How one delivery of one event ended (each ends exactly one way), as far as it can be seen from outside the handler. */
+/** The acknowledged delivery statuses of core/outcomes.ts (the type of ACKNOWLEDGED_STATUSES). */
+type AcknowledgedStatus = {
+  [S in DeliveryStatus]: (typeof STATUS_TABLE)[S]["acknowledged"] extends true ? S : never;
+}[DeliveryStatus];
+
+/**
+ * The statuses a handler may report for one event of a successful run, and that end it well: the acknowledged
+ * delivery statuses. `empty` carries no event, so it is never an event's outcome.
+ */
+export type ReportedStatus = Exclude<AcknowledgedStatus, "empty">;
+const REPORTED: readonly ReportedStatus[] = ACKNOWLEDGED_STATUSES.filter(
+  (s): s is ReportedStatus => s !== "empty",
+);
+const isReported = (s: string | undefined): s is ReportedStatus => REPORTED.includes(s as ReportedStatus);
+
+/**
+ * How one delivery of one event ended (each ends exactly one way), as far as it can be seen from outside the
+ * handler: a reported delivery status, or what only the run's watcher can tell.
+ */
 export type DeliveryOutcome =
-  | "processed"
-  | "duplicate"
-  | "stale"
-  | "lease-lost"
-  | "malformed"
-  | "test-event"
+  | ReportedStatus
   /** The run succeeded, but the handler reported nothing finer. */
   | "acknowledged"
   | "failed-will-retry"
@@ -17,13 +37,8 @@ export type DeliveryOutcome =
   /** Failed, with no later delivery and not in a dead-letter queue: lost unless another delivery made it. */
   | "failed";
 
-export const OUTCOMES: readonly DeliveryOutcome[] = [
-  "processed",
-  "duplicate",
-  "stale",
-  "lease-lost",
-  "malformed",
-  "test-event",
+export const RUN_OUTCOMES: readonly DeliveryOutcome[] = [
+  ...REPORTED,
   "acknowledged",
   "failed-will-retry",
   "dead-lettered",
@@ -31,15 +46,12 @@ export const OUTCOMES: readonly DeliveryOutcome[] = [
 ];
 
 /** Outcomes that end an event well: it was handled (or rightly skipped) and acknowledged. */
-export const DONE: ReadonlySet<DeliveryOutcome> = new Set([
-  "processed",
-  "duplicate",
-  "stale",
-  "lease-lost",
-  "malformed",
-  "test-event",
-  "acknowledged",
-]);
+const DONE: ReadonlySet<DeliveryOutcome> = new Set<DeliveryOutcome>([...REPORTED, "acknowledged"]);
+
+/** Whether some delivery of the event ended it well. */
+export function gotThrough(e: { outcomes: readonly DeliveryOutcome[] }): boolean {
+  return e.outcomes.some((o) => DONE.has(o));
+}
 
 export interface EventOutcomes {
   /** Correlation id of the event: S3 request id, SQS message id or EventBridge event id. */
@@ -79,15 +91,6 @@ export interface ClassifyInputs {
   /** SQS message ids found in the dead-letter queue after the run. */
   deadLettered?: ReadonlySet<string>;
 }
-
-const REPORTED: ReadonlySet<string> = new Set([
-  "processed",
-  "duplicate",
-  "stale",
-  "lease-lost",
-  "malformed",
-  "test-event",
-]);
 
 /**
  * Gives every delivered record exactly one outcome: from the run's status and, where the handler reports
@@ -134,7 +137,7 @@ export function classify(
       let outcome: DeliveryOutcome;
       const said = reported?.[i];
       if (status === "succeeded" && !failedIds.has(correlationId)) {
-        outcome = said && REPORTED.has(said) ? (said as DeliveryOutcome) : "acknowledged";
+        outcome = isReported(said) ? said : "acknowledged";
       } else if (status === "succeeded" && said === "malformed") {
         outcome = "malformed";
       } else if (deliveries.slice(index + 1).some((x) => x.records.includes(correlationId))) {
@@ -174,8 +177,8 @@ function reportedStatuses(result: unknown): (string | undefined)[] | undefined {
       if (!d) continue;
       const statuses = (d.events ?? []).map((e) => e.status ?? "");
       const worst =
-        statuses.find((s) => !REPORTED.has(s) && s !== "empty") ??
-        statuses.find((s) => s !== "processed" && REPORTED.has(s)) ??
+        statuses.find((s) => !isDeliveryStatus(s) || !isAcknowledged(s)) ??
+        statuses.find((s) => s !== "processed" && isReported(s)) ??
         statuses[0];
       out[typeof d.recordIndex === "number" ? d.recordIndex : out.length] = worst;
     }

@@ -24,7 +24,7 @@ import { checkInvariants, type InvariantCheck } from "./invariants.js";
 import { loadHandler } from "./load-handler.js";
 import { checkMessagesFor, type ReplayMessage, readMessages } from "./messages.js";
 import { generatedObjects, objectsFromFolder, type UploadObject, withReuploads } from "./objects.js";
-import { classify, type DeliveryOutcome, DONE, OUTCOMES, type RunCapture } from "./outcomes.js";
+import { classify, type DeliveryOutcome, gotThrough, RUN_OUTCOMES, type RunCapture } from "./outcomes.js";
 
 /** How events reach the handler. `sns-sqs` (an SNS envelope in an SQS body) is for `messages` only. */
 export type RunSource = "direct" | "sqs" | "sns-sqs" | "eventbridge";
@@ -290,9 +290,9 @@ async function drive(
     }
     if (e.type === "delivery") deliveries += e.records.length;
   }
-  const outcomes = Object.fromEntries(OUTCOMES.map((k) => [k, 0])) as Record<DeliveryOutcome, number>;
+  const outcomes = Object.fromEntries(RUN_OUTCOMES.map((k) => [k, 0])) as Record<DeliveryOutcome, number>;
   for (const outcome of classified.perDelivery) outcomes[outcome]++;
-  const unfinished = [...classified.perEvent.values()].filter((e) => !e.outcomes.some((x) => DONE.has(x)));
+  const unfinished = [...classified.perEvent.values()].filter((e) => !gotThrough(e));
   const dead = unfinished.filter((e) => e.outcomes.includes("dead-lettered")).length;
   const warnings: string[] = [];
   // A wrapper for another trigger refuses every invocation: say so before anything else.

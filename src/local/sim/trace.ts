@@ -1,4 +1,5 @@
 import type { S3EventRecord } from "aws-lambda";
+import type { Refusal } from "../../core/state.js";
 import type { RunFaults } from "./faults.js";
 
 /** How a source handed events to a function. */
@@ -56,15 +57,16 @@ export type TraceEvent =
       fence?: number;
     };
 
-/** A step of the guard protocol as the state store saw it (see instrumented-store.ts). */
+/**
+ * A step of the guard protocol as the state store saw it (see instrumented-store.ts): a claim (plain, taken over
+ * from an expired holder, or superseding a live older one), a refusal as core/state.ts classifies it (a fence
+ * refusal is no step: the guard claims again), a commit, a lost lease, a release.
+ */
 export type GuardStep =
   | "claimed"
   | "took-over"
   | "superseded"
-  | "duplicate"
-  | "stale"
-  | "busy"
-  | "in-flight"
+  | Exclude<Refusal["kind"], "fence">
   | "committed"
   | "lease-lost"
   | "released";
