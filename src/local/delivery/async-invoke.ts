@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
-import { describeValue } from "../../core/describe-value.js";
-import { OptionsError } from "../../core/errors.js";
-import { FaultInjector, type FaultOptions } from "../sim/faults.js";
+import { custom, integer, nested, resolveOptions, schemaFor } from "../../core/options.js";
+import { isDuration } from "../fields.js";
+import { FaultInjector, type FaultOptions, resolveFaults } from "../sim/faults.js";
 import type { Simulation } from "../sim/simulation.js";
 import type { SourceKind } from "../sim/trace.js";
 import type { LocalFunction, RunResult } from "./lambda-runner.js";
@@ -17,6 +17,17 @@ export interface AsyncInvokeOptions {
   /** Delivery faults: duplicateRate, reorderWindowMs (run faults belong to the function). */
   faults?: FaultOptions;
 }
+
+/** The async invoke options, field by field: retries as Lambda allows them (0 to 2). */
+export const ASYNC_INVOKE_OPTIONS = schemaFor<AsyncInvokeOptions>()({
+  maxRetries: integer({ min: 0, max: 2, default: 2 }),
+  retryDelaysMs: custom<number[], { default: number[] }>(
+    "a non-empty list of non-negative numbers",
+    (v) => Array.isArray(v) && v.length > 0 && v.every((d) => typeof d === "number" && isDuration(d)),
+    { default: [1000, 2000] },
+  ),
+  faults: nested(resolveFaults),
+});
 
 /** An event that failed every attempt: where Lambda's on-failure destination would get it. */
 export interface FailedAsyncEvent {
@@ -43,17 +54,10 @@ export class AsyncInvoker {
   constructor(fn: LocalFunction, source: SourceKind, options: AsyncInvokeOptions, sim: Simulation) {
     this.#fn = fn;
     this.#source = source;
-    this.#maxRetries = options.maxRetries ?? 2;
-    if (!Number.isSafeInteger(this.#maxRetries) || this.#maxRetries < 0 || this.#maxRetries > 2) {
-      throw new OptionsError(
-        `async invoke: maxRetries must be 0, 1 or 2 (as in Lambda), got ${describeValue(this.#maxRetries)}`,
-      );
-    }
-    this.#retryDelaysMs = options.retryDelaysMs ?? [1000, 2000];
-    if (this.#retryDelaysMs.length === 0 || this.#retryDelaysMs.some((d) => !(d >= 0))) {
-      throw new OptionsError("async invoke: retryDelaysMs must be a non-empty list of non-negative numbers");
-    }
-    this.#faults = new FaultInjector(options.faults, sim.prng.fork(`async:${fn.name}:${source}`));
+    const o = resolveOptions("async invoke", ASYNC_INVOKE_OPTIONS, options);
+    this.#maxRetries = o.maxRetries;
+    this.#retryDelaysMs = o.retryDelaysMs;
+    this.#faults = new FaultInjector(o.faults, sim.prng.fork(`async:${fn.name}:${source}`));
     this.#sim = sim;
   }
 

@@ -1,7 +1,8 @@
 import { randomUUID } from "node:crypto";
 import type { Context } from "aws-lambda";
-import { OptionsError } from "../../core/errors.js";
-import { FaultInjector, type FaultOptions, type RunFaults } from "../sim/faults.js";
+import { func, integer, nested, required, resolveOptions, schemaFor, string } from "../../core/options.js";
+import { numberField } from "../fields.js";
+import { FaultInjector, type FaultOptions, type RunFaults, resolveFaults } from "../sim/faults.js";
 import type { Simulation } from "../sim/simulation.js";
 import type { RunStatus } from "../sim/trace.js";
 import { type InvocationScope, runInScope } from "./invocation-scope.js";
@@ -54,6 +55,38 @@ export class RuntimeStoppedError extends Error {
   }
 }
 
+/** The options of a LocalFunction, field by field; `doc` is the help line of the `eonce run` flag. */
+export const LOCAL_FUNCTION_OPTIONS = schemaFor<LocalFunctionOptions>()({
+  name: required(string()),
+  handler: required(func<LambdaHandler>()),
+  timeoutMs: numberField("a positive number of ms", (n) => Number.isFinite(n) && n > 0, {
+    default: 3000,
+    doc: "function timeout",
+  }),
+  concurrency: integer({ min: 1, default: 10, doc: "function concurrency" }),
+  memoryMb: integer({ min: 1, default: 512 }),
+  faults: nested(resolveFaults),
+});
+
+/** One run in progress: what starting, running and ending it share. */
+interface Run {
+  readonly requestId: string;
+  readonly runId: string;
+  readonly faults: RunFaults;
+  readonly startedAtMs: number;
+  readonly controller: AbortController;
+  readonly scope: InvocationScope;
+  /** Settles when the run crashes at its fault point. */
+  readonly crashed: Promise<{ kind: "crashed" }>;
+  /** Ends the run's activity (only the first call counts). */
+  readonly endActivity: () => void;
+  /** Rejects a crashed run's hanging code. */
+  hung?: (error: Error) => void;
+  faultPointMissed: boolean;
+}
+
+type Settled = { kind: "returned"; value: unknown } | { kind: "threw"; error: unknown };
+
 /**
  * One Lambda function: runs the handler with a Lambda context, at most `concurrency` at a time, and
  * gives up on a run at its timeout. A run past its timeout counts as failed but is not stopped (JS cannot
@@ -74,15 +107,13 @@ export class LocalFunction {
   #runs = 0;
 
   constructor(options: LocalFunctionOptions, sim: Simulation) {
-    if (!options.name) throw new OptionsError("LocalFunction: name is required");
-    if (typeof options.handler !== "function")
-      throw new OptionsError("LocalFunction: handler must be a function");
-    this.name = options.name;
-    this.timeoutMs = positive("timeoutMs", options.timeoutMs ?? 3000);
-    this.concurrency = positive("concurrency", options.concurrency ?? 10);
-    this.memoryMb = positive("memoryMb", options.memoryMb ?? 512);
-    this.#handler = options.handler;
-    this.#faults = new FaultInjector(options.faults, sim.prng.fork(`function:${options.name}`));
+    const o = resolveOptions("LocalFunction", LOCAL_FUNCTION_OPTIONS, options);
+    this.name = o.name;
+    this.timeoutMs = o.timeoutMs;
+    this.concurrency = o.concurrency;
+    this.memoryMb = o.memoryMb;
+    this.#handler = o.handler;
+    this.#faults = new FaultInjector(o.faults, sim.prng.fork(`function:${o.name}`));
     this.#sim = sim;
   }
 
@@ -105,6 +136,36 @@ export class LocalFunction {
     options: { attempt?: number; requestId?: string; runId?: string } = {},
   ): Promise<RunResult> {
     await this.#acquire();
+    const run = this.#begin(options);
+    const settled = this.#execute(event, run);
+    let first: Settled | { kind: "timeout" } | { kind: "crashed" };
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<{ kind: "timeout" }>((resolve) => {
+      timer = setTimeout(() => resolve({ kind: "timeout" }), this.timeoutMs);
+    });
+    try {
+      first = await Promise.race([settled, timedOut, run.crashed]);
+    } finally {
+      clearTimeout(timer);
+      this.#release();
+    }
+    const result = this.#end(run, first, settled);
+    this.#sim.trace.emit({
+      type: "run",
+      atMs: this.#sim.now(),
+      functionName: this.name,
+      requestId: run.requestId,
+      runId: run.runId,
+      status: result.status,
+      durationMs: result.durationMs,
+      faults: run.faults,
+      ...(result.error !== undefined ? { error: describe(result.error) } : {}),
+      ...(run.faultPointMissed ? { faultPointMissed: true } : {}),
+    });
+    return result;
+  }
+
+  #begin(options: { attempt?: number; requestId?: string; runId?: string }): Run {
     const requestId = options.requestId ?? randomUUID();
     const runId = options.runId ?? randomUUID();
     const faults = this.#faults.forRun(options.attempt ?? 1);
@@ -115,11 +176,18 @@ export class LocalFunction {
     const crashed = new Promise<{ kind: "crashed" }>((resolve) => {
       reportCrash = () => resolve({ kind: "crashed" });
     });
-    let hung: ((error: Error) => void) | undefined;
     // The run counts as activity until its code settles (zombies included), except once it has crashed:
     // crashed code hangs until stop, and the runtime must still be able to go idle.
     const endActivity = this.#sim.activity.begin();
-    let faultPointMissed = false;
+    const crash = () => {
+      reportCrash();
+      endActivity();
+      return new Promise<never>((_, reject) => {
+        if (this.#sim.sleeper.stopped) return reject(new RuntimeStoppedError());
+        run.hung = reject;
+        this.#crashed.add(reject);
+      });
+    };
     const scope: InvocationScope = {
       requestId,
       runId,
@@ -128,22 +196,31 @@ export class LocalFunction {
       signal: controller.signal,
       faultPointReached: false,
       sleep: (ms) => this.#sim.sleeper.sleep(ms),
-      crash: () => {
-        reportCrash();
-        endActivity();
-        return new Promise<never>((_, reject) => {
-          if (this.#sim.sleeper.stopped) return reject(new RuntimeStoppedError());
-          hung = reject;
-          this.#crashed.add(reject);
-        });
-      },
+      crash,
     };
+    const run: Run = {
+      requestId,
+      runId,
+      faults,
+      startedAtMs,
+      controller,
+      scope,
+      crashed,
+      endActivity,
+      faultPointMissed: false,
+    };
+    return run;
+  }
+
+  /** The handler in the run's scope, with the run's faults around it; never rejects. */
+  #execute(event: unknown, run: Run): Promise<Settled> {
+    const { scope, faults } = run;
     const context = createLambdaContext({
       functionName: this.name,
       timeoutMs: this.timeoutMs,
       memoryMb: this.memoryMb,
-      startedAtMs,
-      requestId,
+      startedAtMs: run.startedAtMs,
+      requestId: run.requestId,
       now: this.#sim.now,
     });
     const work = runInScope(scope, async () => {
@@ -153,67 +230,52 @@ export class LocalFunction {
       // the run says so, since the fault then hits after the effect instead of before it.
       if (!scope.faultPointReached) {
         scope.faultPointReached = true;
-        faultPointMissed = faults.slowMs > 0 || faults.crash;
+        run.faultPointMissed = faults.slowMs > 0 || faults.crash;
         if (faults.slowMs > 0) await scope.sleep(faults.slowMs);
         if (faults.crash) await scope.crash();
       }
       if (faults.failAfter) throw new InjectedFailure("after");
       return result;
     });
-    const settled = work.then(
+    return work.then(
       (value) => ({ kind: "returned" as const, value }),
       (error: unknown) => ({ kind: "threw" as const, error }),
     );
-    let timer: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<{ kind: "timeout" }>((resolve) => {
-      timer = setTimeout(() => resolve({ kind: "timeout" }), this.timeoutMs);
-    });
-    let first: Awaited<typeof settled> | { kind: "timeout" } | { kind: "crashed" };
-    try {
-      first = await Promise.race([settled, timedOut, crashed]);
-    } finally {
-      clearTimeout(timer);
-      this.#release();
-    }
-    const durationMs = this.#sim.now() - startedAtMs;
-    let run: RunResult;
+  }
+
+  /** The run's result as Lambda reports it; a timed-out or crashed run goes on as a zombie. */
+  #end(
+    run: Run,
+    first: Settled | { kind: "timeout" } | { kind: "crashed" },
+    settled: Promise<Settled>,
+  ): RunResult {
+    const { requestId, runId, faults } = run;
+    const durationMs = this.#sim.now() - run.startedAtMs;
     if (first.kind === "returned") {
-      endActivity();
-      run = { requestId, runId, status: "succeeded", result: first.value, durationMs, faults };
-    } else if (first.kind === "threw") {
-      endActivity();
-      run = { requestId, runId, status: "failed", error: first.error, durationMs, faults };
-    } else {
-      controller.abort(new Error(first.kind === "timeout" ? "Task timed out" : "Runtime exited"));
-      run = {
-        requestId,
-        runId,
-        status: first.kind === "timeout" ? "timed-out" : "crashed",
-        error: new Error(
-          first.kind === "timeout"
-            ? `Task timed out after ${(this.timeoutMs / 1000).toFixed(2)} seconds`
-            : "Runtime exited (injected crash)",
-        ),
-        durationMs,
-        faults,
-      };
-      void this.#followZombie(runId, settled, () => {
-        if (hung) this.#crashed.delete(hung);
-      }).finally(endActivity);
+      run.endActivity();
+      return { requestId, runId, status: "succeeded", result: first.value, durationMs, faults };
     }
-    this.#sim.trace.emit({
-      type: "run",
-      atMs: this.#sim.now(),
-      functionName: this.name,
+    if (first.kind === "threw") {
+      run.endActivity();
+      return { requestId, runId, status: "failed", error: first.error, durationMs, faults };
+    }
+    const timeout = first.kind === "timeout";
+    run.controller.abort(new Error(timeout ? "Task timed out" : "Runtime exited"));
+    void this.#followZombie(runId, settled, () => {
+      if (run.hung) this.#crashed.delete(run.hung);
+    }).finally(run.endActivity);
+    return {
       requestId,
       runId,
-      status: run.status,
+      status: timeout ? "timed-out" : "crashed",
+      error: new Error(
+        timeout
+          ? `Task timed out after ${(this.timeoutMs / 1000).toFixed(2)} seconds`
+          : "Runtime exited (injected crash)",
+      ),
       durationMs,
       faults,
-      ...(run.error !== undefined ? { error: describe(run.error) } : {}),
-      ...(faultPointMissed ? { faultPointMissed } : {}),
-    });
-    return run;
+    };
   }
 
   /** Makes every crashed run's hanging code throw, so it unwinds (and releases what it can). */
@@ -222,11 +284,7 @@ export class LocalFunction {
     this.#crashed.clear();
   }
 
-  #followZombie(
-    runId: string,
-    settled: Promise<{ kind: "returned"; value: unknown } | { kind: "threw"; error: unknown }>,
-    cleanup: () => void,
-  ): Promise<void> {
+  #followZombie(runId: string, settled: Promise<Settled>, cleanup: () => void): Promise<void> {
     return settled.then((outcome) => {
       cleanup();
       this.#sim.trace.emit({
@@ -253,12 +311,6 @@ export class LocalFunction {
     if (next) next();
     else this.#active--;
   }
-}
-
-function positive(name: string, value: number): number {
-  if (!Number.isFinite(value) || value <= 0)
-    throw new OptionsError(`LocalFunction: ${name} must be positive`);
-  return value;
 }
 
 export function describe(error: unknown): string {

@@ -8,10 +8,10 @@ import {
   type SQSClient,
 } from "@aws-sdk/client-sqs";
 import type { SQSMessageAttributes, SQSRecord } from "aws-lambda";
-import { describeValue } from "../../core/describe-value.js";
-import { OptionsError } from "../../core/errors.js";
+import { boolean, integer, nested, required, resolveOptions, schemaFor, string } from "../../core/options.js";
 import { LOCAL_REGION } from "../aws-local.js";
-import { FaultInjector, type FaultOptions } from "../sim/faults.js";
+import { isDuration, numberField } from "../fields.js";
+import { FaultInjector, type FaultOptions, resolveFaults } from "../sim/faults.js";
 import type { Simulation } from "../sim/simulation.js";
 import type { LocalFunction, RunResult } from "./lambda-runner.js";
 
@@ -29,6 +29,17 @@ export interface SqsEventSourceOptions {
   /** Delivery faults: duplicateRate (a batch delivered twice), reorderWindowMs (batches held back). */
   faults?: FaultOptions;
 }
+
+/** The event source mapping's options, field by field; `doc` is the help line of the `eonce run` flag. */
+export const SQS_EVENT_SOURCE_OPTIONS = schemaFor<SqsEventSourceOptions>()({
+  queueUrl: required(string()),
+  queueArn: required(string()),
+  batchSize: integer({ min: 1, max: 10, default: 10, doc: "SQS batch size" }),
+  reportBatchItemFailures: boolean({ default: true }),
+  maxConcurrentBatches: integer({ min: 1 }),
+  pollIntervalMs: numberField("a non-negative number of ms", isDuration, { default: 50 }),
+  faults: nested(resolveFaults),
+});
 
 /**
  * Lambda's SQS event source mapping: polls the queue, invokes the function with batches in Lambda's
@@ -51,20 +62,10 @@ export class SqsEventSource {
   #wake: (() => void) | undefined;
 
   constructor(fn: LocalFunction, options: SqsEventSourceOptions, client: SQSClient, sim: Simulation) {
-    const batchSize = options.batchSize ?? 10;
-    if (!Number.isSafeInteger(batchSize) || batchSize < 1 || batchSize > 10) {
-      throw new OptionsError(`SQS event source: batchSize must be 1 to 10, got ${describeValue(batchSize)}`);
-    }
+    const { faults, ...o } = resolveOptions("SQS event source", SQS_EVENT_SOURCE_OPTIONS, options);
     this.#fn = fn;
-    this.#options = {
-      queueUrl: options.queueUrl,
-      queueArn: options.queueArn,
-      batchSize,
-      reportBatchItemFailures: options.reportBatchItemFailures ?? true,
-      maxConcurrentBatches: options.maxConcurrentBatches ?? fn.concurrency,
-      pollIntervalMs: options.pollIntervalMs ?? 50,
-    };
-    this.#faults = new FaultInjector(options.faults, sim.prng.fork(`sqs:${fn.name}:${options.queueArn}`));
+    this.#options = { ...o, maxConcurrentBatches: o.maxConcurrentBatches ?? fn.concurrency };
+    this.#faults = new FaultInjector(faults, sim.prng.fork(`sqs:${fn.name}:${o.queueArn}`));
     this.#client = client;
     this.#sim = sim;
   }

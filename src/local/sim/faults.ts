@@ -1,6 +1,5 @@
-import { describeValue } from "../../core/describe-value.js";
-import { OptionsError } from "../../core/errors.js";
-import { rejectUnknownKeys } from "../../core/options.js";
+import { integer, optionsRule, resolveOptions, schemaFor } from "../../core/options.js";
+import { isDuration, isShare, numberField } from "../fields.js";
 import type { Prng } from "./prng.js";
 
 /**
@@ -34,46 +33,32 @@ export interface FaultOptions {
 
 export type ResolvedFaults = Required<FaultOptions>;
 
-export const NO_FAULTS: ResolvedFaults = {
-  duplicateRate: 0,
-  reorderWindowMs: 0,
-  failBeforeRate: 0,
-  failAfterRate: 0,
-  slowRate: 0,
-  slowMs: 0,
-  crashRate: 0,
-  faultyAttempts: 1,
-};
+const share = (doc: string) => numberField("a number in [0, 1]", isShare, { default: 0, doc });
+const duration = (doc: string) => numberField("a non-negative number of ms", isDuration, { default: 0, doc });
 
-const RATES = ["duplicateRate", "failBeforeRate", "failAfterRate", "slowRate", "crashRate"] as const;
-const DURATIONS = ["reorderWindowMs", "slowMs"] as const;
+/** The fault options, field by field; `doc` is the help line of the `eonce run` flag each one becomes. */
+export const FAULT_OPTIONS = schemaFor<FaultOptions>()({
+  duplicateRate: share("share of deliveries sent twice"),
+  reorderWindowMs: duration("hold each delivery back by up to this long"),
+  failBeforeRate: share("share of runs failing before the handler runs"),
+  failAfterRate: share("share of runs failing after the handler returned"),
+  slowRate: share("share of runs pausing --slow-ms at the handler's fault point"),
+  slowMs: duration("length of a slow run's pause"),
+  crashRate: share("share of runs crashing at the fault point"),
+  faultyAttempts: integer({ min: 0, default: 1, doc: "faults hit only the first n attempts of a delivery" }),
+});
 
 export function resolveFaults(options: FaultOptions | undefined): ResolvedFaults {
-  if (options === undefined) return { ...NO_FAULTS };
-  rejectUnknownKeys("faults", options, Object.keys(NO_FAULTS));
-  const out: ResolvedFaults = { ...NO_FAULTS, ...options };
-  for (const name of RATES) {
-    const v = out[name];
-    if (typeof v !== "number" || !(v >= 0 && v <= 1)) {
-      throw new OptionsError(`faults: ${name} must be a number in [0, 1], got ${describeValue(v)}`);
-    }
-  }
-  for (const name of DURATIONS) {
-    const v = out[name];
-    if (typeof v !== "number" || !Number.isFinite(v) || v < 0) {
-      throw new OptionsError(`faults: ${name} must be a non-negative number of ms, got ${describeValue(v)}`);
-    }
-  }
-  if (!Number.isSafeInteger(out.faultyAttempts) || out.faultyAttempts < 0) {
-    throw new OptionsError(
-      `faults: faultyAttempts must be a non-negative integer, got ${describeValue(out.faultyAttempts)}`,
-    );
-  }
-  if (out.failBeforeRate + out.failAfterRate + out.crashRate > 1) {
-    throw new OptionsError("faults: failBeforeRate + failAfterRate + crashRate must not exceed 1");
-  }
-  return out;
+  const f = resolveOptions("faults", FAULT_OPTIONS, options ?? {});
+  optionsRule(
+    "faults",
+    f.failBeforeRate + f.failAfterRate + f.crashRate <= 1,
+    "failBeforeRate + failAfterRate + crashRate must not exceed 1",
+  );
+  return f;
 }
+
+export const NO_FAULTS: ResolvedFaults = resolveFaults({});
 
 /** What happens to one delivery: how many copies go out, each after its own delay. */
 export interface DeliveryFaults {
