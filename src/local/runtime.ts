@@ -6,6 +6,7 @@ import {
   ReceiveMessageCommand,
   type SQSClient,
 } from "@aws-sdk/client-sqs";
+import { boolean, custom, integer, resolveOptions, schemaFor, string } from "../core/options.js";
 import { LOCAL_REGION } from "./aws-local.js";
 import { type AsyncInvokeOptions, AsyncInvoker } from "./delivery/async-invoke.js";
 import {
@@ -45,6 +46,32 @@ export interface LocalRuntimeOptions {
   /** Java executable for DynamoDB Local. Default `java` on the PATH. */
   javaPath?: string;
 }
+
+const isObjectOf = (v: unknown, keys: readonly string[], is: (x: unknown) => boolean) =>
+  typeof v === "object" &&
+  v !== null &&
+  Object.entries(v).every(([k, x]) => keys.includes(k) && (x === undefined || is(x)));
+const SERVICES = ["dynamodb", "s3", "sqs"] as const;
+
+/** The runtime's options, field by field; `doc` is the help line of the `eonce run` and `eonce demo` flag. */
+export const LOCAL_RUNTIME_OPTIONS = schemaFor<LocalRuntimeOptions>()({
+  seed: integer({ default: 1, doc: "seed of every injected fault" }),
+  dynamodbEndpoint: string({ doc: "use this running DynamoDB Local instead of starting one" }),
+  services: custom<NonNullable<LocalRuntimeOptions["services"]>>(
+    "an object of booleans (dynamodb, s3, sqs)",
+    (v) => isObjectOf(v, SERVICES, (x) => typeof x === "boolean"),
+  ),
+  buckets: custom<string[]>(
+    "a list of bucket names",
+    (v) => Array.isArray(v) && v.every((b) => typeof b === "string"),
+  ),
+  versioned: boolean({ default: false }),
+  handleSignals: boolean({ default: false }),
+  ports: custom<NonNullable<LocalRuntimeOptions["ports"]>>("an object of ports (dynamodb, s3, sqs)", (v) =>
+    isObjectOf(v, SERVICES, (x) => Number.isSafeInteger(x) && (x as number) >= 0 && (x as number) < 65536),
+  ),
+  javaPath: string(),
+});
 
 export interface QueueOptions {
   fifo?: boolean;
@@ -121,21 +148,20 @@ export class LocalRuntime {
   }
 
   static async start(options: LocalRuntimeOptions = {}): Promise<LocalRuntime> {
-    const want = { dynamodb: true, s3: true, sqs: true, ...options.services };
-    const ports = options.ports ?? {};
+    const o = resolveOptions("LocalRuntime", LOCAL_RUNTIME_OPTIONS, options);
+    const want = { dynamodb: true, s3: true, sqs: true, ...o.services };
+    const ports = o.ports ?? {};
     // The three start in parallel: DynamoDB Local (a JVM) dominates the start time. allSettled, not all:
     // a server that finishes starting after another one failed must be stopped too, or it keeps the
     // process alive (a JVM listening for ever).
     const [ddb, s3, sqs] = await Promise.allSettled([
-      want.dynamodb && !options.dynamodbEndpoint
+      want.dynamodb && !o.dynamodbEndpoint
         ? startDynamoDBLocal({
             ...(ports.dynamodb ? { port: ports.dynamodb } : {}),
-            ...(options.javaPath ? { javaPath: options.javaPath } : {}),
+            ...(o.javaPath ? { javaPath: o.javaPath } : {}),
           })
         : undefined,
-      want.s3
-        ? startS3Server({ buckets: options.buckets, ...(ports.s3 ? { port: ports.s3 } : {}) })
-        : undefined,
+      want.s3 ? startS3Server({ buckets: o.buckets, ...(ports.s3 ? { port: ports.s3 } : {}) }) : undefined,
       want.sqs ? startSqsServer(ports.sqs ? { port: ports.sqs } : {}) : undefined,
     ]);
     const results = [ddb, s3, sqs];
@@ -149,16 +175,16 @@ export class LocalRuntime {
     const ddbServer = value(ddb);
     const dynamodb = ddbServer
       ? { endpoint: ddbServer.endpoint, server: ddbServer }
-      : want.dynamodb && options.dynamodbEndpoint
-        ? { endpoint: options.dynamodbEndpoint }
+      : want.dynamodb && o.dynamodbEndpoint
+        ? { endpoint: o.dynamodbEndpoint }
         : undefined;
-    const runtime = new LocalRuntime(createSimulation(options.seed ?? 1), {
+    const runtime = new LocalRuntime(createSimulation(o.seed), {
       dynamodb,
       s3: value(s3),
       sqs: value(sqs),
-      versioned: options.versioned ?? false,
+      versioned: o.versioned,
     });
-    if (options.handleSignals) runtime.#removeSignalHandlers = onShutdownSignal(() => runtime.stop());
+    if (o.handleSignals) runtime.#removeSignalHandlers = onShutdownSignal(() => runtime.stop());
     return runtime;
   }
 

@@ -1,6 +1,6 @@
-import { readdir, readFile, stat } from "node:fs/promises";
-import { join, relative, sep } from "node:path";
+import { readFile, stat } from "node:fs/promises";
 import { OptionsError } from "../../core/errors.js";
+import { filesUnder } from "./files.js";
 
 /** One application message to replay: its body and, for SQS, its FIFO ids and message attributes. */
 export interface ReplayMessage {
@@ -74,16 +74,9 @@ function parseLine(line: string, label: string): ReplayMessage {
 
 async function messagesFromFolder(folder: string): Promise<ReplayMessage[]> {
   const out: ReplayMessage[] = [];
-  const walk = async (dir: string) => {
-    for (const entry of await readdir(dir, { withFileTypes: true })) {
-      const path = join(dir, entry.name);
-      if (entry.isDirectory()) await walk(path);
-      else if (entry.isFile())
-        out.push({ label: relative(folder, path).split(sep).join("/"), body: await readFile(path, "utf8") });
-    }
-  };
-  await walk(folder);
-  out.sort((a, b) => (a.label < b.label ? -1 : 1));
+  for (const file of await filesUnder(folder)) {
+    out.push({ label: file.relative, body: await readFile(file.path, "utf8") });
+  }
   if (out.length === 0) throw new OptionsError(`--messages: no files under ${folder}`);
   return out;
 }

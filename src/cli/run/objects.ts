@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
-import { readdir, readFile } from "node:fs/promises";
-import { join, relative, sep } from "node:path";
+import { readFile } from "node:fs/promises";
 import type { Prng } from "../../local/sim/prng.js";
+import { filesUnder } from "./files.js";
 
 /** An object to upload: its key and body. */
 export interface UploadObject {
@@ -12,16 +12,8 @@ export interface UploadObject {
 /** Every file under `folder` (recursively), keyed by its path relative to the folder with `/`. */
 export async function objectsFromFolder(folder: string): Promise<UploadObject[]> {
   const out: UploadObject[] = [];
-  const walk = async (dir: string) => {
-    for (const entry of await readdir(dir, { withFileTypes: true })) {
-      const path = join(dir, entry.name);
-      if (entry.isDirectory()) await walk(path);
-      else if (entry.isFile())
-        out.push({ key: relative(folder, path).split(sep).join("/"), body: await readFile(path) });
-    }
-  };
-  await walk(folder);
-  out.sort((a, b) => (a.key < b.key ? -1 : 1));
+  for (const file of await filesUnder(folder))
+    out.push({ key: file.relative, body: await readFile(file.path) });
   if (out.length === 0) throw new Error(`no files under ${folder}`);
   return out;
 }
