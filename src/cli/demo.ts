@@ -36,7 +36,7 @@ export function registerDemo(program: Command): void {
     .option("--report <file.html>", "also write a self-contained HTML report with charts")
     .option("--scenario <name>", "records, images or orders (repeat or comma-separate; default all)", list)
     .option("--scale <x>", "multiply the scenarios' sizes", positiveNumber, 1);
-  addSchemaOptions(command, RUNTIME_FLAGS, { seed: { value: "<n>" }, dynamodbEndpoint: { value: "<url>" } });
+  addSchemaOptions(command, RUNTIME_FLAGS, { dynamodbEndpoint: { value: "<url>" } });
   command.action(async (options: DemoOptions) => {
     try {
       process.exitCode = await demo(options);

@@ -5,7 +5,7 @@ import { type Field, type FieldValue, Invalid, type Schema } from "../core/optio
 export interface FlagSpec {
   /** The flag's name without `--`; default: the key in kebab-case (`timeoutMs` → `timeout-ms`). */
   name?: string;
-  /** The value's name in help; default `<value>`. */
+  /** The value's name in help; default: from the key and the field (see valueName). */
   value?: string;
   /**
    * Flag text (and what earlier occurrences gave, for a repeatable flag) → the value, for fields whose value is no
@@ -43,6 +43,19 @@ export function addSchemaOptions<S extends Schema>(
   };
 }
 
+/**
+ * The value's name in help, from the key and the field: `<ms>` for durations, `<p>` for shares (rates), `<s>` for
+ * seconds, `<n>` for other numbers, else the key's last word (`stateTable` → `<table>`).
+ */
+// biome-ignore lint/suspicious/noExplicitAny: a schema's fields differ in type
+function valueName(key: string, field: Field<any, boolean>): string {
+  if (/Ms$/.test(key)) return "<ms>";
+  if (/Rate$/.test(key)) return "<p>";
+  if (/[a-z]S$/.test(key)) return "<s>";
+  if (typeof field.fromText?.("1") === "number") return "<n>";
+  return `<${(key.match(/[A-Z]?[a-z]+$/)?.[0] ?? key).toLowerCase()}>`;
+}
+
 /** `timeoutMs` → `timeout-ms`. */
 export function kebabCase(key: string): string {
   return key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
@@ -53,7 +66,7 @@ function schemaOption(key: string, field: Field<any, boolean>, spec: FlagSpec): 
   const flag = `--${spec.name ?? kebabCase(key)}`;
   const fromText = spec.parse ?? field.fromText;
   if (!fromText) return new Option(flag, field.doc);
-  const option = new Option(`${flag} ${spec.value ?? "<value>"}`, field.doc);
+  const option = new Option(`${flag} ${spec.value ?? valueName(key, field)}`, field.doc);
   if (field.default !== undefined) option.default(field.default);
   // commander checks choices itself; the value is then the text.
   if (field.choices) return option.choices(field.choices);

@@ -7,36 +7,15 @@ import { isTypeScriptHandler } from "./run/load-handler.js";
 import { RUN_OPTIONS } from "./run/options.js";
 import { formatRunReport, runHandler } from "./run/run-handler.js";
 
-/** Names the flags' values in help; the flags themselves, their help, defaults and checks come from the schemas. */
+/** Where a flag differs from its field: its name, its value's name in help, how its text is read. */
 const RUN_FLAGS: { [K in keyof typeof RUN_OPTIONS]?: FlagSpec } = {
-  source: { value: "<source>" },
   from: { value: "<folder>" },
-  generate: { value: "<n>" },
   messages: { value: "<file|folder>" },
-  reuploads: { name: "reupload", value: "<n>" },
-  bucket: { value: "<name>" },
+  reuploads: { name: "reupload" },
   tables: { name: "table", value: "<name[:hashKey]>", parse: table },
-  stateTable: { value: "<name>" },
-  outputBucket: { value: "<name>" },
   effects: { value: "<table:attribute>", parse: effects },
   env: { value: "<KEY=VALUE>", parse: envPair },
-  timeoutMs: { value: "<ms>" },
-  concurrency: { value: "<n>" },
-  batchSize: { value: "<n>" },
-  visibilityTimeoutS: { value: "<s>" },
-  maxReceiveCount: { value: "<n>" },
-  seed: { value: "<n>" },
   dynamodbEndpoint: { value: "<url>" },
-};
-const FAULT_FLAGS: { [K in keyof typeof FAULT_OPTIONS]?: FlagSpec } = {
-  duplicateRate: { value: "<p>" },
-  reorderWindowMs: { value: "<ms>" },
-  failBeforeRate: { value: "<p>" },
-  failAfterRate: { value: "<p>" },
-  slowRate: { value: "<p>" },
-  slowMs: { value: "<ms>" },
-  crashRate: { value: "<p>" },
-  faultyAttempts: { value: "<n>" },
 };
 
 /**
@@ -52,7 +31,7 @@ export function registerRun(program: Command): void {
     )
     .argument("<handler>", "module and export, like a Lambda handler setting: path/to/module.ts:handler");
   const runOptions = addSchemaOptions(command, RUN_OPTIONS, RUN_FLAGS);
-  const faultOptions = addSchemaOptions(command, FAULT_OPTIONS, FAULT_FLAGS);
+  const faultOptions = addSchemaOptions(command, FAULT_OPTIONS);
   command
     .option("--json", "print the report as JSON")
     .action(async (handler: string, flags: Record<string, unknown>) => {

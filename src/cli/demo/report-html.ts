@@ -92,7 +92,19 @@ function scenarioSection(name: string, modes: ScenarioReport[]): string {
     group("deliveries", (s) => s.deliveries),
     group("handler runs", (s) => s.handlerRuns),
   ]);
-  const modeBoxes = modes
+  return `<section class="scenario" id="scenario-${esc(name)}">
+<h2>${esc(first.title)}</h2>
+<p>${esc(first.description)}</p>
+<div class="charts">${failures}${work}</div>
+<div class="modes">${modeBoxes(modes)}</div>
+${timelines(name, modes)}
+${samples(modes)}
+</section>`;
+}
+
+/** What each mode noted and counted beyond the comparison. */
+function modeBoxes(modes: ScenarioReport[]): string {
+  return modes
     .map((m) => {
       const details = Object.entries(m.details)
         .map(([k, v]) => `<li>${esc(k)}: ${v}</li>`)
@@ -101,20 +113,24 @@ function scenarioSection(name: string, modes: ScenarioReport[]): string {
       return `<div class="mode"><h4>guard ${m.guard}</h4><ul>${notes}${details}</ul></div>`;
     })
     .join("\n");
-  const timelines = modes
+}
+
+function timelines(name: string, modes: ScenarioReport[]): string {
+  return modes
     .flatMap((m) =>
       (m.timelines ?? [])
         .filter((t) => t.entries.length > 0)
         .map(
-          (
-            t,
-            i,
-          ) => `<h3>Timeline of one key, guard ${m.guard}: ${esc(t.key)}</h3><p class="meta">${esc(t.caption)}</p>
+          (t, i) =>
+            `<h3>Timeline of one key, guard ${m.guard}: ${esc(t.key)}</h3><p class="meta">${esc(t.caption)}</p>
 ${timelineChart(`${name}-timeline-${m.guard}-${i + 1}`, t.lanes, t.entries)}`,
         ),
     )
     .join("\n");
-  const samples = modes
+}
+
+function samples(modes: ScenarioReport[]): string {
+  return modes
     .filter((m) => m.samples && m.samples.length > 0)
     .map(
       (m) =>
@@ -126,14 +142,6 @@ ${timelineChart(`${name}-timeline-${m.guard}-${i + 1}`, t.lanes, t.entries)}`,
           .join("")}</div>`,
     )
     .join("\n");
-  return `<section class="scenario" id="scenario-${esc(name)}">
-<h2>${esc(first.title)}</h2>
-<p>${esc(first.description)}</p>
-<div class="charts">${failures}${work}</div>
-<div class="modes">${modeBoxes}</div>
-${timelines}
-${samples}
-</section>`;
 }
 
 interface BarGroup {

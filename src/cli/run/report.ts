@@ -30,12 +30,7 @@ export interface RunReport {
 }
 
 /** What a finished run found: the trace, the classified deliveries, the checks and the handler's errors. */
-export interface RunFindings {
-  handler: string;
-  source: RunSource;
-  seed: number;
-  uploads: number;
-  messages: number;
+export interface RunFindings extends Pick<RunReport, "handler" | "source" | "seed" | "uploads" | "messages"> {
   events: readonly TraceEvent[];
   classified: Classified;
   invariants: InvariantCheck[];

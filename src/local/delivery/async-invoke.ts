@@ -3,7 +3,7 @@ import { custom, integer, nested, resolveOptions, schemaFor } from "../../core/o
 import { isDuration } from "../fields.js";
 import { FaultInjector, type FaultOptions, resolveFaults } from "../sim/faults.js";
 import type { Simulation } from "../sim/simulation.js";
-import type { SourceKind } from "../sim/trace.js";
+import type { SourceKind, TraceEvent } from "../sim/trace.js";
 import type { LocalFunction, RunResult } from "./lambda-runner.js";
 
 export interface AsyncInvokeOptions {
@@ -28,6 +28,12 @@ export const ASYNC_INVOKE_OPTIONS = schemaFor<AsyncInvokeOptions>()({
   ),
   faults: nested(resolveFaults),
 });
+
+/** A trace event of an invoker, without what the invoker adds (its function and source, the time). */
+type OwnEvent<T extends TraceEvent["type"]> = Omit<
+  Extract<TraceEvent, { type: T }>,
+  "atMs" | "source" | "functionName"
+>;
 
 /** An event that failed every attempt: where Lambda's on-failure destination would get it. */
 export interface FailedAsyncEvent {
@@ -84,28 +90,22 @@ export class AsyncInvoker {
         if (this.#sim.sleeper.stopped) return;
       }
       const runId = randomUUID();
-      this.#sim.trace.emit({
-        type: "delivery",
-        atMs: this.#sim.now(),
-        source: this.#source,
-        functionName: this.#fn.name,
-        requestId,
-        runId,
-        records,
-        attempt,
-        duplicate,
-      });
+      this.#trace({ type: "delivery", requestId, runId, records, attempt, duplicate });
       run = await this.#fn.invoke(event, { attempt, requestId, runId });
       if (run.status === "succeeded") return;
     }
     if (!run) return;
     this.failed.push({ event, records, requestId, lastRun: run });
+    this.#trace({ type: "dead-letter", records });
+  }
+
+  /** Traces a delivery or a dead letter of this function and source, now. */
+  #trace(event: OwnEvent<"delivery"> | OwnEvent<"dead-letter">): void {
     this.#sim.trace.emit({
-      type: "dead-letter",
+      ...event,
       atMs: this.#sim.now(),
       source: this.#source,
       functionName: this.#fn.name,
-      records,
     });
   }
 }

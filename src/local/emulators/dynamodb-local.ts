@@ -62,7 +62,41 @@ export function dynamoDBClient(endpoint: string): DynamoDBClient {
 
 export async function startDynamoDBLocal(options: StartDynamoDBLocalOptions = {}): Promise<DynamoDBLocal> {
   const port = options.port ?? (await freePort());
-  const cwd = emulatorDir();
+  const jvm = spawnJvm(port, options.javaPath ?? "java");
+  const endpoint = `http://127.0.0.1:${port}`;
+  try {
+    await answering(endpoint, jvm, Date.now() + (options.startTimeoutMs ?? 30_000));
+  } catch (error) {
+    jvm.child.kill("SIGKILL");
+    throw error;
+  }
+  return {
+    endpoint,
+    port,
+    client: () => dynamoDBClient(endpoint),
+    async stop() {
+      if (jvm.exited() !== undefined) return;
+      jvm.child.kill("SIGTERM");
+      const timer = setTimeout(() => jvm.child.kill("SIGKILL"), 5000);
+      try {
+        await jvm.exit;
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+  };
+}
+
+/** The DynamoDB Local JVM being started, with the tail of its output and how it exited. */
+interface Jvm {
+  child: ChildProcess;
+  output(): string;
+  /** Its exit code; -1 if it could not be spawned; undefined while it runs. */
+  exited(): number | null | undefined;
+  exit: Promise<void>;
+}
+
+function spawnJvm(port: number, java: string): Jvm {
   const args = [
     "-Djava.library.path=./DynamoDBLocal_lib",
     "-Xmx512m",
@@ -74,10 +108,7 @@ export async function startDynamoDBLocal(options: StartDynamoDBLocalOptions = {}
     "-port",
     String(port),
   ];
-  const child: ChildProcess = spawn(options.javaPath ?? "java", args, {
-    cwd,
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  const child = spawn(java, args, { cwd: emulatorDir(), stdio: ["ignore", "pipe", "pipe"] });
   let output = "";
   const collect = (chunk: Buffer) => {
     output = (output + chunk.toString()).slice(-4000);
@@ -85,55 +116,40 @@ export async function startDynamoDBLocal(options: StartDynamoDBLocalOptions = {}
   child.stdout?.on("data", collect);
   child.stderr?.on("data", collect);
   let exited: number | null | undefined;
-  const exitPromise = new Promise<void>((resolve) => {
+  const exit = new Promise<void>((resolve) => {
     child.on("exit", (code) => {
       exited = code;
       resolve();
     });
     child.on("error", (error: NodeJS.ErrnoException) => {
-      output += error.code === "ENOENT" ? missingJava(options.javaPath ?? "java") : String(error);
+      output += error.code === "ENOENT" ? missingJava(java) : String(error);
       exited = -1;
       resolve();
     });
   });
+  return { child, output: () => output, exited: () => exited, exit };
+}
 
-  const endpoint = `http://127.0.0.1:${port}`;
+/** Resolves once the server answers ListTables; throws if the JVM exits first or the deadline passes. */
+async function answering(endpoint: string, jvm: Jvm, deadline: number): Promise<void> {
   const probe = dynamoDBClient(endpoint);
-  const deadline = Date.now() + (options.startTimeoutMs ?? 30_000);
   try {
     for (;;) {
-      if (exited === -1) throw new Error(output);
-      if (exited !== undefined) throw new Error(exitMessage(exited, output));
+      const exited = jvm.exited();
+      if (exited === -1) throw new Error(jvm.output());
+      if (exited !== undefined) throw new Error(exitMessage(exited, jvm.output()));
       try {
         await probe.send(new ListTablesCommand({}));
-        break;
+        return;
       } catch {
-        if (Date.now() > deadline) throw new Error(`DynamoDB Local did not answer on ${endpoint}: ${output}`);
+        if (Date.now() > deadline)
+          throw new Error(`DynamoDB Local did not answer on ${endpoint}: ${jvm.output()}`);
         await new Promise((r) => setTimeout(r, 100));
       }
     }
-  } catch (error) {
-    child.kill("SIGKILL");
-    throw error;
   } finally {
     probe.destroy();
   }
-
-  return {
-    endpoint,
-    port,
-    client: () => dynamoDBClient(endpoint),
-    async stop() {
-      if (exited !== undefined) return;
-      child.kill("SIGTERM");
-      const timer = setTimeout(() => child.kill("SIGKILL"), 5000);
-      try {
-        await exitPromise;
-      } finally {
-        clearTimeout(timer);
-      }
-    },
-  };
 }
 
 /** One line: why the JVM exited (an old Java names the class version it cannot load). */

@@ -149,33 +149,9 @@ export async function startS3Server(options: StartS3ServerOptions = {}): Promise
   });
   // Koa composes its middleware when it starts listening, so this runs before s3rver's own.
   server.middleware.unshift(fixRequests);
-  // s3rver 3.7.1 waits for a listen callback that never gets the error (a taken port is an 'error' event,
-  // uncaught): run() would hang for ever. Listen with the callback form and reject on 'error'.
-  const listen = server.listen.bind(server);
-  server.listen = (...args: unknown[]) =>
-    new Promise<import("node:http").Server>((resolve, reject) => {
-      const http = listen(...args, () => resolve(http)) as import("node:http").Server;
-      http.once("error", reject);
-    });
-
-  const listeners = new Set<S3ObjectEventListener>();
-  const onListenerError =
-    options.onListenerError ??
-    ((error: unknown, record: S3rverEventRecord) =>
-      console.error(`s3 object event listener failed (${record.eventName} ${record.s3.object.key})`, error));
-  // s3rver emits inside the request handler: a throw here would turn the S3 call into a 500.
-  const dispatch = (event: { Records: unknown[] }) => {
-    for (const record of event.Records as S3rverEventRecord[]) {
-      for (const listener of [...listeners]) {
-        try {
-          listener(record);
-        } catch (error) {
-          onListenerError(error, record);
-        }
-      }
-    }
-  };
-  server.on("event", dispatch);
+  rejectListenErrors(server);
+  const events = objectEvents(options.onListenerError);
+  server.on("event", events.dispatch);
 
   let bound: { address: string; port: number };
   try {
@@ -186,23 +162,17 @@ export async function startS3Server(options: StartS3ServerOptions = {}): Promise
   }
   const endpoint = `http://127.0.0.1:${bound.port}`;
   let stopped: Promise<void> | undefined;
-
   return {
     endpoint,
     port: bound.port,
     address: bound.address,
     directory,
     client: () => s3Client(endpoint),
-    onObjectEvent(listener) {
-      listeners.add(listener);
-      return () => {
-        listeners.delete(listener);
-      };
-    },
+    onObjectEvent: events.subscribe,
     stop() {
       stopped ??= (async () => {
-        server.off("event", dispatch);
-        listeners.clear();
+        server.off("event", events.dispatch);
+        events.clear();
         try {
           const closing = server.close();
           // Keep-alive sockets of clients not yet destroyed would hold close() open.
@@ -214,5 +184,48 @@ export async function startS3Server(options: StartS3ServerOptions = {}): Promise
       })();
       return stopped;
     },
+  };
+}
+
+/**
+ * s3rver 3.7.1 waits for a listen callback that never gets the error (a taken port is an 'error' event,
+ * uncaught): run() would hang for ever. Listen with the callback form and reject on 'error'.
+ */
+function rejectListenErrors(server: S3rver): void {
+  const listen = server.listen.bind(server);
+  server.listen = (...args: unknown[]) =>
+    new Promise<import("node:http").Server>((resolve, reject) => {
+      const http = listen(...args, () => resolve(http)) as import("node:http").Server;
+      http.once("error", reject);
+    });
+}
+
+/** The object event listeners, and the dispatcher s3rver calls inside its request handler. */
+function objectEvents(onListenerError?: StartS3ServerOptions["onListenerError"]) {
+  const listeners = new Set<S3ObjectEventListener>();
+  const report =
+    onListenerError ??
+    ((error: unknown, record: S3rverEventRecord) =>
+      console.error(`s3 object event listener failed (${record.eventName} ${record.s3.object.key})`, error));
+  return {
+    // A throw here would turn the S3 call into a 500.
+    dispatch(event: { Records: unknown[] }) {
+      for (const record of event.Records as S3rverEventRecord[]) {
+        for (const listener of [...listeners]) {
+          try {
+            listener(record);
+          } catch (error) {
+            report(error, record);
+          }
+        }
+      }
+    },
+    subscribe(listener: S3ObjectEventListener): () => void {
+      listeners.add(listener);
+      return () => {
+        listeners.delete(listener);
+      };
+    },
+    clear: () => listeners.clear(),
   };
 }
