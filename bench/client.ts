@@ -1,7 +1,7 @@
 import { Agent as HttpAgent } from "node:http";
 import { Agent as HttpsAgent } from "node:https";
 import { DynamoDBClient, type TransactWriteItem } from "@aws-sdk/client-dynamodb";
-import { LOCAL_CREDENTIALS, LOCAL_REGION } from "../src/local/dynamodb-local.js";
+import { LOCAL_CREDENTIALS, LOCAL_REGION } from "../src/local/aws-local.js";
 import { countRequests, type RequestCounter } from "../src/observe/request-counter.js";
 import { type CapacityMeter, meterCapacity } from "./capacity.js";
 

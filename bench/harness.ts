@@ -1,5 +1,5 @@
 import { cpus, freemem, loadavg, totalmem } from "node:os";
-import { type DynamoDBLocal, startDynamoDBLocal } from "../src/local/dynamodb-local.js";
+import { type DynamoDBLocal, startDynamoDBLocal } from "../src/local/emulators/dynamodb-local.js";
 import { type Correctness, checkOutput } from "./check.js";
 import { type BenchClient, createBenchClient } from "./client.js";
 import { type CpuMeter, cpuMeter } from "./cpu.js";

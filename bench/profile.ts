@@ -13,7 +13,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { Session } from "node:inspector/promises";
 import { join } from "node:path";
 import { Command } from "commander";
-import { startDynamoDBLocal } from "../src/local/dynamodb-local.js";
+import { startDynamoDBLocal } from "../src/local/emulators/dynamodb-local.js";
 import { createBenchClient } from "./client.js";
 import { cpuMeter, findJavaByPort } from "./cpu.js";
 import { makeEvent } from "./events.js";

@@ -1,4 +1,4 @@
-import type { Scenario } from "../src/local/demo/scenario.js";
+import type { Scenario } from "../src/cli/demo/scenario.js";
 import { imagesScenario } from "./images/scenario.js";
 import { ordersScenario } from "./orders/scenario.js";
 import { recordsScenario } from "./records/scenario.js";

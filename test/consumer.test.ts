@@ -7,7 +7,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { InvocationReport } from "../src/lambda/invocation.js";
-import { dynamoDBClient } from "../src/local/dynamodb-local.js";
+import { dynamoDBClient } from "../src/local/emulators/dynamodb-local.js";
 import { createStateTable, createTableIfMissing } from "../src/stores/dynamodb/schema.js";
 
 /**

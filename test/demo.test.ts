@@ -6,8 +6,8 @@ import { chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { scenarios } from "../examples/index.js";
 import { chromiumPath } from "../scripts/test-prerequisites.mjs";
-import { renderHtmlReport } from "../src/local/demo/report-html.js";
-import { type DemoReport, runDemo } from "../src/local/demo/run-demo.js";
+import { renderHtmlReport } from "../src/cli/demo/report-html.js";
+import { type DemoReport, runDemo } from "../src/cli/demo/run-demo.js";
 import { LocalRuntime } from "../src/local/runtime.js";
 
 /**

@@ -1,6 +1,6 @@
 import type { TestProject } from "vitest/node";
 import { ensureTestPrerequisites } from "../scripts/test-prerequisites.mjs";
-import { type DynamoDBLocal, startDynamoDBLocal } from "../src/local/dynamodb-local.js";
+import { type DynamoDBLocal, startDynamoDBLocal } from "../src/local/emulators/dynamodb-local.js";
 
 let ddb: DynamoDBLocal | undefined;
 

@@ -3,7 +3,7 @@ import type { EventBridgeEvent } from "aws-lambda";
 import type { StateStore } from "../../src/core/store.js";
 import { eventBridgeHandler } from "../../src/lambda/handlers.js";
 import type { EffectivelyOnceOptions } from "../../src/lambda/options.js";
-import { faultPoint } from "../../src/local/invocation-scope.js";
+import { faultPoint } from "../../src/local/delivery/invocation-scope.js";
 import { S3FencedSink } from "../../src/sinks/s3.js";
 import { invert } from "./pictures.js";
 

@@ -6,7 +6,7 @@ import type { SQSEvent } from "aws-lambda";
 import type { StateStore } from "../../src/core/store.js";
 import { sqsHandler } from "../../src/lambda/handlers.js";
 import type { EffectivelyOnceOptions } from "../../src/lambda/options.js";
-import { faultPoint } from "../../src/local/invocation-scope.js";
+import { faultPoint } from "../../src/local/delivery/invocation-scope.js";
 import { DynamoDBFencedSink } from "../../src/sinks/dynamodb.js";
 import { parseOrder } from "./order.js";
 

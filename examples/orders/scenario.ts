@@ -1,5 +1,5 @@
-import type { Scenario, ScenarioResult } from "../../src/local/demo/scenario.js";
-import { createPrng } from "../../src/local/prng.js";
+import type { Scenario, ScenarioResult } from "../../src/cli/demo/scenario.js";
+import { createPrng } from "../../src/local/sim/prng.js";
 import { createTableIfMissing } from "../../src/stores/dynamodb/schema.js";
 import { countBy, forEachLimited, localStateStore, quietObservability, scanAll } from "../shared/demo-kit.js";
 import { guardedOrdersHandler, naiveOrdersHandler } from "./handler.js";

@@ -4,7 +4,7 @@ import { marshall } from "@aws-sdk/util-dynamodb";
 import type { S3Event, S3EventRecord } from "aws-lambda";
 import type { StateStore } from "../../src/core/store.js";
 import { type EffectivelyOnceOptions, s3Handler } from "../../src/lambda/index.js";
-import { faultPoint } from "../../src/local/invocation-scope.js";
+import { faultPoint } from "../../src/local/delivery/invocation-scope.js";
 import { DynamoDBFencedSink } from "../../src/sinks/dynamodb.js";
 
 /**

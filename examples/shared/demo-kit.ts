@@ -1,9 +1,9 @@
 import { Logger } from "@aws-lambda-powertools/logger";
 import { Metrics } from "@aws-lambda-powertools/metrics";
 import type { StateStore } from "../../src/core/store.js";
-import { instrumentStore } from "../../src/local/instrumented-store.js";
+import { scanTable } from "../../src/local/emulators/scan-table.js";
 import type { LocalRuntime } from "../../src/local/runtime.js";
-import { scanTable } from "../../src/local/scan-table.js";
+import { instrumentStore } from "../../src/local/sim/instrumented-store.js";
 import { createStateTable } from "../../src/stores/dynamodb/schema.js";
 import { DynamoDBStore } from "../../src/stores/dynamodb/store.js";
 

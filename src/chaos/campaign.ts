@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { dynamoDBClient, startDynamoDBLocal } from "../local/dynamodb-local.js";
+import { dynamoDBClient, startDynamoDBLocal } from "../local/emulators/dynamodb-local.js";
 import { type Backend, memoryBackend } from "./backend.js";
 import { randomChooser } from "./chooser.js";
 import { type Profile, randomConfig } from "./config.js";

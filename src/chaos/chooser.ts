@@ -1,4 +1,4 @@
-import { createPrng, type Prng } from "../local/prng.js";
+import { createPrng, type Prng } from "../local/sim/prng.js";
 
 /**
  * Every nondeterministic decision of a history goes through a Chooser, so a history is a function of its choices:

@@ -1,4 +1,4 @@
-import { createPrng } from "../local/prng.js";
+import { createPrng } from "../local/sim/prng.js";
 import { type FaultConfig, STORE_FAULTS } from "./faults.js";
 import type { GuardSettings, HistoryConfig } from "./history.js";
 

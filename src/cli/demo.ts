@@ -1,13 +1,15 @@
 import { writeFile } from "node:fs/promises";
 import { type Command, InvalidArgumentError } from "commander";
-import { loadScenarios } from "../local/demo/load-scenarios.js";
-import { progressBar } from "../local/demo/progress.js";
-import { renderHtmlReport } from "../local/demo/report-html.js";
-import { runDemo, toJson } from "../local/demo/run-demo.js";
-import { formatTable } from "../local/demo/table.js";
-import { localPackagesFor, requireLocalPackages } from "../local/requirements.js";
-import { LocalRuntime } from "../local/runtime.js";
+import { pickFields } from "../core/options.js";
+import { localPackagesFor, requireLocalPackages } from "../local/emulators/requirements.js";
+import { LOCAL_RUNTIME_OPTIONS, LocalRuntime } from "../local/runtime.js";
+import { loadScenarios } from "./demo/load-scenarios.js";
+import { progressBar } from "./demo/progress.js";
+import { renderHtmlReport } from "./demo/report-html.js";
+import { runDemo, toJson } from "./demo/run-demo.js";
+import { formatTable } from "./demo/table.js";
 import { exitSoon, oneLine } from "./errors.js";
+import { addSchemaOptions } from "./options.js";
 
 interface DemoOptions {
   json?: boolean;
@@ -18,30 +20,32 @@ interface DemoOptions {
   dynamodbEndpoint?: string;
 }
 
+/** The flags `eonce demo` shares with `eonce run`: the runtime's. */
+const RUNTIME_FLAGS = pickFields(LOCAL_RUNTIME_OPTIONS, ["seed", "dynamodbEndpoint"]);
+
 /**
  * `eonce demo`: the three reference pipelines on a local AWS (DynamoDB Local, s3rver, fauxqs on
  * 127.0.0.1), each with the guard off and on, and the comparison. Exits 1 if the guard did not remove
  * every duplicate, stale result and lost event.
  */
 export function registerDemo(program: Command): void {
-  program
+  const command = program
     .command("demo")
     .description("run the records, images and orders pipelines locally, guard off and on, and compare them")
     .option("--json", "print the comparison as JSON instead of a table")
     .option("--report <file.html>", "also write a self-contained HTML report with charts")
-    .option("--seed <n>", "seed of every injected fault", integer, 1)
     .option("--scenario <name>", "records, images or orders (repeat or comma-separate; default all)", list)
-    .option("--scale <x>", "multiply the scenarios' sizes", positiveNumber, 1)
-    .option("--dynamodb-endpoint <url>", "use this running DynamoDB Local instead of starting one")
-    .action(async (options: DemoOptions) => {
-      try {
-        process.exitCode = await demo(options);
-      } catch (error) {
-        process.stderr.write(`eonce demo: ${oneLine(error)}\n`);
-        process.exitCode = 2;
-        exitSoon();
-      }
-    });
+    .option("--scale <x>", "multiply the scenarios' sizes", positiveNumber, 1);
+  addSchemaOptions(command, RUNTIME_FLAGS, { dynamodbEndpoint: { value: "<url>" } });
+  command.action(async (options: DemoOptions) => {
+    try {
+      process.exitCode = await demo(options);
+    } catch (error) {
+      process.stderr.write(`eonce demo: ${oneLine(error)}\n`);
+      process.exitCode = 2;
+      exitSoon();
+    }
+  });
 }
 
 async function demo(options: DemoOptions): Promise<number> {
@@ -88,12 +92,6 @@ async function demo(options: DemoOptions): Promise<number> {
     process.stderr.write(`guard on, ${s.name}: expected no duplicate effect, stale result or lost event\n`);
   }
   return failed.length > 0 ? 1 : 0;
-}
-
-function integer(value: string): number {
-  const n = Number(value);
-  if (!Number.isSafeInteger(n)) throw new InvalidArgumentError("expected an integer");
-  return n;
 }
 
 function positiveNumber(value: string): number {

@@ -1,12 +1,22 @@
 // The local runtime: real protocol servers on 127.0.0.1 (DynamoDB Local, s3rver, fauxqs), faithful S3
 // notifications, delivery with seedable faults, a Lambda runner. Dev dependencies only; see docs/local-runtime.md.
-export * from "./async-invoke.js";
-export * from "./bucket-notifications.js";
-export * from "./eventbridge-envelope.js";
-export * from "./faults.js";
-export * from "./instrumented-store.js";
-export { currentInvocation, faultPoint, type InvocationScope, invocationSignal } from "./invocation-scope.js";
-export * from "./lambda-context.js";
+// An explicit list: what a test or a script driving the runtime needs. The emulators' start functions, the
+// simulation's internals (sleeper, activity) and the CLI's `run`/`demo` machinery stay internal.
+export { type AsyncInvokeOptions, AsyncInvoker, type FailedAsyncEvent } from "./delivery/async-invoke.js";
+export {
+  BucketNotifications,
+  type BucketRouteOptions,
+  type NotificationFilter,
+  type NotificationRoute,
+} from "./delivery/bucket-notifications.js";
+export { type S3EventBridgeEvent, toEventBridgeEvent } from "./delivery/eventbridge-envelope.js";
+export {
+  currentInvocation,
+  faultPoint,
+  type InvocationScope,
+  invocationSignal,
+} from "./delivery/invocation-scope.js";
+export { createLambdaContext, type LocalContextOptions } from "./delivery/lambda-context.js";
 export {
   InjectedFailure,
   type LambdaHandler,
@@ -14,8 +24,10 @@ export {
   type LocalFunctionOptions,
   type RunResult,
   RuntimeStoppedError,
-} from "./lambda-runner.js";
-export * from "./prng.js";
+} from "./delivery/lambda-runner.js";
+export { S3NotificationFactory, type S3NotificationFactoryOptions } from "./delivery/s3-notifications.js";
+export { SqsEventSource, type SqsEventSourceOptions, toLambdaRecord } from "./delivery/sqs-event-source.js";
+export { scanTable } from "./emulators/scan-table.js";
 export {
   type IdleOptions,
   type LocalQueue,
@@ -23,7 +35,23 @@ export {
   type LocalRuntimeOptions,
   type QueueOptions,
 } from "./runtime.js";
-export * from "./s3-notifications.js";
-export * from "./scan-table.js";
-export * from "./sqs-event-source.js";
-export * from "./trace.js";
+export {
+  type DeliveryFaults,
+  FaultInjector,
+  type FaultOptions,
+  NO_FAULTS,
+  NO_RUN_FAULTS,
+  type ResolvedFaults,
+  type RunFaults,
+  resolveFaults,
+} from "./sim/faults.js";
+export { instrumentStore } from "./sim/instrumented-store.js";
+export { createPrng, type Prng } from "./sim/prng.js";
+export {
+  type GuardStep,
+  type RunStatus,
+  type SourceKind,
+  Trace,
+  type TraceEvent,
+  type TraceListener,
+} from "./sim/trace.js";

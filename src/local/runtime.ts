@@ -1,5 +1,3 @@
-import { accessSync, constants } from "node:fs";
-import { delimiter, isAbsolute, join } from "node:path";
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { CreateBucketCommand, type S3Client } from "@aws-sdk/client-s3";
 import {
@@ -8,29 +6,27 @@ import {
   ReceiveMessageCommand,
   type SQSClient,
 } from "@aws-sdk/client-sqs";
-import { Activity } from "./activity.js";
-import { type AsyncInvokeOptions, AsyncInvoker } from "./async-invoke.js";
+import { boolean, custom, integer, resolveOptions, schemaFor, string } from "../core/options.js";
+import { LOCAL_REGION } from "./aws-local.js";
+import { type AsyncInvokeOptions, AsyncInvoker } from "./delivery/async-invoke.js";
 import {
   BucketNotifications,
   type BucketRouteOptions,
   type NotificationRoute,
-} from "./bucket-notifications.js";
-import {
-  type DynamoDBLocal,
-  dynamoDBClient,
-  LOCAL_REGION,
-  missingJava,
-  startDynamoDBLocal,
-} from "./dynamodb-local.js";
-import { LocalFunction, type LocalFunctionOptions } from "./lambda-runner.js";
-import { createPrng, type Prng } from "./prng.js";
-import { S3NotificationFactory } from "./s3-notifications.js";
-import { type LocalS3Server, S3RVER_CREDENTIALS, startS3Server } from "./s3-server.js";
-import { onShutdownSignal } from "./shutdown.js";
-import { Sleeper } from "./sleeper.js";
-import { SqsEventSource, type SqsEventSourceOptions } from "./sqs-event-source.js";
-import { type LocalSqsServer, startSqsServer } from "./sqs-server.js";
-import { type SourceKind, Trace } from "./trace.js";
+} from "./delivery/bucket-notifications.js";
+import { LocalFunction, type LocalFunctionOptions } from "./delivery/lambda-runner.js";
+import { S3NotificationFactory } from "./delivery/s3-notifications.js";
+import { SqsEventSource, type SqsEventSourceOptions } from "./delivery/sqs-event-source.js";
+import { type DynamoDBLocal, dynamoDBClient, startDynamoDBLocal } from "./emulators/dynamodb-local.js";
+import { requireServers } from "./emulators/requirements.js";
+import { type LocalS3Server, S3RVER_CREDENTIALS, startS3Server } from "./emulators/s3-server.js";
+import { onShutdownSignal } from "./emulators/shutdown.js";
+import { type LocalSqsServer, startSqsServer } from "./emulators/sqs-server.js";
+import type { Activity } from "./sim/activity.js";
+import type { Prng } from "./sim/prng.js";
+import { createSimulation, type Simulation } from "./sim/simulation.js";
+import type { Sleeper } from "./sim/sleeper.js";
+import type { SourceKind, Trace } from "./sim/trace.js";
 
 export interface LocalRuntimeOptions {
   /** Seed of every fault decision. Default 1. */
@@ -50,6 +46,32 @@ export interface LocalRuntimeOptions {
   /** Java executable for DynamoDB Local. Default `java` on the PATH. */
   javaPath?: string;
 }
+
+const isObjectOf = (v: unknown, keys: readonly string[], is: (x: unknown) => boolean) =>
+  typeof v === "object" &&
+  v !== null &&
+  Object.entries(v).every(([k, x]) => keys.includes(k) && (x === undefined || is(x)));
+const SERVICES = ["dynamodb", "s3", "sqs"] as const;
+
+/** The runtime's options, field by field; `doc` is the help line of the `eonce run` and `eonce demo` flag. */
+export const LOCAL_RUNTIME_OPTIONS = schemaFor<LocalRuntimeOptions>()({
+  seed: integer({ default: 1, doc: "seed of every injected fault" }),
+  dynamodbEndpoint: string({ doc: "use this running DynamoDB Local instead of starting one" }),
+  services: custom<NonNullable<LocalRuntimeOptions["services"]>>(
+    "an object of booleans (dynamodb, s3, sqs)",
+    (v) => isObjectOf(v, SERVICES, (x) => typeof x === "boolean"),
+  ),
+  buckets: custom<string[]>(
+    "a list of bucket names",
+    (v) => Array.isArray(v) && v.every((b) => typeof b === "string"),
+  ),
+  versioned: boolean({ default: false }),
+  handleSignals: boolean({ default: false }),
+  ports: custom<NonNullable<LocalRuntimeOptions["ports"]>>("an object of ports (dynamodb, s3, sqs)", (v) =>
+    isObjectOf(v, SERVICES, (x) => Number.isSafeInteger(x) && (x as number) >= 0 && (x as number) < 65536),
+  ),
+  javaPath: string(),
+});
 
 export interface QueueOptions {
   fifo?: boolean;
@@ -80,9 +102,11 @@ export interface IdleOptions {
  * Handlers run unchanged: `env()` gives the variables that point the AWS SDK's default endpoints here.
  */
 export class LocalRuntime {
-  readonly trace = new Trace();
-  readonly activity = new Activity();
-  readonly sleeper = new Sleeper();
+  /** What every function, invoker, event source and notification route of this runtime shares. */
+  readonly sim: Simulation;
+  readonly trace: Trace;
+  readonly activity: Activity;
+  readonly sleeper: Sleeper;
   readonly prng: Prng;
   readonly dynamodb?: { endpoint: string; server?: DynamoDBLocal };
   readonly s3?: LocalS3Server;
@@ -98,7 +122,7 @@ export class LocalRuntime {
   #sqsClient?: SQSClient;
 
   private constructor(
-    prng: Prng,
+    sim: Simulation,
     parts: {
       dynamodb?: { endpoint: string; server?: DynamoDBLocal };
       s3?: LocalS3Server;
@@ -106,39 +130,38 @@ export class LocalRuntime {
       versioned: boolean;
     },
   ) {
-    this.prng = prng;
+    this.sim = sim;
+    ({ trace: this.trace, activity: this.activity, sleeper: this.sleeper, prng: this.prng } = sim);
     this.dynamodb = parts.dynamodb;
     this.s3 = parts.s3;
     this.sqs = parts.sqs;
     if (parts.s3) {
-      this.notifications = new BucketNotifications({
-        s3: parts.s3,
-        sqs: parts.sqs ? this.sqsClient() : undefined,
-        factory: new S3NotificationFactory({ versioned: parts.versioned }),
-        trace: this.trace,
-        activity: this.activity,
-        sleeper: this.sleeper,
-        prng: this.prng,
-      });
+      this.notifications = new BucketNotifications(
+        {
+          s3: parts.s3,
+          sqs: parts.sqs ? this.sqsClient() : undefined,
+          factory: new S3NotificationFactory({ versioned: parts.versioned }),
+        },
+        sim,
+      );
     }
   }
 
   static async start(options: LocalRuntimeOptions = {}): Promise<LocalRuntime> {
-    const want = { dynamodb: true, s3: true, sqs: true, ...options.services };
-    const ports = options.ports ?? {};
+    const o = resolveOptions("LocalRuntime", LOCAL_RUNTIME_OPTIONS, options);
+    const want = { dynamodb: true, s3: true, sqs: true, ...o.services };
+    const ports = o.ports ?? {};
     // The three start in parallel: DynamoDB Local (a JVM) dominates the start time. allSettled, not all:
     // a server that finishes starting after another one failed must be stopped too, or it keeps the
     // process alive (a JVM listening for ever).
     const [ddb, s3, sqs] = await Promise.allSettled([
-      want.dynamodb && !options.dynamodbEndpoint
+      want.dynamodb && !o.dynamodbEndpoint
         ? startDynamoDBLocal({
             ...(ports.dynamodb ? { port: ports.dynamodb } : {}),
-            ...(options.javaPath ? { javaPath: options.javaPath } : {}),
+            ...(o.javaPath ? { javaPath: o.javaPath } : {}),
           })
         : undefined,
-      want.s3
-        ? startS3Server({ buckets: options.buckets, ...(ports.s3 ? { port: ports.s3 } : {}) })
-        : undefined,
+      want.s3 ? startS3Server({ buckets: o.buckets, ...(ports.s3 ? { port: ports.s3 } : {}) }) : undefined,
       want.sqs ? startSqsServer(ports.sqs ? { port: ports.sqs } : {}) : undefined,
     ]);
     const results = [ddb, s3, sqs];
@@ -152,16 +175,16 @@ export class LocalRuntime {
     const ddbServer = value(ddb);
     const dynamodb = ddbServer
       ? { endpoint: ddbServer.endpoint, server: ddbServer }
-      : want.dynamodb && options.dynamodbEndpoint
-        ? { endpoint: options.dynamodbEndpoint }
+      : want.dynamodb && o.dynamodbEndpoint
+        ? { endpoint: o.dynamodbEndpoint }
         : undefined;
-    const runtime = new LocalRuntime(createPrng(options.seed ?? 1), {
+    const runtime = new LocalRuntime(createSimulation(o.seed), {
       dynamodb,
       s3: value(s3),
       sqs: value(sqs),
-      versioned: options.versioned ?? false,
+      versioned: o.versioned,
     });
-    if (options.handleSignals) runtime.#removeSignalHandlers = onShutdownSignal(() => runtime.stop());
+    if (o.handleSignals) runtime.#removeSignalHandlers = onShutdownSignal(() => runtime.stop());
     return runtime;
   }
 
@@ -170,14 +193,7 @@ export class LocalRuntime {
    * DynamoDB Local, and the emulator packages. Throws a one-line Error naming what is missing.
    */
   static preflight(options: LocalRuntimeOptions = {}): void {
-    const want = { dynamodb: true, s3: true, sqs: true, ...options.services };
-    if (want.dynamodb && !options.dynamodbEndpoint) {
-      requirePackage("amplify-dynamodb-simulator", "DynamoDB Local");
-      const java = options.javaPath ?? "java";
-      if (!findExecutable(java)) throw new Error(missingJava(java));
-    }
-    if (want.s3) requirePackage("s3rver", "the local S3 server");
-    if (want.sqs) requirePackage("fauxqs", "the local SQS server");
+    requireServers({ dynamodb: true, s3: true, sqs: true, ...options.services }, options);
   }
 
   /** Shared clients for the runtime's own use (setup, measuring); destroyed by stop(). */
@@ -310,22 +326,12 @@ export class LocalRuntime {
 
   /** Asynchronous invocation of `fn` (as S3 and EventBridge use it), for events the caller makes. */
   asyncInvoker(fn: LocalFunction, source: SourceKind, options: AsyncInvokeOptions = {}): AsyncInvoker {
-    return new AsyncInvoker(fn, source, options, {
-      trace: this.trace,
-      activity: this.activity,
-      sleeper: this.sleeper,
-      prng: this.prng,
-    });
+    return new AsyncInvoker(fn, source, options, this.sim);
   }
 
   /** A Lambda function run by this runtime. */
   fn(options: LocalFunctionOptions): LocalFunction {
-    const fn = new LocalFunction(options, {
-      trace: this.trace,
-      activity: this.activity,
-      sleeper: this.sleeper,
-      prng: this.prng,
-    });
+    const fn = new LocalFunction(options, this.sim);
     this.#functions.push(fn);
     return fn;
   }
@@ -338,13 +344,7 @@ export class LocalRuntime {
 
   /** Starts polling `options.queueUrl` for `fn` (an SQS event source mapping). */
   sqsEventSource(fn: LocalFunction, options: SqsEventSourceOptions): SqsEventSource {
-    const source = new SqsEventSource(fn, options, {
-      client: this.sqsClient(),
-      trace: this.trace,
-      activity: this.activity,
-      sleeper: this.sleeper,
-      prng: this.prng,
-    });
+    const source = new SqsEventSource(fn, options, this.sqsClient(), this.sim);
     this.#sources.push(source);
     source.start();
     return source;
@@ -393,32 +393,6 @@ export class LocalRuntime {
     this.#clients.push(client);
     return client;
   }
-}
-
-function requirePackage(name: string, what: string): void {
-  try {
-    import.meta.resolve(name);
-  } catch {
-    throw new Error(`${what} needs the npm package ${name} (npm i -D ${name})`);
-  }
-}
-
-/** Whether `command` is an executable file, as a path or found on the PATH (with PATHEXT on Windows). */
-function findExecutable(command: string): boolean {
-  const executable = (path: string) => {
-    try {
-      accessSync(path, constants.X_OK);
-      return true;
-    } catch {
-      return false;
-    }
-  };
-  if (isAbsolute(command) || command.includes("/") || command.includes("\\")) return executable(command);
-  const exts = process.platform === "win32" ? (process.env.PATHEXT ?? ".EXE").split(";") : [""];
-  return (process.env.PATH ?? "")
-    .split(delimiter)
-    .filter(Boolean)
-    .some((dir) => exts.some((ext) => executable(join(dir, command + ext))));
 }
 
 /** Sets `vars` on process.env (and drops profile/session settings); returns a function restoring it. */

@@ -1,5 +1,5 @@
 /**
- * The wrappers' side of the local runtime's invocation scope (`src/local/invocation-scope.ts`), found by a
+ * The wrappers' side of the local runtime's invocation scope (`src/local/delivery/invocation-scope.ts`), found by a
  * process-wide symbol so that neither side imports the other and any copy of the package finds it. On AWS
  * there is no scope: each call is one symbol lookup and does nothing.
  */

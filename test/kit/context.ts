@@ -1,5 +1,5 @@
 import type { Context } from "aws-lambda";
-import { createLambdaContext } from "../../src/local/lambda-context.js";
+import { createLambdaContext } from "../../src/local/delivery/lambda-context.js";
 
 /**
  * A Lambda `Context` from the local runtime's own implementation (src/local), whose clock runs:

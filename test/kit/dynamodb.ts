@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { inject } from "vitest";
-import { dynamoDBClient } from "../../src/local/dynamodb-local.js";
+import { dynamoDBClient } from "../../src/local/emulators/dynamodb-local.js";
 import { DynamoDBFencedSink } from "../../src/sinks/dynamodb.js";
 import { createStateTable, createTableIfMissing } from "../../src/stores/dynamodb/schema.js";
 import { DynamoDBStore } from "../../src/stores/dynamodb/store.js";

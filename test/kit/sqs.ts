@@ -6,7 +6,7 @@ import {
 } from "@aws-sdk/client-sqs";
 import type { Context, SQSBatchResponse, SQSEvent } from "aws-lambda";
 import { afterAll, beforeAll } from "vitest";
-import { type LocalSqsServer, startSqsServer } from "../../src/local/sqs-server.js";
+import { type LocalSqsServer, startSqsServer } from "../../src/local/emulators/sqs-server.js";
 import { lambdaContext } from "./context.js";
 import { lambdaEventOf } from "./events.js";
 

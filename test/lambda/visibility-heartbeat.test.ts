@@ -15,7 +15,7 @@ import {
   type SqsSender,
   VisibilityHeartbeat,
 } from "../../src/lambda/visibility-heartbeat.js";
-import { LOCAL_CREDENTIALS } from "../../src/local/dynamodb-local.js";
+import { LOCAL_CREDENTIALS } from "../../src/local/aws-local.js";
 import { sleep, useLocalSqs } from "../kit/index.js";
 
 describe("queueUrlFromArn", () => {

@@ -1,17 +1,19 @@
 import type { Context } from "aws-lambda";
 import { afterEach, describe, expect, it } from "vitest";
-import { Activity } from "../../src/local/activity.js";
-import { AsyncInvoker } from "../../src/local/async-invoke.js";
-import { currentInvocation, faultPoint } from "../../src/local/invocation-scope.js";
-import { type InjectedFailure, type LambdaHandler, LocalFunction } from "../../src/local/lambda-runner.js";
-import { createPrng } from "../../src/local/prng.js";
-import { Sleeper } from "../../src/local/sleeper.js";
-import { Trace, type TraceEvent } from "../../src/local/trace.js";
+import { AsyncInvoker } from "../../src/local/delivery/async-invoke.js";
+import { currentInvocation, faultPoint } from "../../src/local/delivery/invocation-scope.js";
+import {
+  type InjectedFailure,
+  type LambdaHandler,
+  LocalFunction,
+} from "../../src/local/delivery/lambda-runner.js";
+import { createSimulation, type Simulation } from "../../src/local/sim/simulation.js";
+import type { TraceEvent } from "../../src/local/sim/trace.js";
 import { deferred, sleep } from "../kit/index.js";
 
-let deps: { trace: Trace; activity: Activity; sleeper: Sleeper; prng: ReturnType<typeof createPrng> };
+let deps: Simulation;
 const fresh = () => {
-  deps = { trace: new Trace(), activity: new Activity(), sleeper: new Sleeper(), prng: createPrng(1) };
+  deps = createSimulation(1);
   return deps;
 };
 afterEach(() => deps?.sleeper.stop());

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import type { S3ObjectEvent } from "../../src/core/event.js";
 import { compareSequencers } from "../../src/core/position.js";
-import { toEventBridgeEvent } from "../../src/local/eventbridge-envelope.js";
-import { S3NotificationFactory } from "../../src/local/s3-notifications.js";
-import type { S3rverEventRecord } from "../../src/local/s3-server.js";
+import { toEventBridgeEvent } from "../../src/local/delivery/eventbridge-envelope.js";
+import { S3NotificationFactory } from "../../src/local/delivery/s3-notifications.js";
+import type { S3rverEventRecord } from "../../src/local/emulators/s3-server.js";
 import { parseInvocation } from "../../src/sources/parse-invocation.js";
 
 /** A record as s3rver emits it: raw key, `Date.now()` sequencer, odd ARN. */

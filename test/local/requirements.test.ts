@@ -3,7 +3,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { installLine, localPackagesFor, requireLocalPackages } from "../../src/local/requirements.js";
+import {
+  installLine,
+  localPackagesFor,
+  requireLocalPackages,
+} from "../../src/local/emulators/requirements.js";
 
 describe("the local runtime's optional packages", () => {
   let empty: string;

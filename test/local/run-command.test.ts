@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, inject, it } from "vitest";
 import { pictures } from "../../examples/images/pictures.js";
-import type { RunReport } from "../../src/local/run/run-handler.js";
+import type { RunReport } from "../../src/cli/run/run-handler.js";
 import { eonce } from "./cli-helpers.js";
 
 const suffix = () => randomUUID().slice(0, 8);

@@ -4,10 +4,10 @@ import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { type RunReport, runHandler } from "../../src/cli/run/run-handler.js";
 import { OptionsError } from "../../src/core/errors.js";
-import { dynamoDBClient } from "../../src/local/dynamodb-local.js";
-import { type RunReport, runHandler } from "../../src/local/run/run-handler.js";
-import { scanTable } from "../../src/local/scan-table.js";
+import { dynamoDBClient } from "../../src/local/emulators/dynamodb-local.js";
+import { scanTable } from "../../src/local/emulators/scan-table.js";
 import { eonce } from "./cli-helpers.js";
 
 /**

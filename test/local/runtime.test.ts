@@ -8,10 +8,10 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { guardedImagesHandler } from "../../examples/images/handler.js";
 import { classify, pictures } from "../../examples/images/pictures.js";
 import { localStateStore, quietObservability } from "../../examples/shared/demo-kit.js";
-import { dynamoDBClient } from "../../src/local/dynamodb-local.js";
-import { freePort } from "../../src/local/free-port.js";
+import { dynamoDBClient } from "../../src/local/emulators/dynamodb-local.js";
+import { freePort } from "../../src/local/emulators/free-port.js";
 import { LocalRuntime } from "../../src/local/runtime.js";
-import type { TraceEvent } from "../../src/local/trace.js";
+import type { TraceEvent } from "../../src/local/sim/trace.js";
 import { parseInvocation } from "../../src/sources/parse-invocation.js";
 
 let runtime: LocalRuntime;

@@ -6,7 +6,7 @@ import {
   type S3Client,
 } from "@aws-sdk/client-s3";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { type LocalS3Server, startS3Server } from "../../src/local/s3-server.js";
+import { type LocalS3Server, startS3Server } from "../../src/local/emulators/s3-server.js";
 
 /** The local S3's conditional writes (src/local/emulators/s3-conditional.ts), through the SDK, on s3rver. */
 describe("local S3 conditional writes", () => {

@@ -21,7 +21,11 @@ import {
   SQSClient,
 } from "@aws-sdk/client-sqs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type LocalS3Server, type S3rverEventRecord, startS3Server } from "../../src/local/s3-server.js";
+import {
+  type LocalS3Server,
+  type S3rverEventRecord,
+  startS3Server,
+} from "../../src/local/emulators/s3-server.js";
 import { sleep, useLocalSqs } from "../kit/index.js";
 
 /** For SDK clients whose expected warnings would clutter the output. */
@@ -347,7 +351,7 @@ describe("local SQS server (fauxqs)", () => {
     const [dead] = await receive(dlqUrl);
     expect(dead?.MessageId).toBe(sent.MessageId);
     expect(dead?.Body).toBe("poison");
-    // fauxqs counted the receive that moved it (see src/local/sqs-server.ts).
+    // fauxqs counted the receive that moved it (see src/local/emulators/sqs-server.ts).
     expect(dead?.Attributes?.ApproximateReceiveCount).toBe("4");
   });
 

@@ -2,12 +2,9 @@ import { randomUUID } from "node:crypto";
 import { CreateQueueCommand, SendMessageCommand } from "@aws-sdk/client-sqs";
 import type { SQSBatchResponse, SQSEvent } from "aws-lambda";
 import { describe, expect, it } from "vitest";
-import { Activity } from "../../src/local/activity.js";
-import { type LambdaHandler, LocalFunction } from "../../src/local/lambda-runner.js";
-import { createPrng } from "../../src/local/prng.js";
-import { Sleeper } from "../../src/local/sleeper.js";
-import { SqsEventSource } from "../../src/local/sqs-event-source.js";
-import { Trace } from "../../src/local/trace.js";
+import { type LambdaHandler, LocalFunction } from "../../src/local/delivery/lambda-runner.js";
+import { SqsEventSource } from "../../src/local/delivery/sqs-event-source.js";
+import { createSimulation } from "../../src/local/sim/simulation.js";
 import { useLocalSqs } from "../kit/index.js";
 
 const local = useLocalSqs();
@@ -31,7 +28,7 @@ async function pipeline(
       },
     }),
   );
-  const deps = { trace: new Trace(), activity: new Activity(), sleeper: new Sleeper(), prng: createPrng(1) };
+  const deps = createSimulation(1);
   const fn = new LocalFunction({ name: "consumer", handler, timeoutMs: 5000 }, deps);
   for (let i = 0; i < options.messages; i++) {
     await local.sqs.send(
@@ -45,7 +42,8 @@ async function pipeline(
       queueArn: local.server.queueArn(name),
       batchSize: options.batchSize ?? 10,
     },
-    { ...deps, client: local.sqs },
+    local.sqs,
+    deps,
   );
   source.start();
   const deadline = Date.now() + 20_000;

@@ -102,6 +102,7 @@ describe("InvocationMetrics (EMF through Powertools)", () => {
         "tookOver",
         "failed",
         "unconfirmed",
+        "conflict",
         "malformed",
         "testEvent",
         "deferred",

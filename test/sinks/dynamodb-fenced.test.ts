@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { OptionsError } from "../../src/core/errors.js";
 import { createGuard } from "../../src/core/guard.js";
 import { positionFromNumber } from "../../src/core/position.js";
-import { dynamoDBClient } from "../../src/local/dynamodb-local.js";
+import { dynamoDBClient } from "../../src/local/emulators/dynamodb-local.js";
 import { DynamoDBFencedSink } from "../../src/sinks/dynamodb.js";
 import { createStateTable, createTableIfMissing } from "../../src/stores/dynamodb/schema.js";
 import { DynamoDBStore } from "../../src/stores/dynamodb/store.js";

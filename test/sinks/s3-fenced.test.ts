@@ -4,7 +4,7 @@ import fc from "fast-check";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { OptionsError, StoreError } from "../../src/core/errors.js";
 import { positionFromNumber } from "../../src/core/position.js";
-import { type LocalS3Server, startS3Server } from "../../src/local/s3-server.js";
+import { type LocalS3Server, startS3Server } from "../../src/local/emulators/s3-server.js";
 import { S3FencedSink, S3SinkConflictError } from "../../src/sinks/s3.js";
 
 /** The S3 fenced sink (src/sinks/s3.ts) against s3rver behind the local conditional-writes layer. */

@@ -7,7 +7,7 @@ import { OptionsError, UnsupportedAtomicWriteError } from "../../src/core/errors
 import { type ApplyContext, createGuard } from "../../src/core/guard.js";
 import { positionFromNumber } from "../../src/core/position.js";
 import { stateKey } from "../../src/core/state-key.js";
-import { dynamoDBClient } from "../../src/local/dynamodb-local.js";
+import { dynamoDBClient } from "../../src/local/emulators/dynamodb-local.js";
 import { countRequests } from "../../src/observe/request-counter.js";
 import { DynamoDBFencedSink } from "../../src/sinks/dynamodb.js";
 import { INLINE_STATE_ATTRIBUTES, InlineDynamoDBStore } from "../../src/stores/dynamodb/index.js";

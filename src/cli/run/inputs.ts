@@ -1,0 +1,31 @@
+import { stat } from "node:fs/promises";
+import { OptionsError } from "../../core/errors.js";
+import { createPrng } from "../../local/sim/prng.js";
+import { eventBridgeDetail } from "./envelopes.js";
+import { checkMessagesFor, type ReplayMessage, readMessages } from "./messages.js";
+import { generatedObjects, objectsFromFolder, type UploadObject, withReuploads } from "./objects.js";
+import type { ResolvedRunOptions } from "./options.js";
+
+/** What a run feeds the handler: objects to upload, or application messages to send. */
+export type Inputs =
+  | { kind: "objects"; objects: UploadObject[] }
+  | { kind: "messages"; messages: ReplayMessage[] };
+
+/** Reads and checks the inputs, before any server starts. */
+export async function readInputs(o: ResolvedRunOptions): Promise<Inputs> {
+  if (o.messages !== undefined) {
+    const messages = await readMessages(o.messages);
+    checkMessagesFor(messages, o.fifo, o.source);
+    if (o.source === "eventbridge") for (const m of messages) eventBridgeDetail(m);
+    return { kind: "messages", messages };
+  }
+  if (o.from !== undefined) {
+    const info = await stat(o.from).catch(() => undefined);
+    if (!info?.isDirectory()) throw new OptionsError(`--from: no such folder: ${o.from}`);
+  }
+  const objects = o.from !== undefined ? await objectsFromFolder(o.from) : generatedObjects(o.generate ?? 10);
+  return {
+    kind: "objects",
+    objects: withReuploads(objects, o.reuploads, createPrng(o.seed).fork("objects")),
+  };
+}

@@ -1,0 +1,96 @@
+import { readFile, stat } from "node:fs/promises";
+import { OptionsError } from "../../core/errors.js";
+import { filesUnder } from "./files.js";
+
+/** One application message to replay: its body and, for SQS, its FIFO ids and message attributes. */
+export interface ReplayMessage {
+  /** Where it came from (`file:line` or a file's relative path), for reports and errors. */
+  label: string;
+  body: string;
+  groupId?: string;
+  dedupId?: string;
+  attributes?: Record<string, string | number>;
+}
+
+const KEYS = ["body", "groupId", "dedupId", "attributes"];
+
+/**
+ * Messages from a JSONL file (one per line: a body as it is, or a `{body, groupId, dedupId, attributes}`
+ * object; a non-string body is sent as its JSON) or a folder (each file's content is one body, files in
+ * path order). Blank lines are skipped. Errors name the file and line.
+ */
+export async function readMessages(path: string): Promise<ReplayMessage[]> {
+  const info = await stat(path).catch(() => undefined);
+  if (!info) throw new OptionsError(`--messages: no such file or folder: ${path}`);
+  if (info.isDirectory()) return messagesFromFolder(path);
+  const text = await readFile(path, "utf8");
+  const out: ReplayMessage[] = [];
+  text.split(/\r?\n/).forEach((line, i) => {
+    if (line.trim() === "") return;
+    out.push(parseLine(line, `${path}:${i + 1}`));
+  });
+  if (out.length === 0) throw new OptionsError(`--messages: ${path} holds no message`);
+  return out;
+}
+
+function parseLine(line: string, label: string): ReplayMessage {
+  let value: unknown;
+  try {
+    value = JSON.parse(line);
+  } catch {
+    return { label, body: line };
+  }
+  // Only an object with a `body` is an envelope; any other line (JSON or not) is a body as it is.
+  if (typeof value !== "object" || value === null || Array.isArray(value) || !("body" in value)) {
+    return { label, body: line };
+  }
+  const o = value as Record<string, unknown>;
+  const unknown = Object.keys(o).filter((k) => !KEYS.includes(k));
+  if (unknown.length > 0) {
+    throw new OptionsError(`${label}: unknown key "${unknown[0]}" (allowed: ${KEYS.join(", ")})`);
+  }
+  const m: ReplayMessage = { label, body: typeof o.body === "string" ? o.body : JSON.stringify(o.body) };
+  for (const key of ["groupId", "dedupId"] as const) {
+    const v = o[key];
+    if (v === undefined) continue;
+    if (typeof v !== "string" || v.length === 0)
+      throw new OptionsError(`${label}: ${key} must be a non-empty string`);
+    m[key] = v;
+  }
+  if (o.attributes !== undefined) {
+    const a = o.attributes;
+    if (typeof a !== "object" || a === null || Array.isArray(a)) {
+      throw new OptionsError(`${label}: attributes must be an object of strings and numbers`);
+    }
+    for (const [k, v] of Object.entries(a)) {
+      if (typeof v !== "string" && typeof v !== "number") {
+        throw new OptionsError(`${label}: attribute "${k}" must be a string or a number`);
+      }
+    }
+    m.attributes = a as Record<string, string | number>;
+  }
+  return m;
+}
+
+async function messagesFromFolder(folder: string): Promise<ReplayMessage[]> {
+  const out: ReplayMessage[] = [];
+  for (const file of await filesUnder(folder)) {
+    out.push({ label: file.relative, body: await readFile(file.path, "utf8") });
+  }
+  if (out.length === 0) throw new OptionsError(`--messages: no files under ${folder}`);
+  return out;
+}
+
+/** Eager checks against the queue kind: FIFO messages need a group, standard ones take no FIFO ids. */
+export function checkMessagesFor(messages: ReplayMessage[], fifo: boolean, via: string): void {
+  for (const m of messages) {
+    if (fifo && !m.groupId)
+      throw new OptionsError(`${m.label}: a FIFO queue needs a groupId on every message`);
+    if (!fifo && (m.groupId || m.dedupId)) {
+      throw new OptionsError(`${m.label}: groupId and dedupId need --fifo (a FIFO queue)`);
+    }
+    if (via === "eventbridge" && m.attributes) {
+      throw new OptionsError(`${m.label}: attributes are SQS/SNS message attributes; EventBridge has none`);
+    }
+  }
+}

@@ -1,0 +1,38 @@
+import { randomBytes } from "node:crypto";
+import { readFile } from "node:fs/promises";
+import type { Prng } from "../../local/sim/prng.js";
+import { filesUnder } from "./files.js";
+
+/** An object to upload: its key and body. */
+export interface UploadObject {
+  key: string;
+  body: Buffer;
+}
+
+/** Every file under `folder` (recursively), keyed by its path relative to the folder with `/`. */
+export async function objectsFromFolder(folder: string): Promise<UploadObject[]> {
+  const out: UploadObject[] = [];
+  for (const file of await filesUnder(folder))
+    out.push({ key: file.relative, body: await readFile(file.path) });
+  if (out.length === 0) throw new Error(`no files under ${folder}`);
+  return out;
+}
+
+/** `count` generated objects; keys include a space and a `+` so that form-URL-encoding is exercised. */
+export function generatedObjects(count: number): UploadObject[] {
+  return Array.from({ length: count }, (_, i) => ({ key: `generated/object ${i}+v.txt`, body: body(i) }));
+}
+
+/** `objects` followed by `count` uploads again of keys picked among them: new events of the same keys. */
+export function withReuploads(objects: UploadObject[], count: number, prng: Prng): UploadObject[] {
+  const out = [...objects];
+  for (let i = 0; i < count && objects.length > 0; i++) {
+    const again = objects[prng.int(0, objects.length - 1)] as UploadObject;
+    out.push({ key: again.key, body: again.body });
+  }
+  return out;
+}
+
+function body(i: number): Buffer {
+  return Buffer.from(`object ${i}\n${randomBytes(12).toString("hex")}\n`);
+}

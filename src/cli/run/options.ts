@@ -1,0 +1,135 @@
+import {
+  boolean,
+  custom,
+  integer,
+  nested,
+  oneOf,
+  optionsRule,
+  pickFields,
+  type Resolved,
+  required,
+  resolveOptions,
+  schemaFor,
+  string,
+} from "../../core/options.js";
+import { LOCAL_FUNCTION_OPTIONS } from "../../local/delivery/lambda-runner.js";
+import { SQS_EVENT_SOURCE_OPTIONS } from "../../local/delivery/sqs-event-source.js";
+import { LOCAL_RUNTIME_OPTIONS } from "../../local/runtime.js";
+import { type FaultOptions, resolveFaults } from "../../local/sim/faults.js";
+
+/** How events reach the handler. `sns-sqs` (an SNS envelope in an SQS body) is for `messages` only. */
+export type RunSource = "direct" | "sqs" | "sns-sqs" | "eventbridge";
+export const RUN_SOURCES: readonly RunSource[] = ["direct", "sqs", "sns-sqs", "eventbridge"];
+
+export interface RunHandlerOptions {
+  /** `path:export`, like a Lambda handler setting. */
+  handler: string;
+  /** Default `direct`. */
+  source?: RunSource;
+  /** Upload every file of this folder … */
+  from?: string;
+  /** … or this many generated objects (default 10) … */
+  generate?: number;
+  /** … or replay these application messages (a JSONL file or a folder, see readMessages) instead. */
+  messages?: string;
+  /** Messages through a FIFO queue (`sqs`, `sns-sqs`): every message needs a groupId. */
+  fifo?: boolean;
+  /** Then upload this many of the keys again (new events of the same keys). */
+  reuploads?: number;
+  /** Input bucket. Default `eonce-input`. */
+  bucket?: string;
+  /** DynamoDB tables to create (`hashKey` default `pk`). */
+  tables?: { name: string; hashKey: string }[];
+  /** A guard state table to create (and read for I2/I3); sets STATE_TABLE unless `env` has it. */
+  stateTable?: string;
+  /** An output bucket to create; sets OUTPUT_BUCKET unless `env` has it. */
+  outputBucket?: string;
+  /** Rows of this table carry each event's sequencer (messages: its correlation id) in `attribute`: for I1. */
+  effects?: { table: string; attribute: string };
+  /** The handler's environment (on top of the endpoints). */
+  env?: Record<string, string>;
+  timeoutMs?: number;
+  concurrency?: number;
+  /** SQS source: batch size, queue visibility timeout (s), receives before the DLQ. */
+  batchSize?: number;
+  visibilityTimeoutS?: number;
+  maxReceiveCount?: number;
+  seed?: number;
+  faults?: FaultOptions;
+  /** Let Powertools logs and metrics through (default: silenced). */
+  logs?: boolean;
+  /** Use this DynamoDB instead of starting DynamoDB Local (tests). */
+  dynamodbEndpoint?: string;
+  /** Java for DynamoDB Local. Default `java` on the PATH. */
+  javaPath?: string;
+  handleSignals?: boolean;
+}
+
+const isText = (v: unknown): v is string => typeof v === "string" && v.length > 0;
+const isRecord = (v: unknown): v is Record<string, unknown> =>
+  typeof v === "object" && v !== null && !Array.isArray(v);
+
+/**
+ * `eonce run`'s options, field by field. A field with `doc` is also a flag of the command (src/cli/run.ts), named
+ * after its key; the function, runtime, event source and fault fields are theirs, shared.
+ */
+export const RUN_OPTIONS = schemaFor<RunHandlerOptions>()({
+  handler: required(string()),
+  source: oneOf(RUN_SOURCES, { default: "direct", doc: "how events reach the handler" }),
+  from: string({ doc: "upload every file under this folder" }),
+  generate: integer({ min: 0, doc: "upload n generated objects (default 10)" }),
+  messages: string({
+    doc: "replay messages: JSONL (a body or {body, groupId, dedupId, attributes} a line) or a folder (a file a body)",
+  }),
+  fifo: boolean({ default: false, doc: "messages through a FIFO queue (every message needs a groupId)" }),
+  reuploads: integer({
+    min: 0,
+    default: 0,
+    doc: "then upload n of the keys again (new events of the same keys)",
+  }),
+  bucket: string({ default: "eonce-input", doc: "input bucket" }),
+  tables: custom<{ name: string; hashKey: string }[]>(
+    "a list of {name, hashKey}",
+    (v) => Array.isArray(v) && v.every((t) => isRecord(t) && isText(t.name) && isText(t.hashKey)),
+    { doc: "create a DynamoDB table (repeatable; hash key default pk)" },
+  ),
+  stateTable: string({ doc: "create a guard state table, set STATE_TABLE, check I2/I3 in it" }),
+  outputBucket: string({ doc: "create an output bucket and set OUTPUT_BUCKET" }),
+  effects: custom<{ table: string; attribute: string }>(
+    "{table, attribute}",
+    (v) => isRecord(v) && isText(v.table) && isText(v.attribute),
+    { doc: "rows of this table hold their event's sequencer in attribute (I1)" },
+  ),
+  env: custom<Record<string, string>>(
+    "an object of strings",
+    (v) => isRecord(v) && Object.values(v).every((x) => typeof x === "string"),
+    { doc: "environment variable for the handler (repeatable)" },
+  ),
+  ...pickFields(LOCAL_FUNCTION_OPTIONS, ["timeoutMs", "concurrency"]),
+  ...pickFields(SQS_EVENT_SOURCE_OPTIONS, ["batchSize"]),
+  visibilityTimeoutS: integer({ min: 0, default: 30, doc: "SQS visibility timeout" }),
+  maxReceiveCount: integer({ min: 0, default: 5, doc: "SQS receives before the dead-letter queue" }),
+  ...pickFields(LOCAL_RUNTIME_OPTIONS, ["seed", "dynamodbEndpoint", "javaPath", "handleSignals"]),
+  faults: nested(resolveFaults),
+  logs: boolean({ default: false, doc: "let the handler's Powertools logs and metrics through" }),
+});
+
+export type ResolvedRunOptions = Resolved<typeof RUN_OPTIONS>;
+
+/** Eager checks: unknown keys, bad values, exclusive inputs, sources that fit the inputs. */
+export function resolveRunOptions(options: RunHandlerOptions): ResolvedRunOptions {
+  const o = resolveOptions("eonce run", RUN_OPTIONS, options);
+  const rule = (holds: boolean, message: string) => optionsRule("eonce run", holds, message);
+  const inputs = [o.from, o.generate, o.messages].filter((v) => v !== undefined);
+  rule(inputs.length <= 1, "use one of --from, --generate and --messages");
+  if (o.messages !== undefined) {
+    rule(o.source !== "direct", "--messages go through --source sqs, sns-sqs or eventbridge");
+    rule(!o.reuploads, "--reupload is for uploads, not --messages");
+    rule(!o.effects, "--effects counts rows per S3 event; not with --messages");
+  } else {
+    rule(o.source !== "sns-sqs", "--source sns-sqs replays --messages (S3 → SNS → SQS is not modelled)");
+  }
+  rule(!o.fifo || o.messages !== undefined, "--fifo is for --messages");
+  rule(!o.fifo || o.source !== "eventbridge", "--fifo needs an SQS source");
+  return o;
+}

@@ -1,0 +1,148 @@
+import type { TraceEvent } from "../../local/sim/trace.js";
+import { type ErrorSummary, summarizeErrors } from "./errors.js";
+import type { InvariantCheck } from "./invariants.js";
+import type { RunSource } from "./options.js";
+import { type Classified, type DeliveryOutcome, gotThrough, RUN_OUTCOMES } from "./outcomes.js";
+
+export interface RunReport {
+  handler: string;
+  source: RunSource;
+  seed: number;
+  /** Objects uploaded (S3 runs; 0 for message runs). */
+  uploads: number;
+  /** Messages sent (message runs; 0 for S3 runs). */
+  messages: number;
+  /** Distinct events: S3 events, or messages (FIFO deduplication can merge two). */
+  events: number;
+  deliveries: number;
+  handlerRuns: number;
+  runs: Record<string, number>;
+  outcomes: Record<DeliveryOutcome, number>;
+  /** Events no delivery of which succeeded: dead-lettered (found in the DLQ) or lost. */
+  unsuccessful: { total: number; deadLettered: number; lost: number };
+  /** The handler's errors, grouped: the most frequent first. */
+  errors: ErrorSummary[];
+  warnings: string[];
+  invariants: InvariantCheck[];
+  /** No invariant failed and every event got through: the exit code is 0 only then. */
+  ok: boolean;
+  durationMs: number;
+}
+
+/** What a finished run found: the trace, the classified deliveries, the checks and the handler's errors. */
+export interface RunFindings extends Pick<RunReport, "handler" | "source" | "seed" | "uploads" | "messages"> {
+  events: readonly TraceEvent[];
+  classified: Classified;
+  invariants: InvariantCheck[];
+  errors: unknown[];
+  startedMs: number;
+}
+
+export function buildRunReport(f: RunFindings): RunReport {
+  const { deliveries, handlerRuns, runs, missedFaultPoint } = countRuns(f.events);
+  const outcomes = Object.fromEntries(RUN_OUTCOMES.map((k) => [k, 0])) as Record<DeliveryOutcome, number>;
+  for (const outcome of f.classified.perDelivery) outcomes[outcome]++;
+  const unfinished = [...f.classified.perEvent.values()].filter((e) => !gotThrough(e));
+  const dead = unfinished.filter((e) => e.outcomes.includes("dead-lettered")).length;
+  const unsuccessful = { total: unfinished.length, deadLettered: dead, lost: unfinished.length - dead };
+  return {
+    handler: f.handler,
+    source: f.source,
+    seed: f.seed,
+    uploads: f.uploads,
+    messages: f.messages,
+    events: f.classified.perEvent.size,
+    deliveries,
+    handlerRuns,
+    runs,
+    outcomes,
+    unsuccessful,
+    errors: summarizeErrors(f.errors),
+    warnings: warnings(f.errors, f.source, missedFaultPoint),
+    invariants: f.invariants,
+    ok: unsuccessful.total === 0 && !f.invariants.some((c) => c.status === "fail"),
+    durationMs: Date.now() - f.startedMs,
+  };
+}
+
+/** Records handed over, runs by status, and runs whose slowness or crash struck after the handler returned. */
+function countRuns(events: readonly TraceEvent[]) {
+  const runs: Record<string, number> = {};
+  let deliveries = 0;
+  let handlerRuns = 0;
+  let missedFaultPoint = 0;
+  for (const e of events) {
+    if (e.type === "run") {
+      handlerRuns++;
+      runs[e.status] = (runs[e.status] ?? 0) + 1;
+      if (e.faultPointMissed) missedFaultPoint++;
+    }
+    if (e.type === "delivery") deliveries += e.records.length;
+  }
+  return { deliveries, handlerRuns, runs, missedFaultPoint };
+}
+
+function warnings(errors: unknown[], source: RunSource, missedFaultPoint: number): string[] {
+  const out: string[] = [];
+  // A wrapper for another trigger refuses every invocation: say so before anything else.
+  const mismatch = errors.find(
+    (e) =>
+      e instanceof Error && /got (an SQS batch|a direct S3\/EventBridge invocation); use /.test(e.message),
+  );
+  if (mismatch instanceof Error) {
+    out.push(`the handler's wrapper does not fit --source ${source}: ${mismatch.message}`);
+  }
+  if (missedFaultPoint > 0) {
+    out.push(
+      `${missedFaultPoint} run(s) drew slowness or a crash but reached no faultPoint(): it struck after the handler ` +
+        "returned instead. Call faultPoint() before the effect (a bundled handler needs effectively-once 0.1.1+)",
+    );
+  }
+  return out;
+}
+
+/** Formats a run report for the terminal. */
+export function formatRunReport(r: RunReport): string {
+  const list = (counts: Record<string, number>) =>
+    Object.entries(counts)
+      .filter(([, n]) => n > 0)
+      .map(([k, n]) => `${k} ${n}`)
+      .join(", ") || "none";
+  const inputs =
+    r.messages > 0
+      ? `messages       ${r.messages} (${r.events} events)`
+      : `uploads        ${r.uploads} (${r.events} S3 events)`;
+  const lines = [
+    `eonce run ${r.handler} — source ${r.source}, seed ${r.seed}, ${(r.durationMs / 1000).toFixed(1)} s`,
+    inputs,
+    `deliveries     ${r.deliveries}`,
+    `handler runs   ${r.handlerRuns}: ${list(r.runs)}`,
+    `outcomes       ${list(r.outcomes)}`,
+  ];
+  r.errors.forEach((e, i) => {
+    lines.push(`${(i === 0 ? "errors" : "").padEnd(15)}${e.count}× ${e.error}${e.at ? ` (at ${e.at})` : ""}`);
+  });
+  for (const w of r.warnings) lines.push(`warning        ${w}`);
+  lines.push("invariants");
+  lines.push(
+    ...r.invariants.map((c) => `  ${c.id} ${c.title.padEnd(48)} ${c.status.padEnd(11)} ${c.detail}`),
+  );
+  const failed = r.invariants.filter((c) => c.status === "fail").map((c) => c.id);
+  const u = r.unsuccessful;
+  const why = [
+    ...(u.total > 0
+      ? [
+          `${u.total}/${r.events} events never succeeded` +
+            ` (${[u.deadLettered ? `${u.deadLettered} dead-lettered` : "", u.lost ? `${u.lost} lost` : ""].filter(Boolean).join(", ")})`,
+        ]
+      : []),
+    ...(failed.length ? [`${failed.join(", ")} failed`] : []),
+  ];
+  const first = r.errors[0];
+  lines.push(
+    r.ok
+      ? "result         ok"
+      : `result         FAIL: ${why.join("; ")}${first ? `; first error: ${first.error}${first.at ? ` (at ${first.at})` : ""}` : ""}`,
+  );
+  return lines.join("\n");
+}

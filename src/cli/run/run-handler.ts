@@ -1,0 +1,256 @@
+import { isAbsolute, resolve } from "node:path";
+import { PutObjectCommand } from "@aws-sdk/client-s3";
+import { SendMessageCommand } from "@aws-sdk/client-sqs";
+import { DeliveryFailedError } from "../../lambda/errors.js";
+import { currentInvocation } from "../../local/delivery/invocation-scope.js";
+import {
+  InjectedFailure,
+  type LambdaHandler,
+  type LocalFunction,
+  RuntimeStoppedError,
+} from "../../local/delivery/lambda-runner.js";
+import { freePort } from "../../local/emulators/free-port.js";
+import { scanTable } from "../../local/emulators/scan-table.js";
+import { applyEnvironment, LocalRuntime } from "../../local/runtime.js";
+import { createStateTable, createTableIfMissing } from "../../stores/dynamodb/schema.js";
+import { eventBridgeEnvelope, snsEnvelope, sqsAttributes } from "./envelopes.js";
+import { describeLoadError } from "./errors.js";
+import { type Inputs, readInputs } from "./inputs.js";
+import { checkInvariants } from "./invariants.js";
+import { loadHandler } from "./load-handler.js";
+import { type ResolvedRunOptions, type RunHandlerOptions, resolveRunOptions } from "./options.js";
+import { classify, type RunCapture } from "./outcomes.js";
+import { buildRunReport, type RunReport } from "./report.js";
+
+export type { RunHandlerOptions, RunSource } from "./options.js";
+export { RUN_SOURCES } from "./options.js";
+export { formatRunReport, type RunReport } from "./report.js";
+
+type Ports = { s3: number; sqs?: number; dynamodb?: number };
+
+/** The function and, for an SQS source, its queue: what the inputs are fed to. */
+interface Wiring {
+  fn: LocalFunction;
+  queueUrl?: string;
+  dlqUrl?: string;
+}
+
+/**
+ * `eonce run`: the user's handler on the local runtime. Inputs are read and checked, and the handler
+ * loaded, before any server starts (the ports are chosen first, so the handler's environment is right
+ * when its module loads). Objects are uploaded to the input bucket (or messages sent), delivered through
+ * the chosen source with the chosen faults, and when everything has settled the outcomes are classified
+ * and the invariants checked.
+ */
+export async function runHandler(options: RunHandlerOptions): Promise<RunReport> {
+  const started = Date.now();
+  const o = resolveRunOptions(options);
+  const inputs = await readInputs(o);
+  const viaSqs = o.source === "sqs" || o.source === "sns-sqs";
+  const services = { sqs: viaSqs, s3: true, dynamodb: true };
+  LocalRuntime.preflight({ services, javaPath: o.javaPath, dynamodbEndpoint: o.dynamodbEndpoint });
+  const ports: Ports = {
+    s3: await freePort(),
+    ...(viaSqs ? { sqs: await freePort() } : {}),
+    ...(o.dynamodbEndpoint ? {} : { dynamodb: await freePort() }),
+  };
+  const restoreEnv = applyEnvironment(handlerEnvironment(o, ports));
+  let runtime: LocalRuntime | undefined;
+  try {
+    let handler: LambdaHandler;
+    try {
+      ({ handler } = await loadHandler(o.handler));
+    } catch (error) {
+      throw new Error(describeLoadError(error, handlerPath(o.handler)));
+    }
+    runtime = await LocalRuntime.start({
+      seed: o.seed,
+      handleSignals: o.handleSignals,
+      services,
+      ports,
+      ...(o.dynamodbEndpoint ? { dynamodbEndpoint: o.dynamodbEndpoint } : {}),
+      ...(o.javaPath ? { javaPath: o.javaPath } : {}),
+    });
+    return await drive(runtime, o, inputs, handler, started);
+  } finally {
+    restoreEnv();
+    await runtime?.stop();
+  }
+}
+
+/** The endpoints of the servers about to start, the run's own variables, then the user's. */
+function handlerEnvironment(o: ResolvedRunOptions, ports: Ports): Record<string, string> {
+  const local = (port: number | undefined) => (port ? `http://127.0.0.1:${port}` : undefined);
+  const env: Record<string, string> = {};
+  if (!o.logs) {
+    env.POWERTOOLS_LOG_LEVEL = "SILENT";
+    env.POWERTOOLS_METRICS_DISABLED = "true";
+  }
+  if (o.stateTable) env.STATE_TABLE = o.stateTable;
+  if (o.outputBucket) env.OUTPUT_BUCKET = o.outputBucket;
+  return {
+    ...LocalRuntime.envFor({
+      dynamodb: o.dynamodbEndpoint ?? local(ports.dynamodb),
+      s3: local(ports.s3),
+      sqs: local(ports.sqs),
+    }),
+    ...env,
+    ...o.env,
+  };
+}
+
+async function drive(
+  runtime: LocalRuntime,
+  o: ResolvedRunOptions,
+  inputs: Inputs,
+  handler: LambdaHandler,
+  startedMs: number,
+): Promise<RunReport> {
+  const capture: RunCapture = { inputs: new Map(), results: new Map(), reports: new Map(), errors: [] };
+  const wiring = await wire(runtime, o, inputs, capturing(handler, capture));
+  const sent = await feed(runtime, o, inputs, wiring);
+  await runtime.idle({ timeoutMs: 600_000 });
+
+  const ddb = runtime.dynamodbClient();
+  const deadLettered = new Set(wiring.dlqUrl ? await runtime.drainMessageIds(wiring.dlqUrl) : []);
+  const classified = classify(runtime.trace.events, capture, {
+    ...(inputs.kind === "objects" ? { bucket: o.bucket } : { messages: sent }),
+    deadLettered,
+  });
+  const invariants = checkInvariants({
+    classified,
+    ...(inputs.kind === "objects" ? { bucket: o.bucket } : {}),
+    ...(o.effects ? { effects: { ...o.effects, rows: await scanTable(ddb, o.effects.table) } } : {}),
+    ...(o.stateTable ? { state: { table: o.stateTable, items: await scanTable(ddb, o.stateTable) } } : {}),
+  });
+  return buildRunReport({
+    handler: o.handler,
+    source: o.source,
+    seed: o.seed,
+    uploads: inputs.kind === "objects" ? inputs.objects.length : 0,
+    messages: inputs.kind === "messages" ? inputs.messages.length : 0,
+    events: runtime.trace.events,
+    classified,
+    invariants,
+    errors: capture.errors,
+    startedMs,
+  });
+}
+
+/** Creates the buckets, tables and queue, the function, and routes the source to it. */
+async function wire(
+  runtime: LocalRuntime,
+  o: ResolvedRunOptions,
+  inputs: Inputs,
+  handler: LambdaHandler,
+): Promise<Wiring> {
+  const ddb = runtime.dynamodbClient();
+  if (inputs.kind === "objects") await runtime.createBucket(o.bucket);
+  for (const t of o.tables ?? []) await createTableIfMissing(ddb, t.name, t.hashKey);
+  if (o.stateTable) await createStateTable(ddb, { tableName: o.stateTable });
+  if (o.outputBucket) await runtime.createBucket(o.outputBucket);
+  const fn = runtime.fn({
+    name: "eonce-run",
+    handler,
+    timeoutMs: o.timeoutMs,
+    concurrency: o.concurrency,
+    faults: o.faults,
+  });
+  if (o.source === "direct" || o.source === "eventbridge") {
+    if (inputs.kind === "objects")
+      runtime.notify(o.bucket, { via: o.source, function: fn }, { faults: o.faults });
+    return { fn };
+  }
+  const queue = await runtime.createQueue(o.fifo ? "eonce-input-queue.fifo" : "eonce-input-queue", {
+    fifo: o.fifo,
+    // Messages without a dedupId are deduplicated by content, as a FIFO producer without ids must be.
+    contentBasedDeduplication: o.fifo,
+    visibilityTimeoutS: o.visibilityTimeoutS,
+    maxReceiveCount: o.maxReceiveCount,
+  });
+  if (inputs.kind === "objects") runtime.notify(o.bucket, { via: "sqs", queueUrl: queue.url });
+  runtime.sqsEventSource(fn, {
+    queueUrl: queue.url,
+    queueArn: queue.arn,
+    batchSize: o.batchSize,
+    faults: o.faults,
+  });
+  return { fn, queueUrl: queue.url, ...(queue.dlq ? { dlqUrl: queue.dlq.url } : {}) };
+}
+
+/**
+ * Uploads the objects, or sends the messages. For messages, the correlation id each got (SQS message id or
+ * EventBridge id) → its label; a FIFO duplicate maps once.
+ */
+async function feed(
+  runtime: LocalRuntime,
+  o: ResolvedRunOptions,
+  inputs: Inputs,
+  { fn, queueUrl }: Wiring,
+): Promise<Map<string, string>> {
+  const sent = new Map<string, string>();
+  if (inputs.kind === "objects") {
+    const s3 = runtime.s3Client();
+    for (const obj of inputs.objects) {
+      await s3.send(new PutObjectCommand({ Bucket: o.bucket, Key: obj.key, Body: obj.body }));
+    }
+  } else if (queueUrl) {
+    const sqs = runtime.sqsClient();
+    for (const m of inputs.messages) {
+      const out = await sqs.send(
+        new SendMessageCommand({
+          QueueUrl: queueUrl,
+          MessageBody: o.source === "sns-sqs" ? snsEnvelope(m) : m.body,
+          ...(m.groupId ? { MessageGroupId: m.groupId } : {}),
+          ...(m.dedupId ? { MessageDeduplicationId: m.dedupId } : {}),
+          ...(m.attributes && o.source === "sqs" ? { MessageAttributes: sqsAttributes(m.attributes) } : {}),
+        }),
+      );
+      if (out.MessageId && !sent.has(out.MessageId)) sent.set(out.MessageId, m.label);
+    }
+  } else {
+    const invoker = runtime.asyncInvoker(fn, "eventbridge", { faults: o.faults });
+    for (const m of inputs.messages) {
+      const event = eventBridgeEnvelope(m);
+      sent.set(event.id, m.label);
+      invoker.deliver(event, [event.id]);
+    }
+  }
+  return sent;
+}
+
+/** The module path of a `path:export` spec (as loadHandler reads it), to name it in load errors. */
+function handlerPath(spec: string): string {
+  const colon = spec.lastIndexOf(":");
+  const hasExport = colon > 1 || (colon === 1 && !/^[A-Za-z]:[\\/]/.test(spec));
+  const file = hasExport ? spec.slice(0, colon) : spec;
+  return isAbsolute(file) ? file : resolve(file);
+}
+
+/** The handler, recording each run's event, result, wrapper report and errors by run id. */
+function capturing(handler: LambdaHandler, capture: RunCapture): LambdaHandler {
+  return async (event: never, context) => {
+    const scope = currentInvocation();
+    const runId = scope?.runId ?? "";
+    capture.inputs.set(runId, event);
+    let swallowed = false;
+    if (scope) {
+      scope.report = (report) => capture.reports.set(runId, report);
+      scope.handlerError = (error) => {
+        swallowed = true;
+        capture.errors.push(error);
+      };
+    }
+    try {
+      const result = await handler(event, context);
+      capture.results.set(runId, result);
+      return result;
+    } catch (error) {
+      // The runtime's own failures are not the handler's; a wrapper's summary of errors it handed over
+      // already (DeliveryFailedError) would count them twice.
+      const own = error instanceof InjectedFailure || error instanceof RuntimeStoppedError;
+      if (!own && !(swallowed && error instanceof DeliveryFailedError)) capture.errors.push(error);
+      throw error;
+    }
+  };
+}

@@ -1,0 +1,162 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { DynamoDBClient, ListTablesCommand } from "@aws-sdk/client-dynamodb";
+import { LOCAL_CREDENTIALS, LOCAL_REGION } from "../aws-local.js";
+import { freePort } from "./free-port.js";
+
+/**
+ * Amazon's DynamoDB Local, run from the jar bundled in the npm package
+ * `amplify-dynamodb-simulator` (a dev/optional dependency: never on the runtime import path).
+ *
+ * It has no bind option and listens on all interfaces; clients always connect via 127.0.0.1.
+ * `-disableTelemetry` keeps it from sending telemetry out of the machine.
+ */
+export interface DynamoDBLocal {
+  /** `http://127.0.0.1:<port>` */
+  readonly endpoint: string;
+  readonly port: number;
+  /** A client for this server with dummy credentials. */
+  client(): DynamoDBClient;
+  stop(): Promise<void>;
+}
+
+export interface StartDynamoDBLocalOptions {
+  port?: number;
+  /** Java executable; default `java` on the PATH. */
+  javaPath?: string;
+  /** How long to wait for the server to answer, default 30 000 ms. */
+  startTimeoutMs?: number;
+}
+
+/** What to say when there is no Java to run DynamoDB Local. */
+export function missingJava(java: string): string {
+  return (
+    `DynamoDB Local needs Java 17 or later, and ${JSON.stringify(java)} was not found on the PATH: ` +
+    "install a JRE 17+ (or pass --dynamodb-endpoint to use a DynamoDB Local already running)"
+  );
+}
+
+function emulatorDir(): string {
+  const require = createRequire(import.meta.url);
+  let pkg: string;
+  try {
+    pkg = require.resolve("amplify-dynamodb-simulator/package.json");
+  } catch (cause) {
+    throw new Error(
+      "DynamoDB Local needs the npm package amplify-dynamodb-simulator (npm i -D amplify-dynamodb-simulator)",
+      { cause },
+    );
+  }
+  return join(dirname(pkg), "emulator");
+}
+
+export function dynamoDBClient(endpoint: string): DynamoDBClient {
+  return new DynamoDBClient({
+    endpoint,
+    region: LOCAL_REGION,
+    credentials: LOCAL_CREDENTIALS,
+    maxAttempts: 3,
+  });
+}
+
+export async function startDynamoDBLocal(options: StartDynamoDBLocalOptions = {}): Promise<DynamoDBLocal> {
+  const port = options.port ?? (await freePort());
+  const jvm = spawnJvm(port, options.javaPath ?? "java");
+  const endpoint = `http://127.0.0.1:${port}`;
+  try {
+    await answering(endpoint, jvm, Date.now() + (options.startTimeoutMs ?? 30_000));
+  } catch (error) {
+    jvm.child.kill("SIGKILL");
+    throw error;
+  }
+  return {
+    endpoint,
+    port,
+    client: () => dynamoDBClient(endpoint),
+    async stop() {
+      if (jvm.exited() !== undefined) return;
+      jvm.child.kill("SIGTERM");
+      const timer = setTimeout(() => jvm.child.kill("SIGKILL"), 5000);
+      try {
+        await jvm.exit;
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+  };
+}
+
+/** The DynamoDB Local JVM being started, with the tail of its output and how it exited. */
+interface Jvm {
+  child: ChildProcess;
+  output(): string;
+  /** Its exit code; -1 if it could not be spawned; undefined while it runs. */
+  exited(): number | null | undefined;
+  exit: Promise<void>;
+}
+
+function spawnJvm(port: number, java: string): Jvm {
+  const args = [
+    "-Djava.library.path=./DynamoDBLocal_lib",
+    "-Xmx512m",
+    "-jar",
+    "DynamoDBLocal.jar",
+    "-inMemory",
+    "-sharedDb",
+    "-disableTelemetry",
+    "-port",
+    String(port),
+  ];
+  const child = spawn(java, args, { cwd: emulatorDir(), stdio: ["ignore", "pipe", "pipe"] });
+  let output = "";
+  const collect = (chunk: Buffer) => {
+    output = (output + chunk.toString()).slice(-4000);
+  };
+  child.stdout?.on("data", collect);
+  child.stderr?.on("data", collect);
+  let exited: number | null | undefined;
+  const exit = new Promise<void>((resolve) => {
+    child.on("exit", (code) => {
+      exited = code;
+      resolve();
+    });
+    child.on("error", (error: NodeJS.ErrnoException) => {
+      output += error.code === "ENOENT" ? missingJava(java) : String(error);
+      exited = -1;
+      resolve();
+    });
+  });
+  return { child, output: () => output, exited: () => exited, exit };
+}
+
+/** Resolves once the server answers ListTables; throws if the JVM exits first or the deadline passes. */
+async function answering(endpoint: string, jvm: Jvm, deadline: number): Promise<void> {
+  const probe = dynamoDBClient(endpoint);
+  try {
+    for (;;) {
+      const exited = jvm.exited();
+      if (exited === -1) throw new Error(jvm.output());
+      if (exited !== undefined) throw new Error(exitMessage(exited, jvm.output()));
+      try {
+        await probe.send(new ListTablesCommand({}));
+        return;
+      } catch {
+        if (Date.now() > deadline)
+          throw new Error(`DynamoDB Local did not answer on ${endpoint}: ${jvm.output()}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+  } finally {
+    probe.destroy();
+  }
+}
+
+/** One line: why the JVM exited (an old Java names the class version it cannot load). */
+function exitMessage(code: number | null, output: string): string {
+  if (/UnsupportedClassVersionError/.test(output)) {
+    return "DynamoDB Local needs Java 17 or later; the java on the PATH is older (UnsupportedClassVersionError)";
+  }
+  const last = output.trim().split("\n").filter(Boolean).at(-1) ?? "no output";
+  return `DynamoDB Local exited (${code}): ${last}`;
+}

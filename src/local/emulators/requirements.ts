@@ -1,0 +1,129 @@
+import { accessSync, constants, readFileSync } from "node:fs";
+import { delimiter, dirname, isAbsolute, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { missingJava } from "./dynamodb-local.js";
+
+/**
+ * The local runtime's packages are optional peer dependencies of effectively-once: a Lambda deployment never
+ * needs them (and must not carry a DynamoDB Local jar), so they are not installed with the library. `eonce run`
+ * and `eonce demo` check them all up front, so that one install line fixes every missing one at once.
+ */
+export const LOCAL_PACKAGES = {
+  s3rver: "s3rver",
+  "amplify-dynamodb-simulator": "amplify-dynamodb-simulator",
+  // fauxqs is patched at one internal path (sqs-server.ts): exactly this version.
+  fauxqs: "fauxqs@1.9.2",
+  tsx: "tsx",
+  sharp: "sharp",
+} as const;
+
+export type LocalPackage = keyof typeof LOCAL_PACKAGES;
+
+/** What a command needs: the servers, plus tsx for TypeScript handlers and sharp for the images scenario. */
+export function localPackagesFor(options: {
+  dynamodbEndpoint?: string | undefined;
+  typescript?: boolean;
+  images?: boolean;
+}): LocalPackage[] {
+  return [
+    "s3rver",
+    ...(options.dynamodbEndpoint ? [] : (["amplify-dynamodb-simulator"] as const)),
+    "fauxqs",
+    ...(options.typescript ? (["tsx"] as const) : []),
+    ...(options.images ? (["sharp"] as const) : []),
+  ];
+}
+
+/** The one `npm i -D …` line that installs the given packages (fauxqs pinned: npm would save ^1.9.2). */
+export function installLine(packages: readonly LocalPackage[]): string {
+  const specs = packages.map((p) => LOCAL_PACKAGES[p]);
+  const pinned = packages.includes("fauxqs") ? " --save-exact" : "";
+  return `npm i -D${pinned} ${specs.join(" ")}`;
+}
+
+/**
+ * Throws one error naming every missing or wrong package and the single install line for all of them.
+ * `from` is where they are resolved from (this module: the installed effectively-once sees the project's
+ * node_modules as npm lays them out).
+ */
+export function requireLocalPackages(
+  packages: readonly LocalPackage[],
+  from: string = import.meta.url,
+): void {
+  const problems: string[] = [];
+  const fix: LocalPackage[] = [];
+  for (const name of packages) {
+    const version = installedVersion(name, dirname(fileURLToPath(from)));
+    if (version === undefined) {
+      problems.push(`${name} is not installed`);
+      fix.push(name);
+    } else if (name === "fauxqs" && version !== "1.9.2") {
+      problems.push(`fauxqs ${version} is installed, the local SQS server needs exactly 1.9.2`);
+      fix.push(name);
+    }
+  }
+  if (problems.length > 0) {
+    throw new Error(
+      `the local runtime needs more packages (${problems.join("; ")}): run \`${installLine(fix)}\``,
+    );
+  }
+}
+
+/** The version in `node_modules/<name>/package.json` as Node would find it from `dir` (exports maps aside). */
+function installedVersion(name: string, dir: string): string | undefined {
+  for (let d = dir; ; d = dirname(d)) {
+    try {
+      const pkg = JSON.parse(readFileSync(join(d, "node_modules", name, "package.json"), "utf8")) as {
+        version?: string;
+      };
+      return pkg.version ?? "unknown";
+    } catch {
+      // not here
+    }
+    if (dirname(d) === d) return undefined;
+  }
+}
+
+/**
+ * Checks, in milliseconds and before anything starts, what starting the wanted servers needs: Java on the PATH for
+ * DynamoDB Local (unless an endpoint is given), and the emulator packages. Throws a one-line Error naming what is
+ * missing.
+ */
+export function requireServers(
+  want: { dynamodb?: boolean; s3?: boolean; sqs?: boolean },
+  options: { dynamodbEndpoint?: string | undefined; javaPath?: string | undefined },
+): void {
+  if (want.dynamodb && !options.dynamodbEndpoint) {
+    requirePackage("amplify-dynamodb-simulator", "DynamoDB Local");
+    const java = options.javaPath ?? "java";
+    if (!findExecutable(java)) throw new Error(missingJava(java));
+  }
+  if (want.s3) requirePackage("s3rver", "the local S3 server");
+  if (want.sqs) requirePackage("fauxqs", "the local SQS server");
+}
+
+function requirePackage(name: string, what: string): void {
+  try {
+    import.meta.resolve(name);
+  } catch {
+    throw new Error(`${what} needs the npm package ${name} (npm i -D ${name})`);
+  }
+}
+
+/** Whether `command` is an executable file, as a path or found on the PATH (with PATHEXT on Windows). */
+function findExecutable(command: string): boolean {
+  const executable = (path: string) => {
+    try {
+      accessSync(path, constants.X_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  if (isAbsolute(command) || command.includes("/") || command.includes("\\")) return executable(command);
+  const exts = process.platform === "win32" ? (process.env.PATHEXT ?? ".EXE").split(";") : [""];
+  return (process.env.PATH ?? "")
+    .split(delimiter)
+    .filter(Boolean)
+    .some((dir) => exts.some((ext) => executable(join(dir, command + ext))));
+}
