@@ -11,13 +11,13 @@ import { wantsStore } from "./test/kit/store-names.js";
  * `npm test` runs both; the unit project also runs the type tests (test/types/*.test-d.ts: tsc, through vitest's
  * typecheck mode). EONCE_STORES=memory,dynamodb picks the engines of the store and guard suites.
  */
-/** Suites that loop over test/kit/stores.ts's STORES: memory in unit, DynamoDB Local in integration. */
+/** Suites that loop over test/kit/stores.ts's STORES: memory in unit; DynamoDB Local and PostgreSQL in integration. */
 const STORE_SUITES = [
   "test/core/guard.test.ts",
   "test/core/guard-faults.test.ts",
   "test/stores/contract.test.ts",
 ];
-const wants = (store: "memory" | "dynamodb" | "dynamodb-inline") =>
+const wants = (store: "memory" | "dynamodb" | "dynamodb-inline" | "postgres") =>
   wantsStore(process.env.EONCE_STORES, store);
 
 const INTEGRATION = [
@@ -82,8 +82,11 @@ export default defineConfig({
         extends: true,
         test: {
           name: "integration",
-          include: [...INTEGRATION, ...(wants("dynamodb") || wants("dynamodb-inline") ? STORE_SUITES : [])],
-          env: { EONCE_PROJECT_STORES: "dynamodb,dynamodb-inline" },
+          include: [
+            ...INTEGRATION,
+            ...(wants("dynamodb") || wants("dynamodb-inline") || wants("postgres") ? STORE_SUITES : []),
+          ],
+          env: { EONCE_PROJECT_STORES: "dynamodb,dynamodb-inline,postgres" },
           // Checks up front what the suite needs from the machine (Chromium, Java), then starts DynamoDB Local.
           globalSetup: ["test/global-setup.ts"],
         },
