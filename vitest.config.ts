@@ -17,6 +17,8 @@ const STORE_SUITES = [
   "test/core/guard-faults.test.ts",
   "test/stores/contract.test.ts",
 ];
+/** PostgreSQL's own suites (statements per outcome, errors, the orders example): with the postgres store suites. */
+const POSTGRES_SUITES = ["test/stores/postgres.test.ts", "test/examples/orders-postgres.test.ts"];
 const wants = (store: "memory" | "dynamodb" | "dynamodb-inline" | "postgres") =>
   wantsStore(process.env.EONCE_STORES, store);
 
@@ -72,7 +74,7 @@ export default defineConfig({
         test: {
           name: "unit",
           include: ["test/**/*.test.ts", "src/**/*.test.ts"],
-          exclude: [...INTEGRATION, ...(wants("memory") ? [] : STORE_SUITES)],
+          exclude: [...INTEGRATION, ...POSTGRES_SUITES, ...(wants("memory") ? [] : STORE_SUITES)],
           env: { EONCE_PROJECT_STORES: "memory" },
           // Type tests (test/**/*.test-d.ts): expectTypeOf and @ts-expect-error, checked by tsc; a regression fails.
           typecheck: { enabled: true, include: ["test/**/*.test-d.ts"], tsconfig: "tsconfig.typetest.json" },
@@ -85,6 +87,7 @@ export default defineConfig({
           include: [
             ...INTEGRATION,
             ...(wants("dynamodb") || wants("dynamodb-inline") || wants("postgres") ? STORE_SUITES : []),
+            ...(wants("postgres") ? POSTGRES_SUITES : []),
           ],
           env: { EONCE_PROJECT_STORES: "dynamodb,dynamodb-inline,postgres" },
           // Checks up front what the suite needs from the machine (Chromium, Java), then starts DynamoDB Local.

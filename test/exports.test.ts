@@ -123,6 +123,15 @@ const PUBLIC: Record<string, string[]> = {
     "InlineDynamoDBStore",
   ],
   "./stores/memory": ["MemoryStore"],
+  "./stores/postgres": [
+    "PostgresFencedSink",
+    "PostgresStore",
+    "deleteExpired",
+    "isPostgresAtomicWrite",
+    "isRetryablePostgresError",
+    "migrate",
+    "postgresWrite",
+  ],
   "./sinks/dynamodb": ["DynamoDBFencedSink"],
   "./lambda": [
     "DeliveryFailedError",

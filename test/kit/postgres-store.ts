@@ -1,5 +1,5 @@
-import { PostgresFencedSink } from "../../src/stores/postgres/sink.js";
 import { migrate } from "../../src/stores/postgres/schema.js";
+import { PostgresFencedSink } from "../../src/stores/postgres/sink.js";
 import { PostgresStore } from "../../src/stores/postgres/store.js";
 import { createSinkTable, losingPool, testDatabase } from "./postgres.js";
 import type { StoreUnderTest } from "./stores.js";

@@ -60,7 +60,8 @@ export function losingPool(pool: pg.Pool): { pool: PostgresPool; lose(count: num
     return out;
   };
   const losing: PostgresPool = {
-    query: ((sql: string, params?: unknown[]) => afterLanding(pool.query(sql, params))) as PostgresPool["query"],
+    query: ((sql: string, params?: unknown[]) =>
+      afterLanding(pool.query(sql, params))) as PostgresPool["query"],
     connect: async () => losingClient(await pool.connect(), afterLanding),
   };
   return {
@@ -74,7 +75,43 @@ export function losingPool(pool: pg.Pool): { pool: PostgresPool; lose(count: num
 function losingClient(client: pg.PoolClient, afterLanding: <T>(r: Promise<T>) => Promise<T>): PostgresClient {
   return {
     query: ((sql: string, params?: unknown[]) =>
-      sql === "COMMIT" ? afterLanding(client.query(sql)) : client.query(sql, params)) as PostgresClient["query"],
+      sql === "COMMIT"
+        ? afterLanding(client.query(sql))
+        : client.query(sql, params)) as PostgresClient["query"],
     release: (destroy?: boolean | Error) => client.release(destroy),
+  };
+}
+
+/** Statements a pool ran: autocommitted ones, transactions (BEGIN … COMMIT/ROLLBACK) and the statements inside. */
+export interface StatementCount {
+  statements: number;
+  transactions: number;
+  inTransactions: number;
+}
+
+/** A pool that counts what it is asked to run, for the statements-per-outcome tests. */
+export function countingPool(pool: pg.Pool): { pool: PostgresPool; count: StatementCount; reset(): void } {
+  const count: StatementCount = { statements: 0, transactions: 0, inTransactions: 0 };
+  const counting: PostgresPool = {
+    query: ((sql: string, params?: unknown[]) => {
+      count.statements++;
+      return pool.query(sql, params);
+    }) as PostgresPool["query"],
+    connect: async () => {
+      const client = await pool.connect();
+      return {
+        query: ((sql: string, params?: unknown[]) => {
+          if (sql === "BEGIN") count.transactions++;
+          else if (sql !== "COMMIT" && sql !== "ROLLBACK") count.inTransactions++;
+          return client.query(sql, params);
+        }) as PostgresClient["query"],
+        release: (destroy?: boolean | Error) => client.release(destroy),
+      };
+    },
+  };
+  return {
+    pool: counting,
+    count,
+    reset: () => Object.assign(count, { statements: 0, transactions: 0, inTransactions: 0 }),
   };
 }
