@@ -8,8 +8,9 @@ import { createChaosTables, type DynamoDBTables, dynamoDBBackend } from "./dynam
 import { addCounts, type FaultCounts } from "./faults.js";
 import { type HistoryConfig, type HistoryResult, runHistory, type StoreWrapper } from "./history.js";
 import type { Violation } from "./observer.js";
+import { type PostgresChaosEnv, postgresBackend, postgresChaosEnv } from "./postgres-backend.js";
 
-export type StoreName = "memory" | "dynamodb";
+export type StoreName = "memory" | "dynamodb" | "postgres";
 
 export interface CampaignOptions {
   histories: number;
@@ -80,15 +81,25 @@ async function dynamoEnv(endpoint: string | undefined) {
   };
 }
 
+/** A run's server-side environment: DynamoDB tables, or a Postgres schema; none for memory. */
+async function storeEnv(store: StoreName, endpoint: string | undefined) {
+  if (store === "dynamodb") return dynamoEnv(endpoint);
+  if (store !== "postgres") return undefined;
+  const postgres = await postgresChaosEnv();
+  return { postgres, close: () => postgres.close() };
+}
+
 /** One seeded history on one store (the unit of a run, and `--replay`). */
 export async function runSeed(
   seed: number,
   o: Omit<CampaignOptions, "histories" | "seed" | "onProgress" | "endpoint"> & {
     tables?: DynamoDBTables;
+    postgres?: PostgresChaosEnv;
     trace?: boolean;
   },
 ): Promise<ReplayResult & { digest: string }> {
-  const base = randomConfig(seed, o.profile ?? (o.store === "dynamodb" ? "small" : "default"));
+  const real = o.store !== "memory";
+  const base = randomConfig(seed, o.profile ?? (real ? "small" : "default"));
   const config = o.configure ? o.configure(base) : base;
   const chooser = randomChooser(seed);
   const tables = o.tables;
@@ -97,10 +108,12 @@ export async function runSeed(
     backend: (onSinkLanded) =>
       o.store === "dynamodb"
         ? dynamoDBBackend(tables as DynamoDBTables)
-        : memoryBackend({ onSinkLanded, unfencedSink: o.unfencedSink ?? false }),
-    ...(o.store === "dynamodb" ? { namespace: `h${seed}-${randomUUID().slice(0, 6)}` } : {}),
+        : o.store === "postgres"
+          ? postgresBackend(o.postgres as PostgresChaosEnv)
+          : memoryBackend({ onSinkLanded, unfencedSink: o.unfencedSink ?? false }),
+    ...(real ? { namespace: `h${seed}-${randomUUID().slice(0, 6)}` } : {}),
     ...(o.wrapStore ? { wrapStore: o.wrapStore } : {}),
-    sampleEvery: o.store === "dynamodb" ? "delivery" : "step",
+    sampleEvery: real ? "delivery" : "step",
     trace: o.trace ?? false,
   });
   return { ...result, seed, config, digest: chooser.digest() };
@@ -123,7 +136,7 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignSummary> 
     wallMs: 0,
   };
   const digests = new Set<string>();
-  const env = o.store === "dynamodb" ? await dynamoEnv(o.endpoint) : undefined;
+  const env = await storeEnv(o.store, o.endpoint);
   try {
     const record = (r: ReplayResult & { digest: string }) => {
       summary.histories++;
@@ -148,7 +161,7 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignSummary> 
     const one = (i: number) =>
       runSeed(historySeed(o.seed, i), {
         ...o,
-        ...(env ? { tables: env.tables } : {}),
+        ...env,
       });
     if (o.store === "memory") {
       for (let i = 0; i < o.histories; i++) record(await one(i));
@@ -172,9 +185,9 @@ export async function replay(
   seed: number,
   o: Omit<CampaignOptions, "histories" | "seed" | "onProgress">,
 ): Promise<ReplayResult> {
-  const env = o.store === "dynamodb" ? await dynamoEnv(o.endpoint) : undefined;
+  const env = await storeEnv(o.store, o.endpoint);
   try {
-    return await runSeed(seed, { ...o, ...(env ? { tables: env.tables } : {}), trace: true });
+    return await runSeed(seed, { ...o, ...env, trace: true });
   } finally {
     await env?.close();
   }
