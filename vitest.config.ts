@@ -17,8 +17,12 @@ const STORE_SUITES = [
   "test/core/guard-faults.test.ts",
   "test/stores/contract.test.ts",
 ];
-/** PostgreSQL's own suites (statements per outcome, errors, the orders example): with the postgres store suites. */
-const POSTGRES_SUITES = ["test/stores/postgres.test.ts", "test/examples/orders-postgres.test.ts"];
+/** PostgreSQL's own suites (statements, errors, the orders example, chaos): run with the postgres store suites. */
+const POSTGRES_SUITES = [
+  "test/stores/postgres.test.ts",
+  "test/examples/orders-postgres.test.ts",
+  "test/chaos/postgres.test.ts",
+];
 const wants = (store: "memory" | "dynamodb" | "dynamodb-inline" | "postgres") =>
   wantsStore(process.env.EONCE_STORES, store);
 
@@ -89,6 +93,7 @@ export default defineConfig({
             ...(wants("dynamodb") || wants("dynamodb-inline") || wants("postgres") ? STORE_SUITES : []),
             ...(wants("postgres") ? POSTGRES_SUITES : []),
           ],
+          exclude: wants("postgres") ? [] : POSTGRES_SUITES,
           env: { EONCE_PROJECT_STORES: "dynamodb,dynamodb-inline,postgres" },
           // Checks up front what the suite needs from the machine (Chromium, Java), then starts DynamoDB Local.
           globalSetup: ["test/global-setup.ts"],

@@ -10,16 +10,11 @@ import {
 import { marshall, unmarshall } from "@aws-sdk/util-dynamodb";
 import { OptionsError, StoreError } from "../core/errors.js";
 import { oneOf, resolveOptions, schemaFor, string } from "../core/options.js";
-import { assertPosition, type Position } from "../core/position.js";
-import { UNORDERED_POSITION } from "../core/state.js";
 import type { DynamoDBAtomicWrite } from "../stores/dynamodb/atomic-write.js";
 import { DYNAMODB_TABLE_FIELDS } from "../stores/dynamodb/options.js";
+import { type FenceSource, fencedPosition } from "./fenced-position.js";
 
-/** What a fenced write needs from the guard's context: the event's position and the claim's fence. */
-export interface FenceSource {
-  position: Position | undefined;
-  fence: number;
-}
+export type { FenceSource };
 
 export interface DynamoDBFencedSinkOptions {
   client: DynamoDBClient;
@@ -89,7 +84,7 @@ export class DynamoDBFencedSink {
     if (typeof key !== "string" || key.length === 0) {
       throw new OptionsError(`DynamoDBFencedSink: item needs a string "${this.#key}"`);
     }
-    const position = fencedPosition(ctx);
+    const position = fencedPosition("DynamoDBFencedSink", ctx);
     const unfenced = this.#overwriteUnfenced ? " OR attribute_not_exists(#p)" : "";
     return {
       TableName: this.#table,
@@ -144,7 +139,7 @@ export class DynamoDBFencedSink {
   ): Promise<SinkWriteStatus> {
     if (ctx.position !== undefined) return this.put(ctx, { ...attributes, [this.#key]: key, deleted: true });
     // No position: delete what stands, at its position, if no later claim wrote it since.
-    fencedPosition(ctx);
+    fencedPosition("DynamoDBFencedSink", ctx);
     const values = marshall(
       { ...attributes, deleted: true },
       { removeUndefinedValues: true, convertClassInstanceToMap: true },
@@ -181,16 +176,4 @@ export class DynamoDBFencedSink {
     );
     return out.Item ? unmarshall(out.Item) : undefined;
   }
-}
-
-/** The position a write carries, after checking the context: a valid position (or none) and a real fence. */
-function fencedPosition(ctx: FenceSource): Position {
-  if (!Number.isSafeInteger(ctx.fence) || ctx.fence <= 0) {
-    throw new OptionsError(
-      `DynamoDBFencedSink: a fenced write needs the claim's fence, got ${String(ctx.fence)}`,
-    );
-  }
-  if (ctx.position === undefined) return UNORDERED_POSITION;
-  assertPosition(ctx.position);
-  return ctx.position;
 }

@@ -34,7 +34,7 @@ describe("postgres store: statements per outcome (counted at the pool)", () => {
     return { ...counting, guard: createGuard({ store }), sink };
   };
 
-  it("run: new = claim + one commit transaction; without effects 2 statements; duplicate 1; stale 1; failed 2", async () => {
+  it("run: new = claim + one commit transaction; without effects 2 statements; duplicate 1; stale 1", async () => {
     const { guard, sink, count, reset } = setup();
     const s = subject();
     const row = `row-${randomUUID()}`;
@@ -53,8 +53,12 @@ describe("postgres store: statements per outcome (counted at the pool)", () => {
     reset();
     expect((await guard.run(ev(s, 1), async () => {})).status).toBe("stale");
     expect(count.statements).toBe(1);
+  });
+
+  it("run: failed = claim + release, 2 statements", async () => {
+    const { guard, count, reset } = setup();
     reset();
-    await guard.run(ev(s, 4), async () => {
+    await guard.run(ev(subject(), 4), async () => {
       throw new Error("x");
     });
     expect(count).toEqual({ statements: 2, transactions: 0, inTransactions: 0 });
@@ -121,7 +125,7 @@ describe("postgres store: errors", () => {
     }
   });
 
-  it("deadlocks and statement timeouts from the server are retryable; syntax errors are not", async () => {
+  it("a deadlock the server detects is retryable", async () => {
     const a = await db.pool.connect();
     const b = await db.pool.connect();
     try {
@@ -143,6 +147,9 @@ describe("postgres store: errors", () => {
       a.release();
       b.release();
     }
+  });
+
+  it("statement timeouts are retryable; syntax errors are not", async () => {
     const timeout = await db.pool.query("SET statement_timeout = 1; SELECT pg_sleep(1)").catch((e) => e);
     expect(timeout).toMatchObject({ code: "57014" });
     expect(isRetryablePostgresError(timeout)).toBe(true);

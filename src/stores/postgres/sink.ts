@@ -1,16 +1,12 @@
 import { OptionsError } from "../../core/errors.js";
 import { required, resolveOptions, schemaFor } from "../../core/options.js";
-import { assertPosition, type Position } from "../../core/position.js";
-import { UNORDERED_POSITION } from "../../core/state.js";
+import { type FenceSource, fencedPosition } from "../../sinks/fenced-position.js";
 import type { PostgresAtomicWrite } from "./atomic-write.js";
 import { postgresStoreError } from "./errors.js";
 import { DEFAULT_SCHEMA, identifier, type PostgresPool, poolField, qualified, quote } from "./schema.js";
 
 /** What a fenced write needs from the guard's context: the event's position and the claim's fence. */
-export interface PostgresFenceSource {
-  position: Position | undefined;
-  fence: number;
-}
+export type PostgresFenceSource = FenceSource;
 
 export interface PostgresFencedSinkOptions {
   pool: PostgresPool;
@@ -65,7 +61,7 @@ export class PostgresFencedSink {
     }
     const values: Record<string, unknown> = {
       ...row,
-      [this.#pos]: fencedPosition(ctx),
+      [this.#pos]: fencedPosition("PostgresFencedSink", ctx),
       [this.#fence]: ctx.fence,
     };
     const columns = Object.keys(values).map(quote);
@@ -118,15 +114,4 @@ export class PostgresFencedSink {
       throw postgresStoreError("read", this.#table, error);
     }
   }
-}
-
-function fencedPosition(ctx: PostgresFenceSource): Position {
-  if (!Number.isSafeInteger(ctx.fence) || ctx.fence <= 0) {
-    throw new OptionsError(
-      `PostgresFencedSink: a fenced write needs the claim's fence, got ${String(ctx.fence)}`,
-    );
-  }
-  if (ctx.position === undefined) return UNORDERED_POSITION;
-  assertPosition(ctx.position);
-  return ctx.position;
 }
