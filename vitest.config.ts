@@ -11,13 +11,19 @@ import { wantsStore } from "./test/kit/store-names.js";
  * `npm test` runs both; the unit project also runs the type tests (test/types/*.test-d.ts: tsc, through vitest's
  * typecheck mode). EONCE_STORES=memory,dynamodb picks the engines of the store and guard suites.
  */
-/** Suites that loop over test/kit/stores.ts's STORES: memory in unit, DynamoDB Local in integration. */
+/** Suites that loop over test/kit/stores.ts's STORES: memory in unit; DynamoDB Local and PostgreSQL in integration. */
 const STORE_SUITES = [
   "test/core/guard.test.ts",
   "test/core/guard-faults.test.ts",
   "test/stores/contract.test.ts",
 ];
-const wants = (store: "memory" | "dynamodb" | "dynamodb-inline") =>
+/** PostgreSQL's own suites (statements, errors, the orders example, chaos): run with the postgres store suites. */
+const POSTGRES_SUITES = [
+  "test/stores/postgres.test.ts",
+  "test/examples/orders-postgres.test.ts",
+  "test/chaos/postgres.test.ts",
+];
+const wants = (store: "memory" | "dynamodb" | "dynamodb-inline" | "postgres") =>
   wantsStore(process.env.EONCE_STORES, store);
 
 const INTEGRATION = [
@@ -76,7 +82,7 @@ export default defineConfig({
         test: {
           name: "unit",
           include: ["test/**/*.test.ts", "src/**/*.test.ts"],
-          exclude: [...INTEGRATION, ...(wants("memory") ? [] : STORE_SUITES)],
+          exclude: [...INTEGRATION, ...POSTGRES_SUITES, ...(wants("memory") ? [] : STORE_SUITES)],
           env: { EONCE_PROJECT_STORES: "memory" },
           // Type tests (test/**/*.test-d.ts): expectTypeOf and @ts-expect-error, checked by tsc; a regression fails.
           typecheck: { enabled: true, include: ["test/**/*.test-d.ts"], tsconfig: "tsconfig.typetest.json" },
@@ -86,8 +92,13 @@ export default defineConfig({
         extends: true,
         test: {
           name: "integration",
-          include: [...INTEGRATION, ...(wants("dynamodb") || wants("dynamodb-inline") ? STORE_SUITES : [])],
-          env: { EONCE_PROJECT_STORES: "dynamodb,dynamodb-inline" },
+          include: [
+            ...INTEGRATION,
+            ...(wants("dynamodb") || wants("dynamodb-inline") || wants("postgres") ? STORE_SUITES : []),
+            ...(wants("postgres") ? POSTGRES_SUITES : []),
+          ],
+          exclude: wants("postgres") ? [] : POSTGRES_SUITES,
+          env: { EONCE_PROJECT_STORES: "dynamodb,dynamodb-inline,postgres" },
           // Checks up front what the suite needs from the machine (Chromium, Java), then starts DynamoDB Local.
           globalSetup: ["test/global-setup.ts"],
         },

@@ -100,6 +100,7 @@ import * as sources from "effectively-once/sources";
 import type { DeliveryUnit } from "effectively-once/sources";
 import * as dynamodb from "effectively-once/stores/dynamodb";
 import * as memory from "effectively-once/stores/memory";
+import * as postgres from "effectively-once/stores/postgres";
 import { handler } from "./handler.js";
 
 const store: StateStore = new memory.MemoryStore();
@@ -123,6 +124,7 @@ export const values = [
   observe.Observer,
   sinks.DynamoDBFencedSink,
   dynamodb.DynamoDBStore,
+  postgres.PostgresStore,
   handler,
 ];
 `;
@@ -198,6 +200,8 @@ beforeAll(async () => {
     `@types/node@${d["@types/node"]}`,
     `aws-cdk-lib@${d["aws-cdk-lib"]}`,
     `constructs@${d.constructs}`,
+    `pg@${d.pg}`,
+    `@types/pg@${d["@types/pg"]}`,
   ]);
   // `npm pack` runs the build (prepare) first, as publishing does.
   const packed = await run("npm", ["pack", "--json", "--pack-destination", dir], {

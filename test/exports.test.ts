@@ -128,6 +128,15 @@ const PUBLIC: Record<string, string[]> = {
     "InlineDynamoDBStore",
   ],
   "./stores/memory": ["MemoryStore"],
+  "./stores/postgres": [
+    "PostgresFencedSink",
+    "PostgresStore",
+    "deleteExpired",
+    "isPostgresAtomicWrite",
+    "isRetryablePostgresError",
+    "migrate",
+    "postgresWrite",
+  ],
   "./sinks/dynamodb": ["DynamoDBFencedSink", "updateEffect"],
   "./sinks/s3": ["S3FencedSink", "S3SinkConflictError", "S3_SINK_METADATA"],
   "./lambda": [

@@ -15,9 +15,13 @@ import {
 } from "./history.js";
 import { inlineBackend } from "./inline-backend.js";
 import type { InvariantId, Violation } from "./observer.js";
+import { type PostgresChaosEnv, postgresBackend, postgresChaosEnv } from "./postgres-backend.js";
 
-/** `dynamodb` and `inline` run on DynamoDB Local (the state table, or inline state in the user's rows). */
-export type StoreName = "memory" | "dynamodb" | "inline";
+/**
+ * `dynamodb` and `inline` run on DynamoDB Local (the state table, or inline state in the user's rows); `postgres` on
+ * the PostgreSQL server (EONCE_POSTGRES_URL, default the local one).
+ */
+export type StoreName = "memory" | "dynamodb" | "inline" | "postgres";
 
 export interface CampaignOptions {
   histories: number;
@@ -89,11 +93,20 @@ async function dynamoEnv(endpoint: string | undefined) {
   };
 }
 
+/** A run's server-side environment: DynamoDB tables, or a Postgres schema; none for memory. */
+async function storeEnv(store: StoreName, endpoint: string | undefined) {
+  if (store === "dynamodb" || store === "inline") return dynamoEnv(endpoint);
+  if (store !== "postgres") return undefined;
+  const postgres = await postgresChaosEnv();
+  return { postgres, close: () => postgres.close() };
+}
+
 /** One seeded history on one store (the unit of a run, and `--replay`). */
 export async function runSeed(
   seed: number,
   o: Omit<CampaignOptions, "histories" | "seed" | "onProgress" | "endpoint"> & {
     tables?: DynamoDBTables;
+    postgres?: PostgresChaosEnv;
     trace?: boolean;
   },
 ): Promise<ReplayResult & { digest: string }> {
@@ -113,10 +126,11 @@ export async function runSeed(
 }
 
 function backendFor(
-  o: { store: StoreName; tables?: DynamoDBTables; unfencedSink?: boolean },
+  o: { store: StoreName; tables?: DynamoDBTables; postgres?: PostgresChaosEnv; unfencedSink?: boolean },
   onSinkLanded: (subject: string, pos: string, fence: number) => void,
 ): Backend {
   if (o.store === "memory") return memoryBackend({ onSinkLanded, unfencedSink: o.unfencedSink ?? false });
+  if (o.store === "postgres") return postgresBackend(o.postgres as PostgresChaosEnv);
   const tables = o.tables as DynamoDBTables;
   return o.store === "inline" ? inlineBackend(tables) : dynamoDBBackend(tables);
 }
@@ -138,7 +152,7 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignSummary> 
     wallMs: 0,
   };
   const digests = new Set<string>();
-  const env = o.store !== "memory" ? await dynamoEnv(o.endpoint) : undefined;
+  const env = await storeEnv(o.store, o.endpoint);
   try {
     const record = (r: ReplayResult & { digest: string }) => {
       summary.histories++;
@@ -163,7 +177,7 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignSummary> 
     const one = (i: number) =>
       runSeed(historySeed(o.seed, i), {
         ...o,
-        ...(env ? { tables: env.tables } : {}),
+        ...env,
       });
     if (o.store === "memory") {
       for (let i = 0; i < o.histories; i++) record(await one(i));
@@ -187,9 +201,9 @@ export async function replay(
   seed: number,
   o: Omit<CampaignOptions, "histories" | "seed" | "onProgress">,
 ): Promise<ReplayResult> {
-  const env = o.store !== "memory" ? await dynamoEnv(o.endpoint) : undefined;
+  const env = await storeEnv(o.store, o.endpoint);
   try {
-    return await runSeed(seed, { ...o, ...(env ? { tables: env.tables } : {}), trace: true });
+    return await runSeed(seed, { ...o, ...env, trace: true });
   } finally {
     await env?.close();
   }

@@ -35,7 +35,7 @@ export function registerChaos(program: Command): void {
     .option("--seed <n>", "seed of the first history (history i has seed + i)", integer, 1)
     .option(
       "--store <name>",
-      "memory, dynamodb or inline (inline state in the user's rows; both start DynamoDB Local themselves)",
+      "memory, dynamodb or inline (inline state in the user's rows; both start DynamoDB Local themselves), or postgres (EONCE_POSTGRES_URL, default the local server)",
       storeName,
       "memory",
     )
@@ -250,8 +250,8 @@ function integer(value: string): number {
 }
 
 function storeName(value: string): StoreName {
-  if (value !== "memory" && value !== "dynamodb" && value !== "inline")
-    throw new InvalidArgumentError("expected memory, dynamodb or inline");
+  if (value !== "memory" && value !== "dynamodb" && value !== "inline" && value !== "postgres")
+    throw new InvalidArgumentError("expected memory, dynamodb, inline or postgres");
   return value;
 }
 

@@ -11,6 +11,7 @@ import { createStateTable, createTableIfMissing } from "../../src/stores/dynamod
 import { DynamoDBStore } from "../../src/stores/dynamodb/store.js";
 import { type MemoryAtomicWrite, MemoryStore } from "../../src/stores/memory.js";
 import { localDynamoDB } from "./dynamodb.js";
+import { postgresStoreUnderTest } from "./postgres-store.js";
 import { type StoreName, selectStoreNames } from "./store-names.js";
 
 /** A fenced target row that can be written atomically with a commit, per engine. */
@@ -226,6 +227,7 @@ export const ALL_STORES: StoreFactory[] = [
       };
     },
   },
+  { name: "postgres", make: postgresStoreUnderTest },
 ];
 
 /**

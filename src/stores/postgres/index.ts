@@ -1,0 +1,13 @@
+// The PostgreSQL state store and fenced sink (node-postgres, an optional peer). Named exports only
+// (test/exports.test.ts pins them); statements and row codecs stay internal.
+export { isPostgresAtomicWrite, type PostgresAtomicWrite, postgresWrite } from "./atomic-write.js";
+export { isRetryablePostgresError } from "./errors.js";
+export {
+  deleteExpired,
+  migrate,
+  type PostgresClient,
+  type PostgresPool,
+  type PostgresTableOptions,
+} from "./schema.js";
+export { PostgresFencedSink, type PostgresFencedSinkOptions, type PostgresFenceSource } from "./sink.js";
+export { PostgresStore, type PostgresStoreOptions } from "./store.js";

@@ -1,0 +1,257 @@
+import { StoreError, UnsupportedAtomicWriteError } from "../../core/errors.js";
+import { integer, resolveOptions, schemaFor } from "../../core/options.js";
+import { type ClaimRequest, isOwnClaim, landedAs, landedClaim, type StateRecord } from "../../core/state.js";
+import {
+  type AtomicWrite,
+  type ClaimAndCommitRequest,
+  type ClaimAndCommitResult,
+  type ClaimResult,
+  type CommitRequest,
+  type CommitResult,
+  type FencedRequest,
+  type FencedResult,
+  type RenewRequest,
+  type StateStore,
+  unknownWrites,
+  type WriteOutcome,
+} from "../../core/store.js";
+import { DYNAMODB_MAX_RESULT_BYTES } from "../dynamodb/limits.js";
+import { isPostgresAtomicWrite, type PostgresAtomicWrite } from "./atomic-write.js";
+import { postgresStoreError } from "./errors.js";
+import {
+  DEFAULT_SCHEMA,
+  DEFAULT_STATE_TABLE,
+  identifier,
+  type PostgresClient,
+  type PostgresPool,
+  poolField,
+  qualified,
+} from "./schema.js";
+import {
+  COMMIT_SET,
+  claimAndCommitSql,
+  claimSql,
+  type Decided,
+  decided,
+  fencedSql,
+  RELEASE_SET,
+  RENEW_SET,
+  toRecord,
+} from "./sql.js";
+
+export interface PostgresStoreOptions {
+  /** A `pg.Pool`: single statements run on it; a commit with effects takes one of its clients for its transaction. */
+  pool: PostgresPool;
+  /** Default `public`. */
+  schema?: string;
+  /** The state table (`migrate` creates it). Default `eonce_state`. */
+  table?: string;
+  /** Largest stored result; default the DynamoDB store's, so a pipeline behaves alike on either. */
+  maxResultBytes?: number;
+}
+
+const POSTGRES_STORE_OPTIONS = schemaFor<PostgresStoreOptions>()({
+  pool: poolField,
+  schema: identifier(DEFAULT_SCHEMA),
+  table: identifier(DEFAULT_STATE_TABLE),
+  maxResultBytes: integer({ min: 1, default: DYNAMODB_MAX_RESULT_BYTES }),
+});
+
+/** A statement run once more when the row appeared between its snapshot and its insert (see sql.ts). */
+const RACE_RETRIES = 5;
+
+type Statement = { sql: string; params: unknown[] };
+
+/**
+ * The state store on PostgreSQL (node-postgres). Each step is one statement that decides on the locked row and
+ * returns it (sql.ts), so a refusal costs no extra round trip; the attempt counter counts on within the claim's
+ * own statement. A commit (or apply) with effects is one transaction on one pooled client: BEGIN, the state update,
+ * the effects (`PostgresAtomicWrite`s: SQL on the same database), COMMIT.
+ */
+export class PostgresStore implements StateStore {
+  readonly engine = "postgres";
+  readonly maxResultBytes: number;
+  readonly #pool: PostgresPool;
+  readonly #table: string;
+  readonly #sql: { claim: string; apply: string; commit: string; renew: string; release: string };
+
+  constructor(options: PostgresStoreOptions) {
+    const o = resolveOptions("PostgresStore", POSTGRES_STORE_OPTIONS, options);
+    this.#pool = o.pool;
+    this.#table = qualified(o.schema, o.table);
+    this.maxResultBytes = o.maxResultBytes;
+    this.#sql = {
+      claim: claimSql(this.#table),
+      apply: claimAndCommitSql(this.#table),
+      commit: fencedSql(this.#table, COMMIT_SET),
+      renew: fencedSql(this.#table, RENEW_SET),
+      release: fencedSql(this.#table, RELEASE_SET),
+    };
+  }
+
+  /** The qualified state table, e.g. `"public"."eonce_state"`. */
+  get tableName(): string {
+    return this.#table;
+  }
+
+  async claim(req: ClaimRequest): Promise<ClaimResult> {
+    const { landed, old } = await this.#decide("claim", req.key, {
+      sql: this.#sql.claim,
+      params: claimParams(req),
+    });
+    if (landed) {
+      const attempt = old?.identity === req.identity ? old.attempts + 1 : 1;
+      return { claimed: true, fence: req.fence, attempt, leaseUntilMs: req.leaseUntilMs, previous: old };
+    }
+    const state = old as StateRecord;
+    // A retry of a claim that landed (its response was lost): ours.
+    return landedClaim(state, req) ?? { claimed: false, state };
+  }
+
+  async claimAndCommit(req: ClaimAndCommitRequest): Promise<ClaimAndCommitResult> {
+    const writes = postgresWrites(req.writes);
+    const params = claimParams(req);
+    params[5] = req.result ?? null; // $6: the result (apply holds no lease)
+    params.push(req.resultOmittedBytes ?? null, req.fingerprint ?? null);
+    const out = await this.#decide("claimAndCommit", req.key, { sql: this.#sql.apply, params }, writes);
+    if (out.landed) return { claimed: true, writes: out.writes };
+    const state = out.old as StateRecord;
+    // A retry of a claim-and-commit that landed.
+    if (isOwnClaim(state, req) && state.status === "done")
+      return { claimed: true, writes: unknownWrites(writes) };
+    return { claimed: false, state };
+  }
+
+  async commit(req: CommitRequest): Promise<CommitResult> {
+    const writes = postgresWrites(req.writes);
+    const params = [
+      req.key,
+      req.fence,
+      req.expiresAtSeconds,
+      req.result ?? null,
+      req.resultOmittedBytes ?? null,
+      req.fingerprint ?? null,
+    ];
+    const out = await this.#decide("commit", req.key, { sql: this.#sql.commit, params }, writes);
+    if (out.landed) return { committed: true, writes: out.writes };
+    // A retry of a commit that landed: only the holder of this fence could have committed it.
+    if (landedAs(out.old, req.fence, "done")) return { committed: true, writes: unknownWrites(writes) };
+    return { committed: false, state: out.old };
+  }
+
+  async renew(req: RenewRequest): Promise<FencedResult> {
+    const params = [req.key, req.fence, req.leaseUntilMs, req.expiresAtSeconds];
+    const out = await this.#decide("renew", req.key, { sql: this.#sql.renew, params });
+    return out.landed ? { ok: true } : { ok: false, state: out.old };
+  }
+
+  async release(req: FencedRequest): Promise<FencedResult> {
+    const out = await this.#decide("release", req.key, {
+      sql: this.#sql.release,
+      params: [req.key, req.fence],
+    });
+    // A retry of a release that landed.
+    if (out.landed || landedAs(out.old, req.fence, "released")) return { ok: true };
+    return { ok: false, state: out.old };
+  }
+
+  async read(key: string): Promise<StateRecord | undefined> {
+    try {
+      const out = await this.#pool.query(`SELECT * FROM ${this.#table} WHERE state_key = $1`, [key]);
+      return out.rows[0] ? toRecord(out.rows[0]) : undefined;
+    } catch (error) {
+      throw postgresStoreError("read", key, error);
+    }
+  }
+
+  canFold(write: AtomicWrite): boolean {
+    return isPostgresAtomicWrite(write);
+  }
+
+  /**
+   * Runs a deciding statement (with `writes`, in one transaction with them) and returns its decision. A claim whose
+   * row appeared after the statement's snapshot decides nothing (no row, nothing landed): it runs again.
+   */
+  async #decide(
+    op: string,
+    key: string,
+    statement: Statement,
+    writes: PostgresAtomicWrite[] = [],
+  ): Promise<Decided & { writes: WriteOutcome[] }> {
+    for (let i = 0; i < RACE_RETRIES; i++) {
+      const out =
+        writes.length === 0
+          ? await this.#single(op, key, statement)
+          : await this.#transact(op, key, statement, writes);
+      if (out.landed || out.old || !op.startsWith("claim")) return { writes: [], ...out };
+    }
+    throw new StoreError(`PostgreSQL ${op} of ${key}: the row kept changing under the statement; retry`);
+  }
+
+  async #single(op: string, key: string, s: Statement): Promise<Decided> {
+    try {
+      return decided((await this.#pool.query(s.sql, s.params)).rows[0]);
+    } catch (error) {
+      throw postgresStoreError(op, key, error);
+    }
+  }
+
+  /**
+   * BEGIN, the state update, then each write, COMMIT. A refused state update rolls everything back. A write that
+   * changes no row (its fencing refused it) is stale; the others are applied.
+   */
+  async #transact(
+    op: string,
+    key: string,
+    s: Statement,
+    writes: PostgresAtomicWrite[],
+  ): Promise<Decided & { writes: WriteOutcome[] }> {
+    let client: PostgresClient | undefined;
+    try {
+      client = await this.#pool.connect();
+      await client.query("BEGIN");
+      const decision = decided((await client.query(s.sql, s.params)).rows[0]);
+      if (!decision.landed) {
+        await client.query("ROLLBACK");
+        return { ...decision, writes: [] };
+      }
+      const outcomes: WriteOutcome[] = [];
+      for (const w of writes) {
+        const r = await client.query(w.sql, [...w.params]);
+        outcomes.push({ description: w.description, status: (r.rowCount ?? 0) > 0 ? "applied" : "stale" });
+      }
+      await client.query("COMMIT");
+      return { ...decision, writes: outcomes };
+    } catch (error) {
+      // The connection is dropped rather than reused: it may hold an open (failed) transaction.
+      client?.release(error instanceof Error ? error : true);
+      client = undefined;
+      throw postgresStoreError(op, key, error);
+    } finally {
+      client?.release();
+    }
+  }
+}
+
+/** The claim's parameters, in the order of sql.ts's claim statement. */
+function claimParams(req: ClaimRequest): unknown[] {
+  return [
+    req.key,
+    req.position,
+    req.identity,
+    req.fence,
+    req.token,
+    req.leaseUntilMs,
+    req.expiresAtSeconds,
+    req.nowMs - req.leaseGraceMs,
+    req.supersede,
+  ];
+}
+
+function postgresWrites(writes: readonly AtomicWrite[] | undefined): PostgresAtomicWrite[] {
+  return (writes ?? []).map((w) => {
+    if (!isPostgresAtomicWrite(w))
+      throw new UnsupportedAtomicWriteError(`PostgresStore cannot fold a ${w.engine} write`);
+    return w;
+  });
+}
