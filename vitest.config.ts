@@ -11,13 +11,13 @@ import { wantsStore } from "./test/kit/store-names.js";
  * `npm test` runs both; the unit project also runs the type tests (test/types/*.test-d.ts: tsc, through vitest's
  * typecheck mode). EONCE_STORES=memory,dynamodb picks the engines of the store and guard suites.
  */
-/** Suites that loop over test/kit/stores.ts's STORES: memory in unit, DynamoDB Local in integration. */
+/** Suites that loop over test/kit/stores.ts's STORES: memory and SQLite in unit, DynamoDB Local in integration. */
 const STORE_SUITES = [
   "test/core/guard.test.ts",
   "test/core/guard-faults.test.ts",
   "test/stores/contract.test.ts",
 ];
-const wants = (store: "memory" | "dynamodb" | "dynamodb-inline") =>
+const wants = (store: "memory" | "sqlite" | "dynamodb" | "dynamodb-inline") =>
   wantsStore(process.env.EONCE_STORES, store);
 
 const INTEGRATION = [
@@ -72,8 +72,9 @@ export default defineConfig({
         test: {
           name: "unit",
           include: ["test/**/*.test.ts", "src/**/*.test.ts"],
-          exclude: [...INTEGRATION, ...(wants("memory") ? [] : STORE_SUITES)],
-          env: { EONCE_PROJECT_STORES: "memory" },
+          exclude: [...INTEGRATION, ...(wants("memory") || wants("sqlite") ? [] : STORE_SUITES)],
+          // SQLite needs no server: a database file per suite in a temp directory.
+          env: { EONCE_PROJECT_STORES: "memory,sqlite" },
           // Type tests (test/**/*.test-d.ts): expectTypeOf and @ts-expect-error, checked by tsc; a regression fails.
           typecheck: { enabled: true, include: ["test/**/*.test-d.ts"], tsconfig: "tsconfig.typetest.json" },
         },

@@ -123,6 +123,7 @@ const PUBLIC: Record<string, string[]> = {
     "InlineDynamoDBStore",
   ],
   "./stores/memory": ["MemoryStore"],
+  "./stores/sqlite": ["SqliteFencedSink", "SqliteStore", "isSqliteAtomicWrite"],
   "./sinks/dynamodb": ["DynamoDBFencedSink"],
   "./lambda": [
     "DeliveryFailedError",
