@@ -100,6 +100,7 @@ import * as sources from "effectively-once/sources";
 import type { DeliveryUnit } from "effectively-once/sources";
 import * as dynamodb from "effectively-once/stores/dynamodb";
 import * as memory from "effectively-once/stores/memory";
+import * as sqlite from "effectively-once/stores/sqlite";
 import { handler } from "./handler.js";
 
 const store: StateStore = new memory.MemoryStore();
@@ -123,6 +124,7 @@ export const values = [
   observe.Observer,
   sinks.DynamoDBFencedSink,
   dynamodb.DynamoDBStore,
+  sqlite.SqliteStore,
   handler,
 ];
 `;

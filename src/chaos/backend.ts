@@ -15,7 +15,7 @@ export interface SinkRow {
  * histories share tables, so their subjects carry a namespace).
  */
 export interface Backend {
-  readonly name: "memory" | "dynamodb";
+  readonly name: "memory" | "dynamodb" | "sqlite";
   readonly store: StateStore;
   /** The sink reports its own landed writes to `onSinkLanded` (memory); else the fault store reports them. */
   readonly sinkReportsItself: boolean;

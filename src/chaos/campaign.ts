@@ -8,8 +8,9 @@ import { createChaosTables, type DynamoDBTables, dynamoDBBackend } from "./dynam
 import { addCounts, type FaultCounts } from "./faults.js";
 import { type HistoryConfig, type HistoryResult, runHistory, type StoreWrapper } from "./history.js";
 import type { Violation } from "./observer.js";
+import { sqliteBackend } from "./sqlite-backend.js";
 
-export type StoreName = "memory" | "dynamodb";
+export type StoreName = "memory" | "dynamodb" | "sqlite";
 
 export interface CampaignOptions {
   histories: number;
@@ -97,7 +98,9 @@ export async function runSeed(
     backend: (onSinkLanded) =>
       o.store === "dynamodb"
         ? dynamoDBBackend(tables as DynamoDBTables)
-        : memoryBackend({ onSinkLanded, unfencedSink: o.unfencedSink ?? false }),
+        : o.store === "sqlite"
+          ? sqliteBackend()
+          : memoryBackend({ onSinkLanded, unfencedSink: o.unfencedSink ?? false }),
     ...(o.store === "dynamodb" ? { namespace: `h${seed}-${randomUUID().slice(0, 6)}` } : {}),
     ...(o.wrapStore ? { wrapStore: o.wrapStore } : {}),
     sampleEvery: o.store === "dynamodb" ? "delivery" : "step",
@@ -150,7 +153,7 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignSummary> 
         ...o,
         ...(env ? { tables: env.tables } : {}),
       });
-    if (o.store === "memory") {
+    if (o.store !== "dynamodb") {
       for (let i = 0; i < o.histories; i++) record(await one(i));
     } else {
       let next = 0;

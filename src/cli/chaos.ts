@@ -33,7 +33,12 @@ export function registerChaos(program: Command): void {
     .description("run the guard through seeded fault-injected histories and check its invariants")
     .option("--histories <n>", "how many seeded histories", integer, 1000)
     .option("--seed <n>", "seed of the first history (history i has seed + i)", integer, 1)
-    .option("--store <name>", "memory or dynamodb (starts DynamoDB Local itself)", storeName, "memory")
+    .option(
+      "--store <name>",
+      "memory, sqlite, or dynamodb (starts DynamoDB Local itself)",
+      storeName,
+      "memory",
+    )
     .option("--json", "print the summary as JSON")
     .option("--replay <seed>", "run only the history with this seed and print its trace", integer)
     .option("--exhaustive", "also explore every interleaving of the small cases (memory)")
@@ -214,8 +219,8 @@ function integer(value: string): number {
 }
 
 function storeName(value: string): StoreName {
-  if (value !== "memory" && value !== "dynamodb")
-    throw new InvalidArgumentError("expected memory or dynamodb");
+  if (value !== "memory" && value !== "dynamodb" && value !== "sqlite")
+    throw new InvalidArgumentError("expected memory, sqlite or dynamodb");
   return value;
 }
 

@@ -36,7 +36,7 @@ function request(key: string, overrides: Partial<ClaimRequest> = {}): ClaimReque
   };
 }
 
-describe("SqliteStore", () => {
+describe("SqliteStore: opening and options", () => {
   it("opens in WAL mode and creates its one table, keeping it on the next open", () => {
     const filename = file();
     const store = new SqliteStore({ filename, busyTimeoutMs: 1234, synchronous: "normal" });
@@ -60,7 +60,9 @@ describe("SqliteStore", () => {
     expect(() => new SqliteStore({} as never)).toThrow(OptionsError);
     expect(() => new SqliteFencedSink({ store: {} as SqliteStore })).toThrow(OptionsError);
   });
+});
 
+describe("SqliteStore: errors", () => {
   it("a write lock held past the busy timeout is a retryable StoreError; nothing landed", async () => {
     const filename = file();
     const store = new SqliteStore({ filename, busyTimeoutMs: 0 });
@@ -88,7 +90,9 @@ describe("SqliteStore", () => {
     other.close();
     store.close();
   });
+});
 
+describe("SqliteStore: effects in the commit", () => {
   it("folds only its own database's writes", async () => {
     const a = new SqliteStore({ filename: file() });
     const b = new SqliteStore({ filename: file() });
@@ -130,7 +134,9 @@ describe("SqliteStore", () => {
     expect((await store.read(req.key))?.status).toBe("done");
     store.close();
   });
+});
 
+describe("SqliteStore: expiry and several processes", () => {
   it("deleteExpired removes the rows whose expiry has passed, as TTL would", async () => {
     const store = new SqliteStore({ filename: file() });
     await store.claim(request("o#old", { expiresAtSeconds: 100 }));
