@@ -213,10 +213,11 @@ export const ALL_STORES: StoreFactory[] = [
   {
     name: "sqlite",
     async make() {
-      // A database file per suite (WAL, as in use), removed after.
+      // A database file per suite (WAL, as in use), removed after. `normal`: no fsync per step, which would block
+      // the event loop (the driver is synchronous) and upset the guard suites' timing on a loaded machine.
       const dir = mkdtempSync(join(tmpdir(), "eonce-sqlite-"));
       const filename = join(dir, "state.db");
-      const sqlite = new SqliteStore({ filename });
+      const sqlite = new SqliteStore({ filename, synchronous: "normal" });
       const sink = new SqliteFencedSink({ store: sqlite, tableName: "sink" });
       // A second connection to the same file: what the harness does to rows, another process could do.
       const raw = new Database(filename);

@@ -1,19 +1,24 @@
 /**
- * A child process of sqlite.test.ts: opens the store on the given file, waits for the common start time, claims
- * subjects 0..n-1 of one event each as fast as it can, and prints which it won and how the others were refused.
- * Usage: claimer.ts <file> <worker> <subjects> <startAtMs>
+ * A child process of sqlite.test.ts: opens the store on the given file, says `ready`, waits for a line on stdin (all
+ * start together), claims subjects 0..n-1 of one event each as fast as it can, and prints which it won and how the
+ * others were refused. Usage: claimer.ts <file> <worker> <subjects>
  */
 import { randomUUID } from "node:crypto";
 import { positionFromNumber } from "../../../src/core/position.js";
 import { classifyRefusal } from "../../../src/core/state.js";
 import { SqliteStore } from "../../../src/stores/sqlite/index.js";
 
-const [filename, worker, subjects, startAt] = process.argv.slice(2);
+const [filename, worker, subjects] = process.argv.slice(2);
 const store = new SqliteStore({ filename: String(filename), busyTimeoutMs: 30_000 });
-while (Date.now() < Number(startAt)) await new Promise((r) => setTimeout(r, 1));
+process.stdout.write("ready\n");
+await new Promise((resolve) => process.stdin.once("data", resolve));
+process.stdin.pause();
+const startedAt = Date.now();
 const won: number[] = [];
 const refused: Record<string, number> = {};
-for (let i = 0; i < Number(subjects); i++) {
+// Each in its own order, so that the one that got going first does not simply win everything.
+const order = Array.from({ length: Number(subjects) }, (_, i) => i).sort(() => Math.random() - 0.5);
+for (const i of order) {
   const nowMs = Date.now();
   const req = {
     key: `o#subject-${i}`,
@@ -36,4 +41,6 @@ for (let i = 0; i < Number(subjects); i++) {
   }
 }
 store.close();
-process.stdout.write(`${JSON.stringify({ worker: Number(worker), won, refused })}\n`);
+process.stdout.write(
+  `${JSON.stringify({ worker: Number(worker), won, refused, startedAt, endedAt: Date.now() })}\n`,
+);
