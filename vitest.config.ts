@@ -11,7 +11,7 @@ import { wantsStore } from "./test/kit/store-names.js";
  * `npm test` runs both; the unit project also runs the type tests (test/types/*.test-d.ts: tsc, through vitest's
  * typecheck mode). EONCE_STORES=memory,dynamodb picks the engines of the store and guard suites.
  */
-/** Suites that loop over test/kit/stores.ts's STORES: memory in unit; DynamoDB Local and PostgreSQL in integration. */
+/** Suites that loop over test/kit/stores.ts's STORES: memory and SQLite in unit; DynamoDB Local and PostgreSQL in integration. */
 const STORE_SUITES = [
   "test/core/guard.test.ts",
   "test/core/guard-faults.test.ts",
@@ -23,7 +23,7 @@ const POSTGRES_SUITES = [
   "test/examples/orders-postgres.test.ts",
   "test/chaos/postgres.test.ts",
 ];
-const wants = (store: "memory" | "dynamodb" | "dynamodb-inline" | "postgres") =>
+const wants = (store: "memory" | "dynamodb" | "dynamodb-inline" | "postgres" | "sqlite") =>
   wantsStore(process.env.EONCE_STORES, store);
 
 const INTEGRATION = [
@@ -82,8 +82,13 @@ export default defineConfig({
         test: {
           name: "unit",
           include: ["test/**/*.test.ts", "src/**/*.test.ts"],
-          exclude: [...INTEGRATION, ...POSTGRES_SUITES, ...(wants("memory") ? [] : STORE_SUITES)],
-          env: { EONCE_PROJECT_STORES: "memory" },
+          exclude: [
+            ...INTEGRATION,
+            ...POSTGRES_SUITES,
+            ...(wants("memory") || wants("sqlite") ? [] : STORE_SUITES),
+          ],
+          // SQLite needs no server: a database file per suite in a temp directory.
+          env: { EONCE_PROJECT_STORES: "memory,sqlite" },
           // Type tests (test/**/*.test-d.ts): expectTypeOf and @ts-expect-error, checked by tsc; a regression fails.
           typecheck: { enabled: true, include: ["test/**/*.test-d.ts"], tsconfig: "tsconfig.typetest.json" },
         },

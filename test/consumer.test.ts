@@ -101,6 +101,7 @@ import type { DeliveryUnit } from "effectively-once/sources";
 import * as dynamodb from "effectively-once/stores/dynamodb";
 import * as memory from "effectively-once/stores/memory";
 import * as postgres from "effectively-once/stores/postgres";
+import * as sqlite from "effectively-once/stores/sqlite";
 import { handler } from "./handler.js";
 
 const store: StateStore = new memory.MemoryStore();
@@ -125,6 +126,7 @@ export const values = [
   sinks.DynamoDBFencedSink,
   dynamodb.DynamoDBStore,
   postgres.PostgresStore,
+  sqlite.SqliteStore,
   handler,
 ];
 `;

@@ -137,6 +137,7 @@ const PUBLIC: Record<string, string[]> = {
     "migrate",
     "postgresWrite",
   ],
+  "./stores/sqlite": ["SqliteFencedSink", "SqliteStore", "isSqliteAtomicWrite"],
   "./sinks/dynamodb": ["DynamoDBFencedSink", "updateEffect"],
   "./sinks/s3": ["S3FencedSink", "S3SinkConflictError", "S3_SINK_METADATA"],
   "./lambda": [

@@ -24,7 +24,7 @@ export interface EffectTarget {
  * histories share tables, so their subjects carry a namespace).
  */
 export interface Backend {
-  readonly name: "memory" | "dynamodb" | "inline" | "postgres";
+  readonly name: "memory" | "dynamodb" | "inline" | "postgres" | "sqlite";
   readonly store: StateStore;
   /** The sink reports its own landed writes to `onSinkLanded` (memory); else the fault store reports them. */
   readonly sinkReportsItself: boolean;

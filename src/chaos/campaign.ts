@@ -16,12 +16,13 @@ import {
 import { inlineBackend } from "./inline-backend.js";
 import type { InvariantId, Violation } from "./observer.js";
 import { type PostgresChaosEnv, postgresBackend, postgresChaosEnv } from "./postgres-backend.js";
+import { sqliteBackend } from "./sqlite-backend.js";
 
 /**
  * `dynamodb` and `inline` run on DynamoDB Local (the state table, or inline state in the user's rows); `postgres` on
- * the PostgreSQL server (EONCE_POSTGRES_URL, default the local one).
+ * the PostgreSQL server (EONCE_POSTGRES_URL, default the local one); `sqlite` in an in-memory database per history.
  */
-export type StoreName = "memory" | "dynamodb" | "inline" | "postgres";
+export type StoreName = "memory" | "dynamodb" | "inline" | "postgres" | "sqlite";
 
 export interface CampaignOptions {
   histories: number;
@@ -101,6 +102,14 @@ async function storeEnv(store: StoreName, endpoint: string | undefined) {
   return { postgres, close: () => postgres.close() };
 }
 
+/**
+ * Stores behind a server (DynamoDB Local, PostgreSQL) run the small profile, several histories at a time, sampled
+ * per delivery; in-process ones (memory, SQLite in memory) run the default profile one after another, step by step.
+ */
+function isServer(store: StoreName): boolean {
+  return store !== "memory" && store !== "sqlite";
+}
+
 /** One seeded history on one store (the unit of a run, and `--replay`). */
 export async function runSeed(
   seed: number,
@@ -110,7 +119,7 @@ export async function runSeed(
     trace?: boolean;
   },
 ): Promise<ReplayResult & { digest: string }> {
-  const real = o.store !== "memory";
+  const real = isServer(o.store);
   const base = randomConfig(seed, o.profile ?? (real ? "small" : "default"));
   const config = o.configure ? o.configure(base) : base;
   const chooser = randomChooser(seed);
@@ -130,6 +139,7 @@ function backendFor(
   onSinkLanded: (subject: string, pos: string, fence: number) => void,
 ): Backend {
   if (o.store === "memory") return memoryBackend({ onSinkLanded, unfencedSink: o.unfencedSink ?? false });
+  if (o.store === "sqlite") return sqliteBackend();
   if (o.store === "postgres") return postgresBackend(o.postgres as PostgresChaosEnv);
   const tables = o.tables as DynamoDBTables;
   return o.store === "inline" ? inlineBackend(tables) : dynamoDBBackend(tables);
@@ -179,7 +189,7 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignSummary> 
         ...o,
         ...env,
       });
-    if (o.store === "memory") {
+    if (o.store !== "dynamodb") {
       for (let i = 0; i < o.histories; i++) record(await one(i));
     } else {
       let next = 0;

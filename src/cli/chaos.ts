@@ -35,7 +35,7 @@ export function registerChaos(program: Command): void {
     .option("--seed <n>", "seed of the first history (history i has seed + i)", integer, 1)
     .option(
       "--store <name>",
-      "memory, dynamodb or inline (inline state in the user's rows; both start DynamoDB Local themselves), or postgres (EONCE_POSTGRES_URL, default the local server)",
+      "memory, sqlite, dynamodb or inline (inline state in the user's rows; both start DynamoDB Local themselves), or postgres (EONCE_POSTGRES_URL, default the local server)",
       storeName,
       "memory",
     )
@@ -249,10 +249,12 @@ function integer(value: string): number {
   return n;
 }
 
+const STORE_NAMES: readonly StoreName[] = ["memory", "sqlite", "dynamodb", "inline", "postgres"];
+
 function storeName(value: string): StoreName {
-  if (value !== "memory" && value !== "dynamodb" && value !== "inline" && value !== "postgres")
-    throw new InvalidArgumentError("expected memory, dynamodb, inline or postgres");
-  return value;
+  const name = STORE_NAMES.find((s) => s === value);
+  if (name === undefined) throw new InvalidArgumentError(`expected ${STORE_NAMES.join(", ")}`);
+  return name;
 }
 
 // Run directly (`tsx src/cli/chaos.ts`, the `chaos` npm script): the same command without the `eonce` prefix.

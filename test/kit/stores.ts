@@ -1,5 +1,9 @@
 import { randomUUID } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { DeleteItemCommand, type DynamoDBClient, GetItemCommand } from "@aws-sdk/client-dynamodb";
+import Database from "better-sqlite3";
 import { afterAll, beforeAll } from "vitest";
 import { StoreError } from "../../src/core/errors.js";
 import type { AtomicWrite, StateStore } from "../../src/core/store.js";
@@ -10,6 +14,7 @@ import { dynamoItemBytes } from "../../src/stores/dynamodb/limits.js";
 import { createStateTable, createTableIfMissing } from "../../src/stores/dynamodb/schema.js";
 import { DynamoDBStore } from "../../src/stores/dynamodb/store.js";
 import { type MemoryAtomicWrite, MemoryStore } from "../../src/stores/memory.js";
+import { SqliteFencedSink, SqliteStore } from "../../src/stores/sqlite/index.js";
 import { localDynamoDB } from "./dynamodb.js";
 import { postgresStoreUnderTest } from "./postgres-store.js";
 import { type StoreName, selectStoreNames } from "./store-names.js";
@@ -180,33 +185,12 @@ export const ALL_STORES: StoreFactory[] = [
         rows.set(key, { value, srcPos: pos, srcFence: ctx.fence });
         return true;
       };
-      let toLose = 0;
-      // Applied, then the caller sees a retryable error: what a lost response looks like to the guard.
-      const store = new Proxy(memory, {
-        get(target, prop) {
-          const value = Reflect.get(target, prop, target);
-          if (
-            typeof value !== "function" ||
-            !["claim", "claimAndCommit", "renew", "commit", "release"].includes(String(prop))
-          )
-            return typeof value === "function" ? value.bind(target) : value;
-          return async (...args: unknown[]) => {
-            const out = await value.apply(target, args);
-            if (toLose > 0) {
-              toLose--;
-              throw new StoreError(`${String(prop)}: response lost (injected)`);
-            }
-            return out;
-          };
-        },
-      });
+      const { store, lose } = losingResponses(memory);
       return {
         name: "memory",
         store,
         forget: async (key) => memory.forget(key),
-        loseResponses: (count) => {
-          toLose += count;
-        },
+        loseResponses: lose,
         rawItem: async (key) => {
           const r = await memory.read(key);
           return r
@@ -228,7 +212,84 @@ export const ALL_STORES: StoreFactory[] = [
     },
   },
   { name: "postgres", make: postgresStoreUnderTest },
+  {
+    name: "sqlite",
+    async make() {
+      // A database file per suite (WAL, as in use), removed after. `normal`: no fsync per step, which would block
+      // the event loop (the driver is synchronous) and upset the guard suites' timing on a loaded machine.
+      const dir = mkdtempSync(join(tmpdir(), "eonce-sqlite-"));
+      const filename = join(dir, "state.db");
+      const sqlite = new SqliteStore({ filename, synchronous: "normal" });
+      const sink = new SqliteFencedSink({ store: sqlite, tableName: "sink" });
+      // A second connection to the same file: what the harness does to rows, another process could do.
+      const raw = new Database(filename);
+      const { store, lose } = losingResponses(sqlite);
+      return {
+        name: "sqlite",
+        store,
+        sink: {
+          atomic: (ctx, key, value) => sink.atomicPut(ctx, { key, value }),
+          put: (ctx, key, value) => sink.put(ctx, { key, value }),
+          read: async (key) => {
+            const row = await sink.get(key);
+            return row ? { value: String(row.value), srcPos: row.srcPos, srcFence: row.srcFence } : undefined;
+          },
+          rowFor: (stateKey) => `row-${stateKey}`,
+        },
+        forget: async (key) => {
+          raw.prepare("DELETE FROM eonce_state WHERE state_key = ?").run(key);
+        },
+        loseResponses: lose,
+        rawItem: async (key) => {
+          const row = raw.prepare("SELECT * FROM eonce_state WHERE state_key = ?").get(key) as
+            | Record<string, unknown>
+            | undefined;
+          if (!row) return undefined;
+          const present = Object.entries(row).filter(([, v]) => v !== null);
+          const bytes = present.reduce((n, [, v]) => n + Buffer.byteLength(String(v)), 0);
+          return { attributes: present.map(([k]) => k).sort(), bytes };
+        },
+        close: async () => {
+          raw.close();
+          sqlite.close();
+          rmSync(dir, { recursive: true, force: true });
+        },
+      };
+    },
+  },
 ];
+
+/**
+ * `store` with lost responses on demand: the next `count` steps land, then the caller sees a retryable StoreError,
+ * as when a response is lost (the guard retries). For stores without an SDK retry loop to inject into.
+ */
+function losingResponses<S extends StateStore>(inner: S): { store: S; lose(count: number): void } {
+  let toLose = 0;
+  const store = new Proxy(inner, {
+    get(target, prop) {
+      const value = Reflect.get(target, prop, target);
+      if (
+        typeof value !== "function" ||
+        !["claim", "claimAndCommit", "renew", "commit", "release"].includes(String(prop))
+      )
+        return typeof value === "function" ? value.bind(target) : value;
+      return async (...args: unknown[]) => {
+        const out = await value.apply(target, args);
+        if (toLose > 0) {
+          toLose--;
+          throw new StoreError(`${String(prop)}: response lost (injected)`);
+        }
+        return out;
+      };
+    },
+  });
+  return {
+    store,
+    lose(count) {
+      toLose += count;
+    },
+  };
+}
 
 /**
  * The engines this run tests: `EONCE_STORES=memory,dynamodb` (default: all), intersected with the engines the

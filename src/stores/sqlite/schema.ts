@@ -1,0 +1,76 @@
+import type { StateRecord, StateStatus } from "../../core/state.js";
+import type { SqliteConnection, SqlRow } from "./connection.js";
+
+/** Table names are spliced into SQL, so they are plain identifiers only. */
+export const SQL_IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
+
+/**
+ * The state table: one row per state key, the state machine of src/core/state.ts in columns. TEXT compares with
+ * SQLite's default BINARY collation (bytes), which is position order (positions are printable ASCII).
+ * `WITHOUT ROWID`: the state key is the primary key and the only way rows are found.
+ */
+export function stateTableDdl(table: string): string {
+  return `CREATE TABLE IF NOT EXISTS "${table}" (
+  state_key      TEXT PRIMARY KEY,  -- the subject's (or unordered event's) state key
+  status         TEXT NOT NULL,     -- running | done | released
+  pos            TEXT NOT NULL,     -- position of the current or last claim ('' for unordered events)
+  eid            TEXT NOT NULL,     -- identity of the current or last claim
+  fence          INTEGER NOT NULL,  -- fence of the current or last claim; only ever increases
+  tok            TEXT,              -- token of the guard call that claimed: recognises its own retried claim
+  lease_until    INTEGER,           -- epoch ms the lease ends; NULL unless running
+  cpos           TEXT,              -- last committed position; NULL until a commit
+  ceid           TEXT,              -- last committed identity
+  result         TEXT,              -- JSON of the committed result, replayed to duplicates
+  result_omitted INTEGER,           -- bytes of a result too large to keep (none kept)
+  cfp            TEXT,              -- payload fingerprint of the committed event (opt-in)
+  expires_at     INTEGER NOT NULL,  -- epoch seconds after which deleteExpired may remove the row (DynamoDB's TTL)
+  att            INTEGER            -- consecutive claims of the current identity; NULL once committed
+) WITHOUT ROWID`;
+}
+
+/** A state row as a StateRecord (absent optional columns are absent fields, as the other stores return them). */
+export function toRecord(row: SqlRow): StateRecord {
+  const record: StateRecord = {
+    key: String(row.state_key),
+    status: row.status as StateStatus,
+    position: String(row.pos),
+    identity: String(row.eid),
+    fence: Number(row.fence),
+    attempts: row.att === null || row.att === undefined ? 0 : Number(row.att),
+  };
+  const optional = {
+    token: text(row.tok),
+    leaseUntilMs: num(row.lease_until),
+    committedPosition: text(row.cpos),
+    committedIdentity: text(row.ceid),
+    result: text(row.result),
+    resultOmittedBytes: num(row.result_omitted),
+    committedFingerprint: text(row.cfp),
+    expiresAtSeconds: num(row.expires_at),
+  };
+  for (const [k, v] of Object.entries(optional)) if (v !== undefined) Object.assign(record, { [k]: v });
+  return record;
+}
+
+const text = (v: unknown) => (v === null || v === undefined ? undefined : String(v));
+const num = (v: unknown) => (v === null || v === undefined ? undefined : Number(v));
+
+/** A row's stored size, roughly as SQLite counts it: the bytes of its text and the digits of its integers. */
+export function rowBytes(row: SqlRow): number {
+  let bytes = 0;
+  for (const v of Object.values(row))
+    if (v !== null && v !== undefined) bytes += Buffer.byteLength(String(v));
+  return bytes;
+}
+
+/** Columns added after the first release: a table created before them gets them on open (idempotent). */
+const ADDED_COLUMNS = { cfp: "TEXT" } as const;
+
+export function addMissingColumns(db: SqliteConnection, table: string): void {
+  const present = new Set(
+    (db.prepare(`PRAGMA table_info("${table}")`).all({}) as { name: string }[]).map((c) => c.name),
+  );
+  for (const [name, type] of Object.entries(ADDED_COLUMNS)) {
+    if (!present.has(name)) db.exec(`ALTER TABLE "${table}" ADD COLUMN ${name} ${type}`);
+  }
+}
