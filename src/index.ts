@@ -2,20 +2,8 @@
 // runtime with its Java-based emulator) live behind their own subpath exports and are never imported here.
 // Named re-exports of the subpath barrels only, so nothing internal reaches the root (test/exports.test.ts).
 export * from "./core/index.js";
-export {
-  type AtomicWrite,
-  type ClaimAndCommitRequest,
-  type ClaimAndCommitResult,
-  type ClaimResult,
-  type CommitRequest,
-  type CommitResult,
-  type FencedRequest,
-  type FencedResult,
-  type RenewRequest,
-  type StateStore,
-  unknownWrites,
-  type WriteOutcome,
-} from "./core/store.js";
+export type * from "./core/store.js";
+export { unknownWrites } from "./core/store.js";
 export { countRequests, type RequestCounter } from "./observe/request-counter.js";
 export {
   DynamoDBFencedSink,

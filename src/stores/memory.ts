@@ -8,24 +8,12 @@ import {
   landedClaim,
   type StateRecord,
 } from "../core/state.js";
-import type {
-  AtomicWrite,
-  ClaimAndCommitRequest,
-  ClaimAndCommitResult,
-  ClaimResult,
-  CommitRequest,
-  CommitResult,
-  FencedRequest,
-  FencedResult,
-  RenewRequest,
-  StateStore,
-  WriteOutcome,
-} from "../core/store.js";
+import type * as Store from "../core/store.js";
 import { unknownWrites } from "../core/store.js";
 import { DYNAMODB_MAX_RESULT_BYTES } from "./dynamodb/limits.js";
 
 /** An effect the memory store applies inside its commit: `apply` returns false when its fencing refuses it. */
-export interface MemoryAtomicWrite extends AtomicWrite {
+export interface MemoryAtomicWrite extends Store.AtomicWrite {
   readonly engine: "memory";
   apply(): boolean;
 }
@@ -44,7 +32,7 @@ const MEMORY_STORE_OPTIONS = schemaFor<MemoryStoreOptions>()({
   maxResultBytes: integer({ min: 1, default: DYNAMODB_MAX_RESULT_BYTES }),
 });
 
-export class MemoryStore implements StateStore {
+export class MemoryStore implements Store.StateStore {
   readonly engine = "memory";
   readonly maxResultBytes: number;
   readonly #items = new Map<string, StateRecord>();
@@ -53,11 +41,11 @@ export class MemoryStore implements StateStore {
     this.maxResultBytes = resolveOptions("MemoryStore", MEMORY_STORE_OPTIONS, options).maxResultBytes;
   }
 
-  async claim(req: ClaimRequest): Promise<ClaimResult> {
+  async claim(req: ClaimRequest): Promise<Store.ClaimResult> {
     return this.#claim(req);
   }
 
-  #claim(req: ClaimRequest): ClaimResult {
+  #claim(req: ClaimRequest): Store.ClaimResult {
     const old = this.#items.get(req.key);
     if (!claimAllowed(old, req)) {
       const state = { ...(old as StateRecord) };
@@ -86,7 +74,7 @@ export class MemoryStore implements StateStore {
     };
   }
 
-  async claimAndCommit(req: ClaimAndCommitRequest): Promise<ClaimAndCommitResult> {
+  async claimAndCommit(req: Store.ClaimAndCommitRequest): Promise<Store.ClaimAndCommitResult> {
     const old = this.#items.get(req.key);
     if (old && isOwnClaim(old, req) && old.status === "done") {
       return { claimed: true, writes: unknownWrites(req.writes) };
@@ -99,7 +87,7 @@ export class MemoryStore implements StateStore {
     return { claimed: true, writes: commit.writes };
   }
 
-  async renew(req: RenewRequest): Promise<FencedResult> {
+  async renew(req: Store.RenewRequest): Promise<Store.FencedResult> {
     const held = this.#held(req);
     if (!held) return { ok: false, state: this.#copy(req.key) };
     held.leaseUntilMs = req.leaseUntilMs;
@@ -107,7 +95,7 @@ export class MemoryStore implements StateStore {
     return { ok: true };
   }
 
-  async release(req: FencedRequest): Promise<FencedResult> {
+  async release(req: Store.FencedRequest): Promise<Store.FencedResult> {
     const held = this.#held(req);
     if (!held) {
       const state = this.#copy(req.key);
@@ -120,7 +108,7 @@ export class MemoryStore implements StateStore {
     return { ok: true };
   }
 
-  async commit(req: CommitRequest): Promise<CommitResult> {
+  async commit(req: Store.CommitRequest): Promise<Store.CommitResult> {
     const state = this.#items.get(req.key);
     // A retry of a commit that landed: the fence committed it, and no one else holds that fence.
     if (landedAs(state, req.fence, "done")) {
@@ -129,10 +117,10 @@ export class MemoryStore implements StateStore {
     return this.#commit(req, memoryWrites(req.writes));
   }
 
-  #commit(req: CommitRequest, writes: MemoryAtomicWrite[]): CommitResult {
+  #commit(req: Store.CommitRequest, writes: MemoryAtomicWrite[]): Store.CommitResult {
     const r = this.#held(req);
     if (!r) return { committed: false, state: this.#copy(req.key) };
-    const outcomes: WriteOutcome[] = writes.map((w) => ({
+    const outcomes: Store.WriteOutcome[] = writes.map((w) => ({
       description: w.description,
       status: w.apply() ? "applied" : "stale",
     }));
@@ -160,11 +148,11 @@ export class MemoryStore implements StateStore {
     this.#items.delete(key);
   }
 
-  canFold(write: AtomicWrite): boolean {
+  canFold(write: Store.AtomicWrite): boolean {
     return isMemoryWrite(write);
   }
 
-  #held(req: FencedRequest): StateRecord | undefined {
+  #held(req: Store.FencedRequest): StateRecord | undefined {
     const r = this.#items.get(req.key);
     return r && r.fence === req.fence && r.status === "running" ? r : undefined;
   }
@@ -176,7 +164,7 @@ export class MemoryStore implements StateStore {
   }
 }
 
-function memoryWrites(writes: readonly AtomicWrite[] | undefined): MemoryAtomicWrite[] {
+function memoryWrites(writes: readonly Store.AtomicWrite[] | undefined): MemoryAtomicWrite[] {
   return (writes ?? []).map((w) => {
     if (!isMemoryWrite(w))
       throw new UnsupportedAtomicWriteError(`MemoryStore cannot fold a ${w.engine} write`);
@@ -184,6 +172,6 @@ function memoryWrites(writes: readonly AtomicWrite[] | undefined): MemoryAtomicW
   });
 }
 
-function isMemoryWrite(write: AtomicWrite): write is MemoryAtomicWrite {
+function isMemoryWrite(write: Store.AtomicWrite): write is MemoryAtomicWrite {
   return write.engine === "memory" && typeof (write as MemoryAtomicWrite).apply === "function";
 }

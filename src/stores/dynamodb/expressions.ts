@@ -163,3 +163,30 @@ export function claimSet(sameIdentity: boolean): string {
     (sameIdentity ? "#att = if_not_exists(#att, :zero) + :one" : "#att = :one")
   );
 }
+
+/**
+ * The claim condition (src/core/state.ts): the item is absent (`exists` names an attribute every state item has:
+ * the key in the state table, the fence in a user's row, which may exist without state), or no live holder (or, with
+ * supersede, an older one), the position is newer than the committed one, and the fence is above the item's.
+ */
+export function claimCondition(req: ClaimRequest, exists: "#pk" | "#fence"): string {
+  const holderGone = req.supersede
+    ? "(#st <> :running OR #lease < :expiredBefore OR #pos < :pos)"
+    : "(#st <> :running OR #lease < :expiredBefore)";
+  return (
+    `(attribute_not_exists(${exists}) OR (${holderGone} AND (attribute_not_exists(#cpos) OR #cpos < :pos) ` +
+    "AND #fence < :fence))"
+  );
+}
+
+/** One claim write's condition (see claimCountingAttempts): the claim condition, for a new or the same identity. */
+export function claimOnceCondition(
+  req: ClaimRequest,
+  sameIdentity: boolean,
+  exists: "#pk" | "#fence",
+): string {
+  const identity = sameIdentity
+    ? "#eid = :eid"
+    : `(attribute_not_exists(${exists === "#pk" ? "#pk" : "#eid"}) OR #eid <> :eid)`;
+  return `${claimCondition(req, exists)} AND ${identity}`;
+}

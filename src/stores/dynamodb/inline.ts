@@ -17,33 +17,9 @@ import {
   type StateRecord,
   type StateStatus,
 } from "../../core/state.js";
-import type {
-  AtomicWrite,
-  ClaimAndCommitRequest,
-  ClaimAndCommitResult,
-  ClaimResult,
-  CommitRequest,
-  CommitResult,
-  FencedRequest,
-  FencedResult,
-  RenewRequest,
-  StateStore,
-  WriteOutcome,
-} from "../../core/store.js";
-import {
-  claimAndCommitParts,
-  claimCountingAttempts,
-  claimSet,
-  claimValues,
-  commitParts,
-  FENCED_CONDITION,
-  type Item,
-  N,
-  releaseWith,
-  renewWith,
-  S,
-  storeError,
-} from "./expressions.js";
+import type * as Store from "../../core/store.js";
+import * as dx from "./expressions.js";
+import { type Item, N, S } from "./expressions.js";
 import { DYNAMODB_MAX_RESULT_BYTES } from "./limits.js";
 import { DYNAMODB_TABLE_FIELDS } from "./options.js";
 
@@ -111,7 +87,7 @@ const INLINE_STORE_OPTIONS = schemaFor<InlineDynamoDBStoreOptions>()({
 });
 
 /** The user attributes of the row of one state key, written by that key's commit (`InlineDynamoDBStore.row`). */
-export interface InlineRowWrite extends AtomicWrite {
+export interface InlineRowWrite extends Store.AtomicWrite {
   readonly engine: "dynamodb-inline";
   readonly tableName: string;
   readonly rowKey: string;
@@ -136,7 +112,7 @@ export interface InlineRowSource {
  * with `DynamoDBFencedSink` for that). The state machine sets and removes only `eo_*` attributes; the user's
  * attributes change only by a committed row write, so the row holds the committed event's work and its position.
  */
-export class InlineDynamoDBStore implements StateStore {
+export class InlineDynamoDBStore implements Store.StateStore {
   readonly engine = "dynamodb-inline";
   readonly maxResultBytes = DYNAMODB_MAX_RESULT_BYTES;
   readonly #client: DynamoDBClient;
@@ -215,7 +191,7 @@ export class InlineDynamoDBStore implements StateStore {
     if (Object.keys(write.set).length === 0 && write.remove.length === 0)
       throw new OptionsError("InlineDynamoDBStore.putRow: no attributes to write");
     const values: Item = { ":fence": N(ctx.fence), ":running": S("running") };
-    const input = this.#update(write.rowKey, clauses("", [], [write], values), FENCED_CONDITION, values);
+    const input = this.#update(write.rowKey, clauses("", [], [write], values), dx.FENCED_CONDITION, values);
     try {
       await this.#client.send(new UpdateItemCommand(input));
       return "applied";
@@ -225,25 +201,25 @@ export class InlineDynamoDBStore implements StateStore {
     }
   }
 
-  canFold(write: AtomicWrite): boolean {
+  canFold(write: Store.AtomicWrite): boolean {
     return write.engine === "dynamodb-inline" && this.#made.has(write as InlineRowWrite);
   }
 
-  async claim(req: ClaimRequest): Promise<ClaimResult> {
-    return claimCountingAttempts(req, (sameIdentity) => this.#claimOnce(req, sameIdentity));
+  async claim(req: ClaimRequest): Promise<Store.ClaimResult> {
+    return dx.claimCountingAttempts(req, (sameIdentity) => this.#claimOnce(req, sameIdentity));
   }
 
   async #claimOnce(
     req: ClaimRequest,
     sameIdentity: boolean,
-  ): Promise<ClaimResult | { refused: StateRecord }> {
-    const update = claimSet(sameIdentity);
-    const condition = `${claimCondition(req)} AND ${sameIdentity ? "#eid = :eid" : "(attribute_not_exists(#eid) OR #eid <> :eid)"}`;
+  ): Promise<Store.ClaimResult | { refused: StateRecord }> {
+    const update = dx.claimSet(sameIdentity);
+    const condition = dx.claimOnceCondition(req, sameIdentity, "#fence");
     try {
       const out = await this.#client.send(
         new UpdateItemCommand({
           ...this.#update(this.rowKeyOf(req.key), update, condition, {
-            ...claimValues(req),
+            ...dx.claimValues(req),
             ":tok": S(req.token),
             ":lease": N(req.leaseUntilMs),
             ":exp": N(req.expiresAtSeconds),
@@ -266,13 +242,13 @@ export class InlineDynamoDBStore implements StateStore {
     }
   }
 
-  async claimAndCommit(req: ClaimAndCommitRequest): Promise<ClaimAndCommitResult> {
+  async claimAndCommit(req: Store.ClaimAndCommitRequest): Promise<Store.ClaimAndCommitResult> {
     const writes = this.#rowWrites(req.key, req.writes);
-    const { set, remove, values } = claimAndCommitParts(req);
+    const { set, remove, values } = dx.claimAndCommitParts(req);
     const input = this.#update(
       this.rowKeyOf(req.key),
       clauses(set, remove, writes, values),
-      claimCondition(req),
+      dx.claimCondition(req, "#fence"),
       values,
     );
     try {
@@ -288,13 +264,13 @@ export class InlineDynamoDBStore implements StateStore {
     }
   }
 
-  async commit(req: CommitRequest): Promise<CommitResult> {
+  async commit(req: Store.CommitRequest): Promise<Store.CommitResult> {
     const writes = this.#rowWrites(req.key, req.writes);
-    const { set, remove, values } = commitParts(req);
+    const { set, remove, values } = dx.commitParts(req);
     const input = this.#update(
       this.rowKeyOf(req.key),
       clauses(set, remove, writes, values),
-      FENCED_CONDITION,
+      dx.FENCED_CONDITION,
       values,
     );
     try {
@@ -309,15 +285,20 @@ export class InlineDynamoDBStore implements StateStore {
     }
   }
 
-  renew(req: RenewRequest): Promise<FencedResult> {
-    return renewWith((...a) => this.#fenced(...a), req);
+  renew(req: Store.RenewRequest): Promise<Store.FencedResult> {
+    return dx.renewWith((...a) => this.#fenced(...a), req);
   }
 
-  release(req: FencedRequest): Promise<FencedResult> {
-    return releaseWith((...a) => this.#fenced(...a), req);
+  release(req: Store.FencedRequest): Promise<Store.FencedResult> {
+    return dx.releaseWith((...a) => this.#fenced(...a), req);
   }
 
-  async #fenced(op: string, req: FencedRequest, expression: string, values: Item): Promise<FencedResult> {
+  async #fenced(
+    op: string,
+    req: Store.FencedRequest,
+    expression: string,
+    values: Item,
+  ): Promise<Store.FencedResult> {
     const all = { ...values, ":fence": N(req.fence), ":running": S("running") };
     try {
       await this.#client.send(
@@ -362,7 +343,7 @@ export class InlineDynamoDBStore implements StateStore {
   }
 
   /** The commit's row writes, checked: built by this store, for the committing key's own row. */
-  #rowWrites(key: string, writes: readonly AtomicWrite[] | undefined): InlineRowWrite[] {
+  #rowWrites(key: string, writes: readonly Store.AtomicWrite[] | undefined): InlineRowWrite[] {
     const row = this.rowKeyOf(key);
     return (writes ?? []).map((w) => {
       if (!this.canFold(w))
@@ -447,27 +428,12 @@ interface Expression {
   names: Record<string, string>;
 }
 
-function applied(writes: InlineRowWrite[]): WriteOutcome[] {
+function applied(writes: InlineRowWrite[]): Store.WriteOutcome[] {
   return writes.map((w) => ({ description: w.description, status: "applied" }));
 }
 
 function defaultRowKey(stateKey: string): string {
   return stateKey.startsWith("o#") ? stateKey.slice(2) : stateKey;
-}
-
-/**
- * The claim condition of src/core/state.ts on a row: a row without state (absent, or written by something else)
- * is claimable; otherwise no live holder (with supersede, an older one), newer than the committed position, and
- * the fence above the row's.
- */
-function claimCondition(req: ClaimRequest): string {
-  const holderGone = req.supersede
-    ? "(#st <> :running OR #lease < :expiredBefore OR #pos < :pos)"
-    : "(#st <> :running OR #lease < :expiredBefore)";
-  return (
-    `(attribute_not_exists(#fence) OR (${holderGone} AND (attribute_not_exists(#cpos) OR #cpos < :pos) ` +
-    "AND #fence < :fence))"
-  );
 }
 
 function hasState(item: Item | undefined): item is Item {
@@ -500,5 +466,5 @@ function toInlineRecord(key: string, item: Item): StateRecord {
 }
 
 function wrap(op: string, key: string, error: unknown): StoreError {
-  return storeError("DynamoDB inline", op, key, error);
+  return dx.storeError("DynamoDB inline", op, key, error);
 }

@@ -23,35 +23,11 @@ import {
   type StateRecord,
   type StateStatus,
 } from "../../core/state.js";
-import {
-  type AtomicWrite,
-  type ClaimAndCommitRequest,
-  type ClaimAndCommitResult,
-  type ClaimResult,
-  type CommitRequest,
-  type CommitResult,
-  type FencedRequest,
-  type FencedResult,
-  type RenewRequest,
-  type StateStore,
-  unknownWrites,
-  type WriteOutcome,
-} from "../../core/store.js";
+import type * as Store from "../../core/store.js";
+import { unknownWrites } from "../../core/store.js";
 import { type DynamoDBAtomicWrite, isDynamoDBAtomicWrite } from "./atomic-write.js";
-import {
-  claimAndCommitParts,
-  claimCountingAttempts,
-  claimSet,
-  claimValues,
-  commitParts,
-  FENCED_CONDITION,
-  type Item,
-  N,
-  releaseWith,
-  renewWith,
-  S,
-  storeError,
-} from "./expressions.js";
+import * as dx from "./expressions.js";
+import { type Item, N, S } from "./expressions.js";
 import {
   DYNAMODB_MAX_RESULT_BYTES,
   DYNAMODB_MAX_TRANSACTION_ACTIONS,
@@ -94,7 +70,7 @@ const NAMES = {
  * A claim first assumes another identity held the item (the common case: a new event) and resets the counter; when
  * the refusal shows the same identity could claim, a second write counts on from it.
  */
-export class DynamoDBStore implements StateStore {
+export class DynamoDBStore implements Store.StateStore {
   readonly engine = "dynamodb";
   readonly maxResultBytes = DYNAMODB_MAX_RESULT_BYTES;
   readonly #client: DynamoDBClient;
@@ -110,21 +86,21 @@ export class DynamoDBStore implements StateStore {
     return this.#table;
   }
 
-  async claim(req: ClaimRequest): Promise<ClaimResult> {
-    return claimCountingAttempts(req, (sameIdentity) => this.#claimOnce(req, sameIdentity));
+  async claim(req: ClaimRequest): Promise<Store.ClaimResult> {
+    return dx.claimCountingAttempts(req, (sameIdentity) => this.#claimOnce(req, sameIdentity));
   }
 
   async #claimOnce(
     req: ClaimRequest,
     sameIdentity: boolean,
-  ): Promise<ClaimResult | { refused: StateRecord }> {
-    const update = claimSet(sameIdentity);
-    const condition = `${claimCondition(req)} AND ${sameIdentity ? "#eid = :eid" : "(attribute_not_exists(#pk) OR #eid <> :eid)"}`;
+  ): Promise<Store.ClaimResult | { refused: StateRecord }> {
+    const update = dx.claimSet(sameIdentity);
+    const condition = dx.claimOnceCondition(req, sameIdentity, "#pk");
     try {
       const out = await this.#client.send(
         new UpdateItemCommand({
           ...stateUpdate(this.#table, req.key, update, condition, {
-            ...claimValues(req),
+            ...dx.claimValues(req),
             ":running": S("running"),
             ":tok": S(req.token),
             ":lease": N(req.leaseUntilMs),
@@ -149,15 +125,15 @@ export class DynamoDBStore implements StateStore {
     }
   }
 
-  async claimAndCommit(req: ClaimAndCommitRequest): Promise<ClaimAndCommitResult> {
+  async claimAndCommit(req: Store.ClaimAndCommitRequest): Promise<Store.ClaimAndCommitResult> {
     const writes = dynamoWrites(req.writes);
-    const { set, remove, values } = claimAndCommitParts(req);
+    const { set, remove, values } = dx.claimAndCommitParts(req);
     values[":running"] = S("running");
     const input = stateUpdate(
       this.#table,
       req.key,
       `${set} REMOVE ${remove.join(", ")}`,
-      claimCondition(req),
+      dx.claimCondition(req, "#pk"),
       values,
     );
     const outcome = await this.#transact("claimAndCommit", req.key, input, writes);
@@ -169,15 +145,15 @@ export class DynamoDBStore implements StateStore {
     return { claimed: false, state };
   }
 
-  renew(req: RenewRequest): Promise<FencedResult> {
-    return renewWith((...a) => this.#fenced(...a), req);
+  renew(req: Store.RenewRequest): Promise<Store.FencedResult> {
+    return dx.renewWith((...a) => this.#fenced(...a), req);
   }
 
-  release(req: FencedRequest): Promise<FencedResult> {
-    return releaseWith((...a) => this.#fenced(...a), req);
+  release(req: Store.FencedRequest): Promise<Store.FencedResult> {
+    return dx.releaseWith((...a) => this.#fenced(...a), req);
   }
 
-  async commit(req: CommitRequest): Promise<CommitResult> {
+  async commit(req: Store.CommitRequest): Promise<Store.CommitResult> {
     const writes = dynamoWrites(req.writes);
     const outcome = await this.#transact("commit", req.key, commitUpdate(this.#table, req), writes);
     if (outcome.ok) return { committed: true, writes: outcome.writes };
@@ -197,10 +173,10 @@ export class DynamoDBStore implements StateStore {
     key: string,
     update: Update & { TableName: string },
     writes: DynamoDBAtomicWrite[],
-  ): Promise<{ ok: true; writes: WriteOutcome[] } | { ok: false; item?: Item }> {
+  ): Promise<{ ok: true; writes: Store.WriteOutcome[] } | { ok: false; item?: Item }> {
     checkTransactionLimits(update, writes);
     let pending = writes;
-    const stale: WriteOutcome[] = [];
+    const stale: Store.WriteOutcome[] = [];
     for (;;) {
       try {
         if (pending.length === 0) {
@@ -235,14 +211,19 @@ export class DynamoDBStore implements StateStore {
     }
   }
 
-  async #fenced(op: string, req: FencedRequest, expression: string, values: Item): Promise<FencedResult> {
+  async #fenced(
+    op: string,
+    req: Store.FencedRequest,
+    expression: string,
+    values: Item,
+  ): Promise<Store.FencedResult> {
     try {
       await this.#client.send(
         new UpdateItemCommand({
           TableName: this.#table,
           Key: { [STATE_KEY_ATTRIBUTE]: S(req.key) },
           UpdateExpression: expression,
-          ConditionExpression: FENCED_CONDITION,
+          ConditionExpression: dx.FENCED_CONDITION,
           ExpressionAttributeNames: pick(NAMES, `${expression} #fence #st`),
           ExpressionAttributeValues: { ...values, ":fence": N(req.fence), ":running": S("running") },
           ReturnValuesOnConditionCheckFailure: "ALL_OLD",
@@ -279,14 +260,14 @@ export class DynamoDBStore implements StateStore {
     }
   }
 
-  canFold(write: AtomicWrite): boolean {
+  canFold(write: Store.AtomicWrite): boolean {
     return isDynamoDBAtomicWrite(write);
   }
 }
 
-function commitUpdate(table: string, req: CommitRequest) {
-  const { set, remove, values } = commitParts(req);
-  return stateUpdate(table, req.key, `${set} REMOVE ${remove.join(", ")}`, FENCED_CONDITION, values);
+function commitUpdate(table: string, req: Store.CommitRequest) {
+  const { set, remove, values } = dx.commitParts(req);
+  return stateUpdate(table, req.key, `${set} REMOVE ${remove.join(", ")}`, dx.FENCED_CONDITION, values);
 }
 
 /** An UpdateItem input on one state item. */
@@ -310,21 +291,7 @@ function stateUpdate(
   };
 }
 
-/**
- * The claim condition (src/core/state.ts): the item is absent, or no live holder (or, with supersede, an older one),
- * the position is newer than the committed one, and the fence is above the item's.
- */
-function claimCondition(req: ClaimRequest): string {
-  const holderGone = req.supersede
-    ? "(#st <> :running OR #lease < :expiredBefore OR #pos < :pos)"
-    : "(#st <> :running OR #lease < :expiredBefore)";
-  return (
-    `(attribute_not_exists(#pk) OR (${holderGone} AND (attribute_not_exists(#cpos) OR #cpos < :pos) ` +
-    "AND #fence < :fence))"
-  );
-}
-
-function dynamoWrites(writes: readonly AtomicWrite[] | undefined): DynamoDBAtomicWrite[] {
+function dynamoWrites(writes: readonly Store.AtomicWrite[] | undefined): DynamoDBAtomicWrite[] {
   return (writes ?? []).map((w) => {
     if (!isDynamoDBAtomicWrite(w))
       throw new UnsupportedAtomicWriteError(`DynamoDBStore cannot fold a ${w.engine} write`);
@@ -370,7 +337,7 @@ export function toRecord(item: Item): StateRecord {
 }
 
 function wrap(op: string, key: string, error: unknown): StoreError {
-  return storeError("DynamoDB", op, key, error);
+  return dx.storeError("DynamoDB", op, key, error);
 }
 
 /**

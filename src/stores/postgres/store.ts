@@ -1,20 +1,8 @@
 import { StoreError, UnsupportedAtomicWriteError } from "../../core/errors.js";
 import { integer, resolveOptions, schemaFor } from "../../core/options.js";
 import { type ClaimRequest, isOwnClaim, landedAs, landedClaim, type StateRecord } from "../../core/state.js";
-import {
-  type AtomicWrite,
-  type ClaimAndCommitRequest,
-  type ClaimAndCommitResult,
-  type ClaimResult,
-  type CommitRequest,
-  type CommitResult,
-  type FencedRequest,
-  type FencedResult,
-  type RenewRequest,
-  type StateStore,
-  unknownWrites,
-  type WriteOutcome,
-} from "../../core/store.js";
+import type * as Store from "../../core/store.js";
+import { unknownWrites } from "../../core/store.js";
 import { DYNAMODB_MAX_RESULT_BYTES } from "../dynamodb/limits.js";
 import { isPostgresAtomicWrite, type PostgresAtomicWrite } from "./atomic-write.js";
 import { postgresStoreError } from "./errors.js";
@@ -68,7 +56,7 @@ type Statement = { sql: string; params: unknown[] };
  * own statement. A commit (or apply) with effects is one transaction on one pooled client: BEGIN, the state update,
  * the effects (`PostgresAtomicWrite`s: SQL on the same database), COMMIT.
  */
-export class PostgresStore implements StateStore {
+export class PostgresStore implements Store.StateStore {
   readonly engine = "postgres";
   readonly maxResultBytes: number;
   readonly #pool: PostgresPool;
@@ -94,7 +82,7 @@ export class PostgresStore implements StateStore {
     return this.#table;
   }
 
-  async claim(req: ClaimRequest): Promise<ClaimResult> {
+  async claim(req: ClaimRequest): Promise<Store.ClaimResult> {
     const { landed, old } = await this.#decide("claim", req.key, {
       sql: this.#sql.claim,
       params: claimParams(req),
@@ -108,7 +96,7 @@ export class PostgresStore implements StateStore {
     return landedClaim(state, req) ?? { claimed: false, state };
   }
 
-  async claimAndCommit(req: ClaimAndCommitRequest): Promise<ClaimAndCommitResult> {
+  async claimAndCommit(req: Store.ClaimAndCommitRequest): Promise<Store.ClaimAndCommitResult> {
     const writes = postgresWrites(req.writes);
     const params = claimParams(req);
     params[5] = req.result ?? null; // $6: the result (apply holds no lease)
@@ -122,7 +110,7 @@ export class PostgresStore implements StateStore {
     return { claimed: false, state };
   }
 
-  async commit(req: CommitRequest): Promise<CommitResult> {
+  async commit(req: Store.CommitRequest): Promise<Store.CommitResult> {
     const writes = postgresWrites(req.writes);
     const params = [
       req.key,
@@ -139,13 +127,13 @@ export class PostgresStore implements StateStore {
     return { committed: false, state: out.old };
   }
 
-  async renew(req: RenewRequest): Promise<FencedResult> {
+  async renew(req: Store.RenewRequest): Promise<Store.FencedResult> {
     const params = [req.key, req.fence, req.leaseUntilMs, req.expiresAtSeconds];
     const out = await this.#decide("renew", req.key, { sql: this.#sql.renew, params });
     return out.landed ? { ok: true } : { ok: false, state: out.old };
   }
 
-  async release(req: FencedRequest): Promise<FencedResult> {
+  async release(req: Store.FencedRequest): Promise<Store.FencedResult> {
     const out = await this.#decide("release", req.key, {
       sql: this.#sql.release,
       params: [req.key, req.fence],
@@ -164,7 +152,7 @@ export class PostgresStore implements StateStore {
     }
   }
 
-  canFold(write: AtomicWrite): boolean {
+  canFold(write: Store.AtomicWrite): boolean {
     return isPostgresAtomicWrite(write);
   }
 
@@ -177,7 +165,7 @@ export class PostgresStore implements StateStore {
     key: string,
     statement: Statement,
     writes: PostgresAtomicWrite[] = [],
-  ): Promise<Decided & { writes: WriteOutcome[] }> {
+  ): Promise<Decided & { writes: Store.WriteOutcome[] }> {
     for (let i = 0; i < RACE_RETRIES; i++) {
       const out =
         writes.length === 0
@@ -205,7 +193,7 @@ export class PostgresStore implements StateStore {
     key: string,
     s: Statement,
     writes: PostgresAtomicWrite[],
-  ): Promise<Decided & { writes: WriteOutcome[] }> {
+  ): Promise<Decided & { writes: Store.WriteOutcome[] }> {
     let client: PostgresClient | undefined;
     try {
       client = await this.#pool.connect();
@@ -215,7 +203,7 @@ export class PostgresStore implements StateStore {
         await client.query("ROLLBACK");
         return { ...decision, writes: [] };
       }
-      const outcomes: WriteOutcome[] = [];
+      const outcomes: Store.WriteOutcome[] = [];
       for (const w of writes) {
         const r = await client.query(w.sql, [...w.params]);
         outcomes.push({ description: w.description, status: (r.rowCount ?? 0) > 0 ? "applied" : "stale" });
@@ -248,7 +236,7 @@ function claimParams(req: ClaimRequest): unknown[] {
   ];
 }
 
-function postgresWrites(writes: readonly AtomicWrite[] | undefined): PostgresAtomicWrite[] {
+function postgresWrites(writes: readonly Store.AtomicWrite[] | undefined): PostgresAtomicWrite[] {
   return (writes ?? []).map((w) => {
     if (!isPostgresAtomicWrite(w))
       throw new UnsupportedAtomicWriteError(`PostgresStore cannot fold a ${w.engine} write`);

@@ -1,27 +1,9 @@
 import { StoreError, UnsupportedAtomicWriteError } from "../../core/errors.js";
 import { integer, oneOf, resolveOptions, schemaFor, string } from "../../core/options.js";
-import {
-  type ClaimRequest,
-  claimAllowed,
-  isOwnClaim,
-  landedAs,
-  landedClaim,
-  type StateRecord,
-} from "../../core/state.js";
-import {
-  type AtomicWrite,
-  type ClaimAndCommitRequest,
-  type ClaimAndCommitResult,
-  type ClaimResult,
-  type CommitRequest,
-  type CommitResult,
-  type FencedRequest,
-  type FencedResult,
-  type RenewRequest,
-  type StateStore,
-  unknownWrites,
-  type WriteOutcome,
-} from "../../core/store.js";
+import type { ClaimRequest, StateRecord } from "../../core/state.js";
+import * as machine from "../../core/state.js";
+import type * as Store from "../../core/store.js";
+import { unknownWrites } from "../../core/store.js";
 import { DYNAMODB_MAX_RESULT_BYTES } from "../dynamodb/limits.js";
 import { isSqliteAtomicWrite, type SqliteAtomicWrite } from "./atomic-write.js";
 import {
@@ -82,7 +64,7 @@ export function statementsOf(store: SqliteStore): Statements {
  * answer needs it; effects folded into a commit run in that transaction. The driver is synchronous, so a step is
  * atomic within the process; across processes the write lock serialises steps.
  */
-export class SqliteStore implements StateStore {
+export class SqliteStore implements Store.StateStore {
   readonly engine = "sqlite";
   readonly maxResultBytes: number;
   readonly #db: SqliteConnection;
@@ -108,7 +90,7 @@ export class SqliteStore implements StateStore {
     STATEMENTS.set(this, this.#sql);
   }
 
-  async claim(req: ClaimRequest): Promise<ClaimResult> {
+  async claim(req: ClaimRequest): Promise<Store.ClaimResult> {
     return this.#step("claim", req.key, () =>
       this.#sql.immediate(() => {
         const previous = this.#row(req.key);
@@ -120,12 +102,12 @@ export class SqliteStore implements StateStore {
         }
         const state = previous as StateRecord; // refused: the row exists
         // A retry of a claim that landed: ours, not a refusal.
-        return landedClaim(state, req) ?? { claimed: false, state };
+        return machine.landedClaim(state, req) ?? { claimed: false, state };
       }),
     );
   }
 
-  async claimAndCommit(req: ClaimAndCommitRequest): Promise<ClaimAndCommitResult> {
+  async claimAndCommit(req: Store.ClaimAndCommitRequest): Promise<Store.ClaimAndCommitResult> {
     const writes = this.#own(req.writes);
     const sql = req.supersede ? this.#q.claimAndCommitSupersede : this.#q.claimAndCommit;
     return this.#step("claimAndCommit", req.key, () =>
@@ -135,14 +117,14 @@ export class SqliteStore implements StateStore {
         }
         const state = this.#row(req.key) as StateRecord;
         // A retry of a claim-and-commit that landed.
-        if (isOwnClaim(state, req) && state.status === "done")
+        if (machine.isOwnClaim(state, req) && state.status === "done")
           return { claimed: true, writes: unknownWrites(writes) };
         return { claimed: false, state };
       }),
     );
   }
 
-  async commit(req: CommitRequest): Promise<CommitResult> {
+  async commit(req: Store.CommitRequest): Promise<Store.CommitResult> {
     const writes = this.#own(req.writes);
     const params = { key: req.key, fence: req.fence, exp: req.expiresAtSeconds, ...resultParams(req) };
     return this.#step("commit", req.key, () =>
@@ -150,21 +132,22 @@ export class SqliteStore implements StateStore {
         if (this.#sql.get(this.#q.commit, params)) return { committed: true, writes: this.#apply(writes) };
         const state = this.#row(req.key);
         // A retry of a commit that landed: only the holder of this fence could have committed it.
-        if (landedAs(state, req.fence, "done")) return { committed: true, writes: unknownWrites(writes) };
+        if (machine.landedAs(state, req.fence, "done"))
+          return { committed: true, writes: unknownWrites(writes) };
         return { committed: false, state };
       }),
     );
   }
 
-  async renew(req: RenewRequest): Promise<FencedResult> {
+  async renew(req: Store.RenewRequest): Promise<Store.FencedResult> {
     const params = { key: req.key, fence: req.fence, lease: req.leaseUntilMs, exp: req.expiresAtSeconds };
     return this.#fenced("renew", this.#q.renew, params);
   }
 
-  async release(req: FencedRequest): Promise<FencedResult> {
+  async release(req: Store.FencedRequest): Promise<Store.FencedResult> {
     const r = this.#fenced("release", this.#q.release, { key: req.key, fence: req.fence });
     // A retry of a release that landed.
-    if (!r.ok && landedAs(r.state, req.fence, "released")) return { ok: true };
+    if (!r.ok && machine.landedAs(r.state, req.fence, "released")) return { ok: true };
     return r;
   }
 
@@ -172,7 +155,7 @@ export class SqliteStore implements StateStore {
     return this.#step("read", key, () => this.#row(key));
   }
 
-  canFold(write: AtomicWrite): boolean {
+  canFold(write: Store.AtomicWrite): boolean {
     return isSqliteAtomicWrite(write) && write.store === this;
   }
 
@@ -204,7 +187,7 @@ export class SqliteStore implements StateStore {
   }
 
   /** A renew or release: one conditional update; on refusal, the row it was refused on. */
-  #fenced(op: string, sql: string, params: SqlParams): FencedResult {
+  #fenced(op: string, sql: string, params: SqlParams): Store.FencedResult {
     const key = String(params.key);
     return this.#step(op, key, () =>
       this.#sql.immediate(() =>
@@ -214,14 +197,14 @@ export class SqliteStore implements StateStore {
   }
 
   /** Runs the folded effects inside the commit's transaction. */
-  #apply(writes: SqliteAtomicWrite[]): WriteOutcome[] {
+  #apply(writes: SqliteAtomicWrite[]): Store.WriteOutcome[] {
     return writes.map((w) => ({
       description: w.description,
       status: this.#sql.get(w.sql, w.params) ? "applied" : "stale",
     }));
   }
 
-  #own(writes: readonly AtomicWrite[] | undefined): SqliteAtomicWrite[] {
+  #own(writes: readonly Store.AtomicWrite[] | undefined): SqliteAtomicWrite[] {
     return (writes ?? []).map((w) => {
       if (!isSqliteAtomicWrite(w))
         throw new UnsupportedAtomicWriteError(`SqliteStore cannot fold a ${w.engine} write`);
@@ -267,7 +250,7 @@ function resultParams(req: {
  * disagreement is a bug in the SQL, stopped before it commits anything.
  */
 function agrees(old: StateRecord | undefined, req: ClaimRequest, applied: boolean): void {
-  if (claimAllowed(old, req) !== applied) {
+  if (machine.claimAllowed(old, req) !== applied) {
     throw new StoreError(`SqliteStore: claim condition disagrees with the state machine on ${req.key}`, {
       retryable: false,
     });
