@@ -9,7 +9,7 @@ import {
   requireTime,
 } from "./fields.js";
 import { requireValidS3Key } from "./key-encoding.js";
-import { buildS3Event, objectFields, requireBucketName } from "./s3-event.js";
+import { bucketObjectFields, buildS3Event } from "./s3-event.js";
 
 /** Any EventBridge event: `{"id","detail-type","source","time","detail",...}`. */
 export function isEventBridgeEvent(value: unknown): value is JsonObject {
@@ -46,18 +46,12 @@ export function parseEventBridgeS3(value: JsonObject, path: string): S3ObjectEve
   const region = optionalString(value, "region", path);
   const detailPath = join(path, "detail");
   const detail = requireField(value, "detail", path);
-  const bucket = requireBucketName(
-    requireField(detail, "bucket", detailPath),
-    "name",
-    join(detailPath, "bucket"),
-  );
-  const objectPath = join(detailPath, "object");
-  const object = requireField(detail, "object", detailPath);
-  const key = requireValidS3Key(requireString(object, "key", objectPath), join(objectPath, "key"));
   return buildS3Event({
-    bucket,
-    key,
-    ...objectFields(object, objectPath, { versionId: "version-id", etag: "etag" }),
+    ...bucketObjectFields(detail, detailPath, {
+      versionId: "version-id",
+      etag: "etag",
+      decodeKey: requireValidS3Key,
+    }),
     eventName: detailType,
     eventTime: time,
     requestId: optionalString(detail, "request-id", detailPath),

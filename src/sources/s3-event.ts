@@ -3,7 +3,14 @@ import { MalformedEventError } from "../core/errors.js";
 import type { S3ObjectEvent } from "../core/event.js";
 import { s3Identity, s3Operation, s3Subject } from "../core/identity.js";
 import { normalizeSequencer } from "../core/position.js";
-import { type JsonObject, join, optionalCount, optionalString, requireString } from "./fields.js";
+import {
+  type JsonObject,
+  join,
+  optionalCount,
+  optionalString,
+  requireField,
+  requireString,
+} from "./fields.js";
 
 /** What both S3 envelopes (notification record, EventBridge detail) carry, already decoded. */
 export type S3EventFields = Pick<
@@ -15,18 +22,26 @@ export type S3EventFields = Pick<
   sequencerPath: string;
 };
 
-/** The object's fields both envelopes carry, each under its own names (`versionId`/`version-id`, `eTag`/`etag`). */
-export function objectFields(
-  object: JsonObject,
-  objectPath: string,
-  names: { versionId: string; etag: string },
-): Pick<S3EventFields, "versionId" | "sequencer" | "sequencerPath" | "size" | "etag"> {
+/**
+ * The bucket and object fields both envelopes carry under `container` (a record's `s3`, an EventBridge `detail`),
+ * each under its own names (`versionId`/`version-id`, `eTag`/`etag`) and with its own key encoding.
+ */
+export function bucketObjectFields(
+  container: JsonObject,
+  path: string,
+  o: { versionId: string; etag: string; decodeKey: (raw: string, path: string) => string },
+): Pick<S3EventFields, "bucket" | "key" | "versionId" | "sequencer" | "sequencerPath" | "size" | "etag"> {
+  const bucket = requireBucketName(requireField(container, "bucket", path), "name", join(path, "bucket"));
+  const objectPath = join(path, "object");
+  const object = requireField(container, "object", path);
   return {
-    versionId: optionalString(object, names.versionId, objectPath),
+    bucket,
+    key: o.decodeKey(requireString(object, "key", objectPath), join(objectPath, "key")),
+    versionId: optionalString(object, o.versionId, objectPath),
     sequencer: object.sequencer,
     sequencerPath: join(objectPath, "sequencer"),
     size: optionalCount(object, "size", objectPath),
-    etag: optionalString(object, names.etag, objectPath),
+    etag: optionalString(object, o.etag, objectPath),
   };
 }
 

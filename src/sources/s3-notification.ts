@@ -13,7 +13,7 @@ import {
   requireTime,
 } from "./fields.js";
 import { decodeS3NotificationKey } from "./key-encoding.js";
-import { buildS3Event, objectFields, requireBucketName } from "./s3-event.js";
+import { bucketObjectFields, buildS3Event, requireBucketName } from "./s3-event.js";
 
 /** `{"Records":[{"eventSource":"aws:s3",...}]}`: what S3 sends to Lambda, SQS and SNS. */
 export function isS3Notification(value: unknown): value is JsonObject & { Records: unknown[] } {
@@ -46,14 +46,12 @@ export function parseS3Record(value: unknown, path: string): S3ObjectEvent {
   const region = optionalString(record, "awsRegion", path);
   const s3Path = join(path, "s3");
   const s3 = requireField(record, "s3", path);
-  const bucket = requireBucketName(requireField(s3, "bucket", s3Path), "name", join(s3Path, "bucket"));
-  const objectPath = join(s3Path, "object");
-  const object = requireField(s3, "object", s3Path);
-  const key = decodeS3NotificationKey(requireString(object, "key", objectPath), join(objectPath, "key"));
   return buildS3Event({
-    bucket,
-    key,
-    ...objectFields(object, objectPath, { versionId: "versionId", etag: "eTag" }),
+    ...bucketObjectFields(s3, s3Path, {
+      versionId: "versionId",
+      etag: "eTag",
+      decodeKey: decodeS3NotificationKey,
+    }),
     eventName,
     eventTime,
     requestId: requestIdOf(record, path),

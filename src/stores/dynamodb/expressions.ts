@@ -1,6 +1,16 @@
-import { type AttributeValue, TransactionCanceledException } from "@aws-sdk/client-dynamodb";
+import {
+  type AttributeValue,
+  ConditionalCheckFailedException,
+  TransactionCanceledException,
+} from "@aws-sdk/client-dynamodb";
 import { StoreError } from "../../core/errors.js";
-import { type ClaimRequest, claimAllowed, landedAs, type StateRecord } from "../../core/state.js";
+import {
+  type ClaimRequest,
+  claimAllowed,
+  landedAs,
+  landedClaim,
+  type StateRecord,
+} from "../../core/state.js";
 import type {
   ClaimAndCommitRequest,
   ClaimResult,
@@ -189,4 +199,108 @@ export function claimOnceCondition(
     ? "#eid = :eid"
     : `(attribute_not_exists(${exists === "#pk" ? "#pk" : "#eid"}) OR #eid <> :eid)`;
   return `${claimCondition(req, exists)} AND ${identity}`;
+}
+
+/** One claim write (see claimCountingAttempts): its SET clause, condition and values. */
+export function claimWrite(
+  req: ClaimRequest,
+  sameIdentity: boolean,
+  exists: "#pk" | "#fence",
+): { update: string; condition: string; values: Item } {
+  return {
+    update: claimSet(sameIdentity),
+    condition: claimOnceCondition(req, sameIdentity, exists),
+    values: {
+      ...claimValues(req),
+      ":tok": S(req.token),
+      ":lease": N(req.leaseUntilMs),
+      ":exp": N(req.expiresAtSeconds),
+      ":zero": N(0),
+      ":one": N(1),
+    },
+  };
+}
+
+/** A landed claim, from the state it replaced (a takeover or supersede shows there; none: a fresh claim). */
+export function claimedOver(
+  req: ClaimRequest,
+  sameIdentity: boolean,
+  previous: StateRecord | undefined,
+): ClaimResult {
+  const attempt = sameIdentity ? (previous?.attempts ?? 0) + 1 : 1;
+  return { claimed: true, fence: req.fence, attempt, leaseUntilMs: req.leaseUntilMs, previous };
+}
+
+/** What a store gives `claimWith`: how it sends a claim write and reads items. */
+export interface ClaimDriver {
+  /** Sends the UpdateItem; returns the old state (undefined: a fresh claim). */
+  send(write: { update: string; condition: string; values: Item }): Promise<StateRecord | undefined>;
+  /** The state a refusal was refused on (from the error's old item, or read). */
+  refusedState(item: Item | undefined): Promise<StateRecord>;
+  wrap(error: unknown): StoreError;
+}
+
+/**
+ * A claim on DynamoDB: one conditional UpdateItem per write (two for the same identity's re-claim: see
+ * claimCountingAttempts); a refusal that is this call's own landed claim is a claim.
+ */
+export function claimWith(
+  req: ClaimRequest,
+  exists: "#pk" | "#fence",
+  driver: ClaimDriver,
+): Promise<ClaimResult> {
+  return claimCountingAttempts(req, async (sameIdentity) => {
+    try {
+      return claimedOver(req, sameIdentity, await driver.send(claimWrite(req, sameIdentity, exists)));
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw driver.wrap(error);
+      const state = await driver.refusedState(error.Item);
+      // The SDK (or the guard) retried a claim that had landed: it is ours.
+      return landedClaim(state, req) ?? { refused: state };
+    }
+  });
+}
+
+/** The attribute of each state field, by the placeholder the expressions use. */
+export type StateNames = Record<
+  | "#st"
+  | "#pos"
+  | "#eid"
+  | "#fence"
+  | "#tok"
+  | "#lease"
+  | "#cpos"
+  | "#ceid"
+  | "#res"
+  | "#rskip"
+  | "#exp"
+  | "#att"
+  | "#cfp",
+  string
+>;
+
+/** A state item (or a row's state attributes) as a StateRecord; absent attributes are absent fields. */
+export function recordFrom(item: Item, key: string, n: StateNames): StateRecord {
+  const str = (name: string) => item[name]?.S;
+  const num = (name: string) => (item[name]?.N !== undefined ? Number(item[name]?.N) : undefined);
+  const record: StateRecord = {
+    key,
+    status: (str(n["#st"]) ?? "released") as StateRecord["status"],
+    position: str(n["#pos"]) ?? "",
+    identity: str(n["#eid"]) ?? "",
+    fence: num(n["#fence"]) ?? 0,
+    attempts: num(n["#att"]) ?? 0,
+  };
+  const optional = {
+    token: str(n["#tok"]),
+    leaseUntilMs: num(n["#lease"]),
+    committedPosition: str(n["#cpos"]),
+    committedIdentity: str(n["#ceid"]),
+    result: str(n["#res"]),
+    resultOmittedBytes: num(n["#rskip"]),
+    committedFingerprint: str(n["#cfp"]),
+    expiresAtSeconds: num(n["#exp"]),
+  };
+  for (const [k, v] of Object.entries(optional)) if (v !== undefined) Object.assign(record, { [k]: v });
+  return record;
 }

@@ -9,14 +9,7 @@ import {
 import { marshall } from "@aws-sdk/util-dynamodb";
 import { OptionsError, StoreError, UnsupportedAtomicWriteError } from "../../core/errors.js";
 import { func, resolveOptions, schemaFor, string } from "../../core/options.js";
-import {
-  type ClaimRequest,
-  isOwnClaim,
-  landedAs,
-  landedClaim,
-  type StateRecord,
-  type StateStatus,
-} from "../../core/state.js";
+import { type ClaimRequest, isOwnClaim, landedAs, type StateRecord } from "../../core/state.js";
 import type * as Store from "../../core/store.js";
 import * as dx from "./expressions.js";
 import { type Item, N, S } from "./expressions.js";
@@ -205,41 +198,22 @@ export class InlineDynamoDBStore implements Store.StateStore {
     return write.engine === "dynamodb-inline" && this.#made.has(write as InlineRowWrite);
   }
 
-  async claim(req: ClaimRequest): Promise<Store.ClaimResult> {
-    return dx.claimCountingAttempts(req, (sameIdentity) => this.#claimOnce(req, sameIdentity));
-  }
-
-  async #claimOnce(
-    req: ClaimRequest,
-    sameIdentity: boolean,
-  ): Promise<Store.ClaimResult | { refused: StateRecord }> {
-    const update = dx.claimSet(sameIdentity);
-    const condition = dx.claimOnceCondition(req, sameIdentity, "#fence");
-    try {
-      const out = await this.#client.send(
-        new UpdateItemCommand({
-          ...this.#update(this.rowKeyOf(req.key), update, condition, {
-            ...dx.claimValues(req),
-            ":tok": S(req.token),
-            ":lease": N(req.leaseUntilMs),
-            ":exp": N(req.expiresAtSeconds),
-            ":zero": N(0),
-            ":one": N(1),
+  claim(req: ClaimRequest): Promise<Store.ClaimResult> {
+    return dx.claimWith(req, "#fence", {
+      send: async ({ update, condition, values }) => {
+        const out = await this.#client.send(
+          new UpdateItemCommand({
+            ...this.#update(this.rowKeyOf(req.key), update, condition, values),
+            // The old values of the state attributes only: the user's row is not sent back.
+            ReturnValues: "UPDATED_OLD",
           }),
-          // The old values of the state attributes only: the user's row is not sent back.
-          ReturnValues: "UPDATED_OLD",
-        }),
-      );
-      // No old state (a new row, or one written by something else): a fresh claim.
-      const previous = hasState(out.Attributes) ? toInlineRecord(req.key, out.Attributes) : undefined;
-      const attempt = sameIdentity ? (previous?.attempts ?? 0) + 1 : 1;
-      return { claimed: true, fence: req.fence, attempt, leaseUntilMs: req.leaseUntilMs, previous };
-    } catch (error) {
-      if (!(error instanceof ConditionalCheckFailedException)) throw wrap("claim", req.key, error);
-      const state = await this.#refusedState("claim", req.key, error.Item);
-      // The SDK (or the guard) retried a claim that had landed: it is ours.
-      return landedClaim(state, req) ?? { refused: state };
-    }
+        );
+        // No old state (a new row, or one written by something else): a fresh claim.
+        return hasState(out.Attributes) ? toInlineRecord(req.key, out.Attributes) : undefined;
+      },
+      refusedState: (item) => this.#refusedState("claim", req.key, item),
+      wrap: (error) => wrap("claim", req.key, error),
+    });
   }
 
   async claimAndCommit(req: Store.ClaimAndCommitRequest): Promise<Store.ClaimAndCommitResult> {
@@ -286,19 +260,15 @@ export class InlineDynamoDBStore implements Store.StateStore {
   }
 
   renew(req: Store.RenewRequest): Promise<Store.FencedResult> {
-    return dx.renewWith((...a) => this.#fenced(...a), req);
+    return dx.renewWith(this.#fenced, req);
   }
 
   release(req: Store.FencedRequest): Promise<Store.FencedResult> {
-    return dx.releaseWith((...a) => this.#fenced(...a), req);
+    return dx.releaseWith(this.#fenced, req);
   }
 
-  async #fenced(
-    op: string,
-    req: Store.FencedRequest,
-    expression: string,
-    values: Item,
-  ): Promise<Store.FencedResult> {
+  /** A conditional update under FENCED_CONDITION, with the state it was refused on. */
+  readonly #fenced: dx.FencedUpdate = async (op, req, expression, values) => {
     const all = { ...values, ":fence": N(req.fence), ":running": S("running") };
     try {
       await this.#client.send(
@@ -316,7 +286,7 @@ export class InlineDynamoDBStore implements Store.StateStore {
       }
       throw wrap(op, req.key, error);
     }
-  }
+  };
 
   async read(key: string): Promise<StateRecord | undefined> {
     try {
@@ -441,28 +411,7 @@ function hasState(item: Item | undefined): item is Item {
 }
 
 function toInlineRecord(key: string, item: Item): StateRecord {
-  const str = (name: string) => item[name]?.S;
-  const num = (name: string) => (item[name]?.N !== undefined ? Number(item[name]?.N) : undefined);
-  const record: StateRecord = {
-    key,
-    status: (str("eo_st") ?? "released") as StateStatus,
-    position: str("eo_pos") ?? "",
-    identity: str("eo_eid") ?? "",
-    fence: num("eo_fence") ?? 0,
-    attempts: num("eo_att") ?? 0,
-  };
-  const optional = {
-    token: str("eo_tok"),
-    leaseUntilMs: num("eo_lease"),
-    committedPosition: str("eo_cpos"),
-    committedIdentity: str("eo_ceid"),
-    result: str("eo_res"),
-    resultOmittedBytes: num("eo_rskip"),
-    committedFingerprint: str("eo_cfp"),
-    expiresAtSeconds: num("eo_exp"),
-  };
-  for (const [k, v] of Object.entries(optional)) if (v !== undefined) Object.assign(record, { [k]: v });
-  return record;
+  return dx.recordFrom(item, key, NAMES);
 }
 
 function wrap(op: string, key: string, error: unknown): StoreError {

@@ -15,14 +15,7 @@ import {
   UnsupportedAtomicWriteError,
 } from "../../core/errors.js";
 import { resolveOptions, schemaFor } from "../../core/options.js";
-import {
-  type ClaimRequest,
-  isOwnClaim,
-  landedAs,
-  landedClaim,
-  type StateRecord,
-  type StateStatus,
-} from "../../core/state.js";
+import { type ClaimRequest, isOwnClaim, landedAs, type StateRecord } from "../../core/state.js";
 import type * as Store from "../../core/store.js";
 import { unknownWrites } from "../../core/store.js";
 import { type DynamoDBAtomicWrite, isDynamoDBAtomicWrite } from "./atomic-write.js";
@@ -86,43 +79,23 @@ export class DynamoDBStore implements Store.StateStore {
     return this.#table;
   }
 
-  async claim(req: ClaimRequest): Promise<Store.ClaimResult> {
-    return dx.claimCountingAttempts(req, (sameIdentity) => this.#claimOnce(req, sameIdentity));
-  }
-
-  async #claimOnce(
-    req: ClaimRequest,
-    sameIdentity: boolean,
-  ): Promise<Store.ClaimResult | { refused: StateRecord }> {
-    const update = dx.claimSet(sameIdentity);
-    const condition = dx.claimOnceCondition(req, sameIdentity, "#pk");
-    try {
-      const out = await this.#client.send(
-        new UpdateItemCommand({
-          ...stateUpdate(this.#table, req.key, update, condition, {
-            ...dx.claimValues(req),
-            ":running": S("running"),
-            ":tok": S(req.token),
-            ":lease": N(req.leaseUntilMs),
-            ":exp": N(req.expiresAtSeconds),
-            ":zero": N(0),
-            ":one": N(1),
+  claim(req: ClaimRequest): Promise<Store.ClaimResult> {
+    return dx.claimWith(req, "#pk", {
+      send: async ({ update, condition, values }) => {
+        const out = await this.#client.send(
+          new UpdateItemCommand({
+            ...stateUpdate(this.#table, req.key, update, condition, values),
+            // The old item tells a takeover or supersede apart from a fresh claim, at no extra cost.
+            ReturnValues: "ALL_OLD",
+            ReturnValuesOnConditionCheckFailure: "ALL_OLD",
           }),
-          // The old item tells a takeover or supersede apart from a fresh claim, at no extra cost.
-          ReturnValues: "ALL_OLD",
-          ReturnValuesOnConditionCheckFailure: "ALL_OLD",
-        }),
-      );
-      const old = out.Attributes && Object.keys(out.Attributes).length > 0 ? out.Attributes : undefined;
-      const previous = old ? toRecord(old) : undefined;
-      const attempt = sameIdentity ? (previous?.attempts ?? 0) + 1 : 1;
-      return { claimed: true, fence: req.fence, attempt, leaseUntilMs: req.leaseUntilMs, previous };
-    } catch (error) {
-      if (!(error instanceof ConditionalCheckFailedException)) throw wrap("claim", req.key, error);
-      const state = await this.#refusedState("claim", req.key, error.Item);
-      // The SDK (or the guard) retried a claim that had landed: it is ours.
-      return landedClaim(state, req) ?? { refused: state };
-    }
+        );
+        const old = out.Attributes && Object.keys(out.Attributes).length > 0 ? out.Attributes : undefined;
+        return old ? toRecord(old) : undefined;
+      },
+      refusedState: (item) => this.#refusedState("claim", req.key, item),
+      wrap: (error) => wrap("claim", req.key, error),
+    });
   }
 
   async claimAndCommit(req: Store.ClaimAndCommitRequest): Promise<Store.ClaimAndCommitResult> {
@@ -146,11 +119,11 @@ export class DynamoDBStore implements Store.StateStore {
   }
 
   renew(req: Store.RenewRequest): Promise<Store.FencedResult> {
-    return dx.renewWith((...a) => this.#fenced(...a), req);
+    return dx.renewWith(this.#fenced, req);
   }
 
   release(req: Store.FencedRequest): Promise<Store.FencedResult> {
-    return dx.releaseWith((...a) => this.#fenced(...a), req);
+    return dx.releaseWith(this.#fenced, req);
   }
 
   async commit(req: Store.CommitRequest): Promise<Store.CommitResult> {
@@ -211,12 +184,8 @@ export class DynamoDBStore implements Store.StateStore {
     }
   }
 
-  async #fenced(
-    op: string,
-    req: Store.FencedRequest,
-    expression: string,
-    values: Item,
-  ): Promise<Store.FencedResult> {
+  /** A conditional update under FENCED_CONDITION, with the state it was refused on. */
+  readonly #fenced: dx.FencedUpdate = async (op, req, expression, values) => {
     try {
       await this.#client.send(
         new UpdateItemCommand({
@@ -236,7 +205,7 @@ export class DynamoDBStore implements Store.StateStore {
       }
       throw wrap(op, req.key, error);
     }
-  }
+  };
 
   /** The state a refusal was decided on: the old item it returned, else a consistent read. */
   async #refusedState(op: string, key: string, item: Item | undefined): Promise<StateRecord> {
@@ -312,28 +281,7 @@ function withOldItemOnFailure(item: TransactWriteItem): TransactWriteItem {
 }
 
 export function toRecord(item: Item): StateRecord {
-  const str = (name: string) => item[name]?.S;
-  const num = (name: string) => (item[name]?.N !== undefined ? Number(item[name]?.N) : undefined);
-  const record: StateRecord = {
-    key: str(STATE_KEY_ATTRIBUTE) ?? "",
-    status: (str("status") ?? "released") as StateStatus,
-    position: str("pos") ?? "",
-    identity: str("eid") ?? "",
-    fence: num("fence") ?? 0,
-    attempts: num("att") ?? 0,
-  };
-  const optional = {
-    token: str("tok"),
-    leaseUntilMs: num("leaseUntil"),
-    committedPosition: str("cpos"),
-    committedIdentity: str("ceid"),
-    result: str("result"),
-    resultOmittedBytes: num("resultOmitted"),
-    committedFingerprint: str("cfp"),
-    expiresAtSeconds: num(TTL_ATTRIBUTE),
-  };
-  for (const [k, v] of Object.entries(optional)) if (v !== undefined) Object.assign(record, { [k]: v });
-  return record;
+  return dx.recordFrom(item, item[STATE_KEY_ATTRIBUTE]?.S ?? "", NAMES);
 }
 
 function wrap(op: string, key: string, error: unknown): StoreError {
