@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import {
   GetObjectCommand,
   type GetObjectCommandOutput,
@@ -96,8 +97,11 @@ interface Current {
 }
 
 interface Attempt {
-  /** The stamp to write over `current`, or undefined: stale, nothing to write. */
-  decide(current: Current | undefined): S3SinkStamp | undefined;
+  /**
+   * The stamp to write over `current`; undefined: stale, nothing to write; `present`: this event's bytes are already
+   * there (an earlier run of it wrote them, then crashed before its commit), nothing to write again.
+   */
+  decide(current: Current | undefined): S3SinkStamp | undefined | "present";
   request(stamp: S3SinkStamp): Omit<PutObjectCommandInput, "Bucket" | "Key" | "IfMatch" | "IfNoneMatch">;
 }
 
@@ -142,8 +146,13 @@ export class S3FencedSink {
   async put(ctx: FenceSource, object: S3SinkObject): Promise<SinkWriteStatus> {
     const mine = stampOf(ctx);
     const metadata = userMetadata(object.metadata);
+    const md5 = contentEtag(object.body);
     return this.#write(object, {
-      decide: (current) => (this.#older(current, mine) ? mine : undefined),
+      decide: (current) => {
+        const same = current?.stamp && !current.stamp.deleted && current.stamp.position === mine.position;
+        if (same && md5 !== undefined && current?.etag === md5) return "present";
+        return this.#older(current, mine) ? mine : undefined;
+      },
       request: (stamp) => ({
         Body: object.body,
         ContentType: object.contentType,
@@ -201,6 +210,7 @@ export class S3FencedSink {
       const current = await this.#head(bucket, key);
       const stamp = attempt.decide(current);
       if (!stamp) return "stale";
+      if (stamp === "present") return "applied";
       const condition = current ? { IfMatch: current.etag } : { IfNoneMatch: "*" };
       try {
         await this.#client.send(
@@ -304,4 +314,13 @@ function backoff(baseMs: number, tries: number): number {
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/**
+ * The ETag S3 gives a single-part upload of `body` (its quoted MD5), for bodies held in memory; undefined for
+ * streams. With SSE-KMS the ETag is no MD5: it then never matches, and the object is written as usual.
+ */
+function contentEtag(body: S3SinkObject["body"]): string | undefined {
+  if (typeof body !== "string" && !(body instanceof Uint8Array)) return undefined;
+  return `"${createHash("md5").update(body).digest("hex")}"`;
 }

@@ -88,6 +88,18 @@ describe("S3FencedSink", () => {
     });
   });
 
+  it("a retry of an event whose crashed run already wrote the same bytes: applied, with no second PUT", async () => {
+    const { sink: counted, sent, client } = countingSink();
+    const key = newKey();
+    expect(await counted.put(ctx(p(4), 1), { bucket, key, body: "thumbnail" })).toBe("applied");
+    sent.length = 0;
+    expect(await counted.put(ctx(p(4), 2), { bucket, key, body: "thumbnail" })).toBe("applied");
+    expect(sent).toEqual(["HeadObject"]); // the bytes of this position are there: nothing to write again
+    expect(await counted.put(ctx(p(4), 3), { bucket, key, body: "other bytes" })).toBe("applied");
+    expect(await text(key)).toBe("other bytes"); // other bytes at the same position: the later claim wins
+    client.destroy();
+  });
+
   it("same position: a higher fence replaces, an equal or lower fence is stale", async () => {
     const key = newKey();
     expect(await put(key, p(5), 3, "first")).toBe("applied");

@@ -1,4 +1,5 @@
 import type S3rver from "s3rver";
+import type { ConditionalWritesOptions } from "./s3-server.js";
 
 /**
  * S3 conditional writes for s3rver, which ignores `If-None-Match` and `If-Match` on writes. A Koa middleware in
@@ -15,14 +16,6 @@ import type S3rver from "s3rver";
  * one object's ETag with another's metadata. So reads see whole objects, as S3's strong consistency promises.
  * Only the current object matters (s3rver has no versioning). Conditional deletes are not emulated.
  */
-
-export interface ConditionalWritesOptions {
-  /**
-   * Called between the arrival check and the write of a conditional request: tests use it to land a conflicting
-   * write there (what on S3 happens during a long upload).
-   */
-  beforeConditionalWrite?: (bucket: string, key: string) => Promise<void>;
-}
 
 interface Target {
   bucket: string;

@@ -29,7 +29,7 @@ import { join } from "node:path";
 import { S3Client } from "@aws-sdk/client-s3";
 import type S3rver from "s3rver";
 import { LOCAL_REGION } from "../aws-local.js";
-import { type ConditionalWritesOptions, conditionalWrites, rejectS3Request } from "./s3-conditional.js";
+import { conditionalWrites, rejectS3Request } from "./s3-conditional.js";
 
 /** s3rver accepts only its hard-coded key pair (it does not verify SigV4 signatures). */
 export const S3RVER_CREDENTIALS = { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" } as const;
@@ -69,6 +69,15 @@ export interface LocalS3Server {
   onObjectEvent(listener: S3ObjectEventListener): () => void;
   /** Closes the server and removes its storage directory. */
   stop(): Promise<void>;
+}
+
+/** Options of the conditional-write layer (s3-conditional.ts); declared here so the public types need no s3rver. */
+export interface ConditionalWritesOptions {
+  /**
+   * Called between the arrival check and the write of a conditional request: tests use it to land a conflicting
+   * write there (what on S3 happens during a long upload).
+   */
+  beforeConditionalWrite?: (bucket: string, key: string) => Promise<void>;
 }
 
 export interface StartS3ServerOptions {
