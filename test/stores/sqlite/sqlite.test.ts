@@ -8,9 +8,11 @@ import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
 import { OptionsError, StoreError, UnsupportedAtomicWriteError } from "../../../src/core/errors.js";
+import { createGuard } from "../../../src/core/guard.js";
 import { positionFromNumber } from "../../../src/core/position.js";
 import type { ClaimRequest } from "../../../src/core/state.js";
 import { SqliteFencedSink, SqliteStore } from "../../../src/stores/sqlite/index.js";
+import { statementsOf } from "../../../src/stores/sqlite/store.js";
 
 /** What the contract suite cannot see: the engine's settings, its errors, and writers in several processes. */
 
@@ -153,6 +155,60 @@ describe("SqliteStore: effects in the commit", () => {
 });
 
 describe("SqliteStore: expiry and several processes", () => {
+  it("statements per outcome: new run 2 transactions, apply 1, duplicate 1, stale 1, failed 2", async () => {
+    const store = new SqliteStore({ filename: file() });
+    const statements = statementsOf(store);
+    const count = { transactions: 0, statements: 0 };
+    const immediate = statements.immediate.bind(statements);
+    const get = statements.get.bind(statements);
+    const run = statements.run.bind(statements);
+    statements.immediate = <T>(body: () => T): T => {
+      count.transactions++;
+      return immediate(body);
+    };
+    statements.get = (sql, params) => {
+      count.statements++;
+      return get(sql, params);
+    };
+    statements.run = (sql, params) => {
+      count.statements++;
+      return run(sql, params);
+    };
+    const measure = async (work: () => Promise<unknown>) => {
+      count.transactions = 0;
+      count.statements = 0;
+      await work();
+      return { ...count };
+    };
+    const guard = createGuard({ store, leaseMs: 5000 });
+    const s = `bucket/${randomUUID()}`;
+    const p = positionFromNumber;
+    const ev = (n: number) => ({ subject: s, identity: `e${n}`, position: p(n) });
+    expect(await measure(() => guard.run(ev(2), async () => "ok"))).toEqual({
+      transactions: 2,
+      statements: 3,
+    });
+    expect(await measure(() => guard.run(ev(2), async () => "again"))).toEqual({
+      transactions: 1,
+      statements: 2,
+    });
+    expect(await measure(() => guard.run(ev(1), async () => "old"))).toEqual({
+      transactions: 1,
+      statements: 2,
+    });
+    expect(await measure(() => guard.apply(ev(3), () => "applied"))).toEqual({
+      transactions: 1,
+      statements: 1,
+    });
+    const failing = measure(() =>
+      guard.run(ev(4), async () => {
+        throw new Error("boom");
+      }),
+    );
+    expect(await failing).toEqual({ transactions: 2, statements: 3 });
+    store.close();
+  });
+
   it("deleteExpired removes the rows whose expiry has passed, as TTL would", async () => {
     const store = new SqliteStore({ filename: file() });
     await store.claim(request("o#old", { expiresAtSeconds: 100 }));
