@@ -19,7 +19,8 @@ export const imagesScenario: Scenario = {
     "the AWS Storage Blog sample. The function reads the picture, inverts it (sharp) and writes out-<key>. " +
     "Faults: 30% of runs pause 1.5 s between reading and writing, a few crash there, EventBridge " +
     "delivers some events twice and late. Guard off, a slow cat run overwrites the dog's result. Guard on, " +
-    "events are ordered by sequencer: the dog supersedes a slow cat, whose write is fenced off, and a crashed " +
+    "events are ordered by sequencer: the dog supersedes a slow cat, whose write the S3 fenced sink refuses " +
+    "(a conditional PutObject: If-Match on the ETag, position and fence in the object's metadata), and a crashed " +
     "run holds its key only until its lease expires.",
   expectedRuns: (scale) => Math.round(KEYS * scale * 2 * 1.2),
   async run(ctx): Promise<ScenarioResult> {
