@@ -153,7 +153,17 @@ function settle(
     return;
   }
   observer.log(() => `w${w.state.id} ${e.subject}/${e.identity} -> ${status}${acknowledged ? " (ack)" : ""}`);
-  run.deliveries.push({ event: e.index, worker: w.state.id, call, mode, status, acknowledged });
+  const superseded =
+    out?.status === "processed" && out.writes.length > 0 && out.writes.every((x) => x.status === "stale");
+  run.deliveries.push({
+    event: e.index,
+    worker: w.state.id,
+    call,
+    mode,
+    status,
+    acknowledged,
+    ...(superseded ? { superseded: true as const } : {}),
+  });
   if (acknowledged) {
     e.acknowledged = true;
     source.ack(r);

@@ -83,6 +83,8 @@ export interface Delivery {
   mode: Mode;
   status: GuardOutcome<unknown>["status"] | "threw";
   acknowledged: boolean;
+  /** Processed, but every folded write was stale: newer work holds its targets (inline state's one row). */
+  superseded?: true;
 }
 
 export interface HistoryResult {

@@ -112,6 +112,57 @@ describe("InlineDynamoDBStore", () => {
     );
   });
 
+  it("a newer event's direct row write that never committed is not replaced by an older event that took over", async () => {
+    const s = `bucket/${randomUUID()}`;
+    const key = stateKey(s, "", true);
+    const start = Date.now();
+    const claim = (position: string, identity: string, fence: number, nowMs: number) => ({
+      key,
+      position,
+      identity,
+      nowMs,
+      leaseUntilMs: nowMs + 100,
+      expiresAtSeconds: Math.ceil(nowMs / 1000) + 3600,
+      supersede: false,
+      fence,
+      token: randomUUID(),
+      leaseGraceMs: 0,
+    });
+    expect(await store.claim(claim(p(2), "dog", 10, start))).toMatchObject({ claimed: true });
+    expect(await store.putRow({ stateKey: key, fence: 10 }, { thumb: "dog" })).toBe("applied");
+    // The dog's commit never comes; its lease ends and the older cat takes the claim over.
+    expect(await store.claim(claim(p(1), "cat", 20, start + 1000))).toMatchObject({ claimed: true });
+    expect(await store.putRow({ stateKey: key, fence: 20 }, { thumb: "cat" })).toBe("stale");
+    const commit = await store.commit({
+      key,
+      fence: 20,
+      identity: "cat",
+      expiresAtSeconds: Math.ceil(start / 1000) + 3600,
+      writes: [store.row({ stateKey: key }, { thumb: "cat" })],
+    });
+    expect(commit).toMatchObject({ committed: true, writes: [{ status: "stale" }] });
+    // apply, between the two: committed, its row write stale.
+    const between = `${p(1)}5`;
+    const applied = await store.claimAndCommit({
+      ...claim(between, "between", 30, start + 2000),
+      writes: [store.row({ stateKey: key }, { thumb: "between" })],
+    });
+    expect(applied).toMatchObject({ claimed: true, writes: [{ status: "stale" }] });
+    expect(await store.read(key)).toMatchObject({ status: "done", committedPosition: between });
+    expect((await row(s))?.thumb).toEqual({ S: "dog" });
+    // The dog's redelivery commits its own work over it.
+    expect(await store.claim(claim(p(2), "dog", 40, start + 3000))).toMatchObject({ claimed: true });
+    const dog = await store.commit({
+      key,
+      fence: 40,
+      identity: "dog",
+      expiresAtSeconds: Math.ceil(start / 1000) + 3600,
+      writes: [store.row({ stateKey: key }, { thumb: "dog 2" })],
+    });
+    expect(dog).toMatchObject({ committed: true, writes: [{ status: "applied" }] });
+    expect((await row(s))?.thumb).toEqual({ S: "dog 2" });
+  });
+
   it("folds only its own row writes, for the committing subject's row", async () => {
     const other = new InlineDynamoDBStore({ client, tableName });
     const key = stateKey(`bucket/${randomUUID()}`, "", true);

@@ -9,7 +9,7 @@ import {
 import { marshall } from "@aws-sdk/util-dynamodb";
 import { OptionsError, StoreError, UnsupportedAtomicWriteError } from "../../core/errors.js";
 import { func, resolveOptions, schemaFor, string } from "../../core/options.js";
-import { type ClaimRequest, isOwnClaim, landedAs, type StateRecord } from "../../core/state.js";
+import { type ClaimRequest, claimAllowed, isOwnClaim, landedAs, type StateRecord } from "../../core/state.js";
 import type * as Store from "../../core/store.js";
 import * as dx from "./expressions.js";
 import { type Item, N, S } from "./expressions.js";
@@ -32,6 +32,8 @@ import { DYNAMODB_TABLE_FIELDS } from "./options.js";
  * | eo_res     | S    | JSON result replayed to duplicates                                         |
  * | eo_rskip   | N    | size of a committed result too large to store                              |
  * | eo_cfp     | S    | payload fingerprint of the last committed event (opt-in)                   |
+ * | eo_wpos    | S    | position of the claim whose row write the user attributes hold             |
+ * | eo_wfence  | N    | fence of that claim: row writes are fenced by (eo_wpos, eo_wfence)         |
  * | eo_exp     | N    | epoch seconds the guard would keep state for; NOT a TTL attribute by default |
  * | eo_att     | N    | consecutive claims of the current identity; removed at commit              |
  */
@@ -49,6 +51,8 @@ const NAMES = {
   "#res": "eo_res",
   "#rskip": "eo_rskip",
   "#cfp": "eo_cfp",
+  "#wpos": "eo_wpos",
+  "#wfence": "eo_wfence",
   "#exp": "eo_exp",
   "#att": "eo_att",
 };
@@ -103,7 +107,10 @@ export interface InlineRowSource {
  * The only effect it folds is its own row write (`row(ctx, attributes)`) for the row of the committing state key:
  * a write to another row would need a transaction, which is what this store exists to avoid (use `DynamoDBStore`
  * with `DynamoDBFencedSink` for that). The state machine sets and removes only `eo_*` attributes; the user's
- * attributes change only by a committed row write, so the row holds the committed event's work and its position.
+ * attributes change only by a row write (folded into a commit, or `putRow` while the claim holds), and every row
+ * write is fenced by the position and fence of the write the row holds (`eo_wpos`, `eo_wfence`), as the fenced sink
+ * is: an older event that took an expired claim over cannot replace a newer event's work. A commit whose row write
+ * is refused that way lands without it (the write is reported `stale`, one request more).
  */
 export class InlineDynamoDBStore implements Store.StateStore {
   readonly engine = "dynamodb-inline";
@@ -184,7 +191,8 @@ export class InlineDynamoDBStore implements Store.StateStore {
     if (Object.keys(write.set).length === 0 && write.remove.length === 0)
       throw new OptionsError("InlineDynamoDBStore.putRow: no attributes to write");
     const values: Item = { ":fence": N(ctx.fence), ":running": S("running") };
-    const input = this.#update(write.rowKey, clauses("", [], [write], values), dx.FENCED_CONDITION, values);
+    const condition = `${dx.FENCED_CONDITION} AND ${rowNotNewer("#pos")}`;
+    const input = this.#update(write.rowKey, clauses("", [], [write], values, "#pos"), condition, values);
     try {
       await this.#client.send(new UpdateItemCommand(input));
       return "applied";
@@ -218,11 +226,24 @@ export class InlineDynamoDBStore implements Store.StateStore {
 
   async claimAndCommit(req: Store.ClaimAndCommitRequest): Promise<Store.ClaimAndCommitResult> {
     const writes = this.#rowWrites(req.key, req.writes);
+    const first = await this.#claimAndCommitOnce(req, writes);
+    if (first !== "row-newer") return first;
+    // The row holds a newer position's work (a direct write whose event never committed): commit without ours.
+    const second = await this.#claimAndCommitOnce(req, []);
+    if (second === "row-newer" || !second.claimed) return second as Store.ClaimAndCommitResult;
+    return { claimed: true, writes: stale(writes) };
+  }
+
+  async #claimAndCommitOnce(
+    req: Store.ClaimAndCommitRequest,
+    writes: InlineRowWrite[],
+  ): Promise<Store.ClaimAndCommitResult | "row-newer"> {
     const { set, remove, values } = dx.claimAndCommitParts(req);
+    const claim = dx.claimCondition(req, "#fence");
     const input = this.#update(
       this.rowKeyOf(req.key),
-      clauses(set, remove, writes, values),
-      dx.claimCondition(req, "#fence"),
+      clauses(set, remove, writes, values, ":pos"),
+      writes.length > 0 ? `${claim} AND ${rowNotNewer(":pos")}` : claim,
       values,
     );
     try {
@@ -234,17 +255,31 @@ export class InlineDynamoDBStore implements Store.StateStore {
       // A retry of a claim-and-commit that landed: the row write is in the same update, so it applied.
       if (isOwnClaim(state, req) && state.status === "done")
         return { claimed: true, writes: applied(writes) };
+      if (writes.length > 0 && claimAllowed(state, req) && rowNewer(error.Item, req.position, req.fence))
+        return "row-newer";
       return { claimed: false, state };
     }
   }
 
   async commit(req: Store.CommitRequest): Promise<Store.CommitResult> {
     const writes = this.#rowWrites(req.key, req.writes);
+    const first = await this.#commitOnce(req, writes);
+    if (first !== "row-newer") return first;
+    // The row holds a newer position's work (a direct write whose event never committed): commit without ours.
+    const second = await this.#commitOnce(req, []);
+    if (second === "row-newer" || !second.committed) return second as Store.CommitResult;
+    return { committed: true, writes: stale(writes) };
+  }
+
+  async #commitOnce(
+    req: Store.CommitRequest,
+    writes: InlineRowWrite[],
+  ): Promise<Store.CommitResult | "row-newer"> {
     const { set, remove, values } = dx.commitParts(req);
     const input = this.#update(
       this.rowKeyOf(req.key),
-      clauses(set, remove, writes, values),
-      dx.FENCED_CONDITION,
+      clauses(set, remove, writes, values, "#pos"),
+      writes.length > 0 ? `${dx.FENCED_CONDITION} AND ${rowNotNewer("#pos")}` : dx.FENCED_CONDITION,
       values,
     );
     try {
@@ -255,6 +290,8 @@ export class InlineDynamoDBStore implements Store.StateStore {
       const state = hasState(error.Item) ? toInlineRecord(req.key, error.Item) : await this.read(req.key);
       // A retry of a commit that landed: only the holder of this fence could have committed it.
       if (landedAs(state, req.fence, "done")) return { committed: true, writes: applied(writes) };
+      const holds = state?.fence === req.fence && state.status === "running";
+      if (writes.length > 0 && holds && rowNewer(error.Item, state.position, req.fence)) return "row-newer";
       return { committed: false, state };
     }
   }
@@ -362,9 +399,17 @@ export class InlineDynamoDBStore implements Store.StateStore {
  * The full update expression: the state clauses plus the row writes' SET and REMOVE clauses, with placeholders
  * `#u0`… for the user's attribute names (any name is allowed there).
  */
-function clauses(set: string, remove: string[], writes: InlineRowWrite[], values: Item): Expression {
+function clauses(
+  set: string,
+  remove: string[],
+  writes: InlineRowWrite[],
+  values: Item,
+  position: WritePosition,
+): Expression {
   const names: Record<string, string> = {};
   const sets = set ? [set.replace(/^SET /, "")] : [];
+  // The row remembers whose write it holds, so that an older position's write never replaces it.
+  if (writes.length > 0) sets.push(`#wpos = ${position}`, "#wfence = :fence");
   const removes = [...remove];
   // Later writes win on the same attribute.
   const merged = new Map<string, AttributeValue | undefined>();
@@ -416,4 +461,27 @@ function toInlineRecord(key: string, item: Item): StateRecord {
 
 function wrap(op: string, key: string, error: unknown): StoreError {
   return dx.storeError("DynamoDB inline", op, key, error);
+}
+
+/** Where a row write's position comes from: the held claim's (`#pos`), or the request's (`:pos`, apply). */
+type WritePosition = "#pos" | ":pos";
+
+/**
+ * The row holds no newer work than this write's: no write yet, an older position, or the same position from this
+ * claim (its own direct write before its commit) or an older one. So a newer event's direct write that never
+ * committed is not replaced by an older event that took the expired claim over.
+ */
+function rowNotNewer(position: WritePosition): string {
+  return `(attribute_not_exists(#wpos) OR #wpos < ${position} OR (#wpos = ${position} AND #wfence <= :fence))`;
+}
+
+/** Whether the row (as refused) holds a newer write than one at `position` by `fence`: rowNotNewer's negation. */
+function rowNewer(item: Item | undefined, position: string, fence: number): boolean {
+  const wpos = item?.[NAMES["#wpos"]]?.S;
+  if (wpos === undefined) return false;
+  return wpos > position || (wpos === position && Number(item?.[NAMES["#wfence"]]?.N) > fence);
+}
+
+function stale(writes: readonly InlineRowWrite[]): Store.WriteOutcome[] {
+  return writes.map((w) => ({ description: w.description, status: "stale" }));
 }
