@@ -188,13 +188,7 @@ export function resolveOptions<S extends Schema>(what: string, schema: S, input:
       out[name] = f.default;
       continue;
     }
-    try {
-      out[name] = f.check(value);
-    } catch (error) {
-      if (error instanceof Invalid)
-        throw new OptionsError(`${what}: ${name} ${error.message}`, { cause: error });
-      throw error;
-    }
+    out[name] = checkField(what, name, f, value);
   }
   return out as Resolved<S>;
 }
@@ -218,21 +212,6 @@ export function rejectUnknownKeys(what: string, options: object, allowed: readon
 /** Throws an OptionsError for a rule that relates several options. */
 export function optionsRule(what: string, holds: boolean, message: string): void {
   if (!holds) throw new OptionsError(`${what}: ${message}`);
-}
-
-/** @deprecated being replaced by schemas (resolveOptions); kept until every caller is converted. */
-export function requirePositiveInteger(what: string, name: string, value: unknown): number {
-  return checkField(what, name, integer({ min: 1 }), value);
-}
-
-/** @deprecated being replaced by schemas (resolveOptions); kept until every caller is converted. */
-export function requireOneOf<T extends string>(
-  what: string,
-  name: string,
-  value: unknown,
-  allowed: readonly T[],
-): T {
-  return checkField(what, name, oneOf(allowed), value);
 }
 
 /** Checks one value against a field, with the same error as resolveOptions. */

@@ -59,10 +59,9 @@ export function updateEffect(effect: DynamoDBUpdateEffect): DynamoDBAtomicWrite 
     set.length > 0 ? `SET ${clause(set, "s", (n, v) => `${n} = ${v}`).join(", ")}` : "",
     add.length > 0 ? `ADD ${clause(add, "a", (n, v) => `${n} ${v}`).join(", ")}` : "",
   ];
-  const key = Object.values(effect.key).map(String).join("/");
   return {
     engine: "dynamodb",
-    description: effect.description ?? `update ${effect.tableName}/${key}`,
+    description: effect.description ?? `update ${effect.tableName}/${describeKey(effect.key)}`,
     refused: effect.onConditionFailed === "abort" ? "abort" : "refused",
     item: {
       Update: {
@@ -78,4 +77,9 @@ export function updateEffect(effect: DynamoDBUpdateEffect): DynamoDBAtomicWrite 
       },
     },
   };
+}
+
+/** A row key for descriptions: its values joined by `/`. */
+export function describeKey(key: Record<string, KeyValue>): string {
+  return Object.values(key).map(String).join("/");
 }

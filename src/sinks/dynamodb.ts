@@ -12,6 +12,7 @@ import { OptionsError, StoreError } from "../core/errors.js";
 import { oneOf, resolveOptions, schemaFor, string } from "../core/options.js";
 import type { DynamoDBAtomicWrite } from "../stores/dynamodb/atomic-write.js";
 import { DYNAMODB_TABLE_FIELDS } from "../stores/dynamodb/options.js";
+import { describeKey } from "./dynamodb-update.js";
 import { type FenceSource, fencedPosition, type SinkWriteStatus } from "./fence.js";
 
 export type { FenceSource, SinkWriteStatus } from "./fence.js";
@@ -206,9 +207,6 @@ export class DynamoDBFencedSink {
     }
     return key;
   }
-}
-function describeKey(key: Record<string, KeyValue>): string {
-  return Object.values(key).map(String).join("/");
 }
 
 export { type DynamoDBUpdateEffect, updateEffect } from "./dynamodb-update.js";

@@ -224,14 +224,11 @@ export class InlineDynamoDBStore implements Store.StateStore {
     });
   }
 
+  // async: a write it cannot fold rejects the returned promise, as every store's does, rather than throwing.
   async claimAndCommit(req: Store.ClaimAndCommitRequest): Promise<Store.ClaimAndCommitResult> {
-    const writes = this.#rowWrites(req.key, req.writes);
-    const first = await this.#claimAndCommitOnce(req, writes);
-    if (first !== "row-newer") return first;
-    // The row holds a newer position's work (a direct write whose event never committed): commit without ours.
-    const second = await this.#claimAndCommitOnce(req, []);
-    if (second === "row-newer" || !second.claimed) return second as Store.ClaimAndCommitResult;
-    return { claimed: true, writes: stale(writes) };
+    return unlessRowNewer(this.#rowWrites(req.key, req.writes), (writes) =>
+      this.#claimAndCommitOnce(req, writes),
+    );
   }
 
   async #claimAndCommitOnce(
@@ -262,13 +259,7 @@ export class InlineDynamoDBStore implements Store.StateStore {
   }
 
   async commit(req: Store.CommitRequest): Promise<Store.CommitResult> {
-    const writes = this.#rowWrites(req.key, req.writes);
-    const first = await this.#commitOnce(req, writes);
-    if (first !== "row-newer") return first;
-    // The row holds a newer position's work (a direct write whose event never committed): commit without ours.
-    const second = await this.#commitOnce(req, []);
-    if (second === "row-newer" || !second.committed) return second as Store.CommitResult;
-    return { committed: true, writes: stale(writes) };
+    return unlessRowNewer(this.#rowWrites(req.key, req.writes), (writes) => this.#commitOnce(req, writes));
   }
 
   async #commitOnce(
@@ -482,6 +473,19 @@ function rowNewer(item: Item | undefined, position: string, fence: number): bool
   return wpos > position || (wpos === position && Number(item?.[NAMES["#wfence"]]?.N) > fence);
 }
 
-function stale(writes: readonly InlineRowWrite[]): Store.WriteOutcome[] {
-  return writes.map((w) => ({ description: w.description, status: "stale" }));
+/**
+ * A commit (or apply) sent with its row writes; when the row holds a newer position's work (a direct write whose
+ * event never committed), sent once more without them: it lands, and its writes are reported stale.
+ */
+async function unlessRowNewer<T extends object>(
+  writes: InlineRowWrite[],
+  once: (writes: InlineRowWrite[]) => Promise<T | "row-newer">,
+): Promise<T> {
+  const first = await once(writes);
+  if (first !== "row-newer") return first;
+  const second = await once([]);
+  if (second === "row-newer")
+    throw new Error("unreachable: an update without row writes has no row condition");
+  if (!("writes" in second)) return second;
+  return { ...second, writes: writes.map((w) => ({ description: w.description, status: "stale" as const })) };
 }
