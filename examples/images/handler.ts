@@ -5,6 +5,7 @@ import { eventBridgeHandler } from "../../src/lambda/handlers.js";
 import type { EffectivelyOnceOptions } from "../../src/lambda/options.js";
 import { faultPoint } from "../../src/local/delivery/invocation-scope.js";
 import { S3FencedSink } from "../../src/sinks/s3.js";
+import { isObjectReplaced, s3ObjectInput } from "../../src/sources/object-input.js";
 import { invert } from "./pictures.js";
 
 /**
@@ -25,7 +26,7 @@ export const outputKey = (key: string) => `out-${key}`;
 export function naiveImagesHandler(config: ImagesConfig) {
   return async (event: S3ObjectCreated): Promise<void> => {
     const { bucket, object } = event.detail;
-    const picture = await read(config.s3, bucket.name, object.key);
+    const picture = await readObject(config.s3, { Bucket: bucket.name, Key: object.key });
     const inverted = await invert(picture);
     await faultPoint(); // where the sample sleeps on some runs
     await config.s3.send(
@@ -49,14 +50,23 @@ export interface GuardedImagesConfig extends ImagesConfig {
  * Guard on: events ordered by sequencer per `bucket/key`. A newer upload takes the key from a slow
  * older run at once (busy policy `supersede`); the output goes through the S3 fenced sink, so the older
  * run's late write is `stale` (its position is older) and its commit refused. A run that crashes holds
- * the key only until its lease expires; a run that took over from it writes with a higher fence.
+ * the key only until its lease expires; a run that took over from it writes with a higher fence. It reads the
+ * upload its event names (`s3ObjectInput`: If-Match on the event's ETag): a retry of the cat's event that ran after
+ * the dog was uploaded would otherwise invert the dog and write it once more under the cat's position.
  */
 export function guardedImagesHandler(config: GuardedImagesConfig) {
   const sink = new S3FencedSink({ client: config.s3 });
   return eventBridgeHandler(
     async (event, ctx) => {
       if (event.kind !== "s3" || event.operation !== "created") return { skipped: true };
-      const picture = await read(config.s3, event.bucket, event.key);
+      let picture: Buffer;
+      try {
+        picture = await readObject(config.s3, s3ObjectInput(event));
+      } catch (error) {
+        // Replaced by a newer upload since this event: that upload's own event writes the result.
+        if (isObjectReplaced(error)) return { skipped: "replaced" };
+        throw error;
+      }
       const inverted = await invert(picture);
       await faultPoint();
       const key = outputKey(event.key);
@@ -72,8 +82,11 @@ export function guardedImagesHandler(config: GuardedImagesConfig) {
   );
 }
 
-async function read(s3: S3Client, bucket: string, key: string): Promise<Buffer> {
-  const out = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
-  if (!out.Body) throw new Error(`s3://${bucket}/${key} has no body`);
+async function readObject(
+  s3: S3Client,
+  input: { Bucket: string; Key: string; IfMatch?: string },
+): Promise<Buffer> {
+  const out = await s3.send(new GetObjectCommand(input));
+  if (!out.Body) throw new Error(`s3://${input.Bucket}/${input.Key} has no body`);
   return Buffer.from(await out.Body.transformToByteArray());
 }

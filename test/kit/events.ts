@@ -194,6 +194,8 @@ export interface EventBridgeS3Input {
   id?: string;
   size?: number;
   versionId?: string;
+  /** Default: the MD5 of "hello world\n". */
+  etag?: string;
 }
 
 /** An S3 event delivered by EventBridge (`source: aws.s3`). */
@@ -201,7 +203,7 @@ export function eventBridgeS3(input: EventBridgeS3Input): EventBridgeEvent<strin
   const bucket = input.bucket ?? EXAMPLE_BUCKET;
   const object: Record<string, unknown> = {
     key: input.key,
-    etag: "b1946ac92492d2347c6235b4d2611184",
+    etag: input.etag ?? "b1946ac92492d2347c6235b4d2611184",
   };
   if (input.size !== undefined) object.size = input.size;
   if (input.versionId !== undefined) object["version-id"] = input.versionId;

@@ -69,6 +69,33 @@ describe("local S3 conditional writes", () => {
     expect(await body()).toBe("one");
   });
 
+  it("GetObject and HeadObject with If-Match: the object when the ETag matches, 412 once it was replaced", async () => {
+    const first = await put("one");
+    const read = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key, IfMatch: first.ETag! }));
+    expect(await read.Body!.transformToString()).toBe("one");
+    await put("two");
+    for (const command of [
+      new GetObjectCommand({ Bucket: bucket, Key: key, IfMatch: first.ETag! }),
+      new HeadObjectCommand({ Bucket: bucket, Key: key, IfMatch: first.ETag! }),
+    ]) {
+      const error = await s3.send(command as GetObjectCommand).catch((e: unknown) => e);
+      expect(error).toMatchObject({ $metadata: { httpStatusCode: 412 } });
+    }
+    expect(await body()).toBe("two");
+  });
+
+  it("GetObject with If-None-Match: 304 when the ETag matches, the object when it does not", async () => {
+    const first = await put("one");
+    const error = await s3
+      .send(new GetObjectCommand({ Bucket: bucket, Key: key, IfNoneMatch: first.ETag! }))
+      .catch((e: unknown) => e);
+    expect(error).toMatchObject({ $metadata: { httpStatusCode: 304 } });
+    const other = await s3.send(
+      new GetObjectCommand({ Bucket: bucket, Key: key, IfNoneMatch: '"0123456789abcdef0123456789abcdef"' }),
+    );
+    expect(await other.Body!.transformToString()).toBe("one");
+  });
+
   it("If-Match with the current ETag replaces the object; the response carries the new ETag", async () => {
     const first = await put("one");
     const second = await put("two", { IfMatch: first.ETag! });

@@ -2,14 +2,19 @@ import type S3rver from "s3rver";
 import type { ConditionalWritesOptions } from "./s3-server.js";
 
 /**
- * S3 conditional writes for s3rver, which ignores `If-None-Match` and `If-Match` on writes. A Koa middleware in
- * front of s3rver's own handlers that does what the S3 User Guide ("conditional writes") documents for PutObject,
+ * S3 conditional requests for s3rver, which ignores `If-None-Match` and `If-Match`. A Koa middleware in front of
+ * s3rver's own handlers that does what the S3 User Guide ("conditional writes") documents for PutObject,
  * CopyObject and CompleteMultipartUpload:
  * - `If-None-Match: *`: 412 PreconditionFailed when the key exists. Any other value: 501 NotImplemented (S3 accepts
  *   only `*` there).
  * - `If-Match: <etag>`: 412 PreconditionFailed when the key is missing or its ETag differs.
  * - The condition is checked when the request arrives and again, serialised per key, right before the write; if
  *   another write to the key landed in between (during the upload, on S3), 409 ConditionalRequestConflict.
+ *
+ * And what the GetObject and HeadObject references document for reads: `If-Match: <etag>` answers 412
+ * PreconditionFailed when the object's ETag differs (404 when there is none), `If-None-Match: <etag>` answers 304
+ * Not Modified when it matches (s3rver does that one itself). A handler reads the object version its event names this way (see
+ * `s3ObjectInput` in src/sources/object-input.ts) on buckets without versioning.
  *
  * Every request on an object key (reads included) runs under that key's lock until its response has been sent:
  * s3rver writes the body, then its ETag, then its metadata in separate files, and a read between them would see
@@ -139,6 +144,34 @@ function releaseWhenSent(ctx: S3rver.S3rverContext, release: () => void): void {
   ctx.res.once("close", release);
 }
 
+/** HTTP lets If-Match carry a list of ETags, or `*` for any. */
+function etagListHas(list: string, etag: string): boolean {
+  return list.split(",").some((item) => item.trim() === "*" || unquote(item) === unquote(etag));
+}
+
+const isRead = (ctx: S3rver.S3rverContext) => ctx.method === "GET" || ctx.method === "HEAD";
+
+/**
+ * Answers a read whose If-Match fails (412; a missing object is left to s3rver's 404); false when s3rver should serve
+ * it. If-None-Match needs nothing here: s3rver (Koa's freshness check) already answers 304 when the ETag matches.
+ */
+async function answeredRead(ctx: S3rver.S3rverContext, target: Target): Promise<boolean> {
+  const match = header(ctx, "if-match");
+  if (match === undefined) return false;
+  const etag = await currentEtag(ctx, target);
+  if (etag === undefined || etagListHas(match, etag)) return false;
+  rejectS3Request(
+    ctx,
+    412,
+    "PreconditionFailed",
+    "At least one of the pre-conditions you specified did not hold",
+    {
+      Condition: "If-Match",
+    },
+  );
+  return true;
+}
+
 /** The middleware; put it first (`server.middleware.unshift`) so it runs before s3rver's handlers. */
 export function conditionalWrites(options: ConditionalWritesOptions = {}): S3rver.S3rverMiddleware {
   const locks = new KeyLocks();
@@ -166,6 +199,10 @@ export function conditionalWrites(options: ConditionalWritesOptions = {}): S3rve
     }
     const release = await locks.acquire(name);
     try {
+      if (isRead(ctx) && (await answeredRead(ctx, target))) {
+        release();
+        return;
+      }
       if (conditional && (await currentEtag(ctx, target)) !== seen) {
         release();
         return rejectS3Request(
