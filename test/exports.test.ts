@@ -115,7 +115,14 @@ const PUBLIC: Record<string, string[]> = {
     "positionBefore",
     "systemClock",
   ],
-  "./sources": ["MAX_S3_KEY_BYTES", "decodeS3NotificationKey", "encodeS3NotificationKey", "parseInvocation"],
+  "./sources": [
+    "MAX_S3_KEY_BYTES",
+    "decodeS3NotificationKey",
+    "encodeS3NotificationKey",
+    "isObjectReplaced",
+    "parseInvocation",
+    "s3ObjectInput",
+  ],
   "./stores/dynamodb": [
     "DynamoDBStore",
     "STATE_KEY_ATTRIBUTE",
