@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { readFileSync } from "node:fs";
 import { Command, CommanderError } from "commander";
+import { registerAudit } from "./audit.js";
 import { registerChaos } from "./chaos.js";
 import { registerDemo } from "./demo.js";
 import { registerInspect } from "./inspect.js";
@@ -26,6 +27,7 @@ registerInspect(program);
 registerDemo(program);
 registerRun(program);
 registerChaos(program);
+registerAudit(program);
 
 try {
   await program.parseAsync(process.argv);
