@@ -52,7 +52,11 @@ export function registerChaos(program: Command): void {
       "use a sink that ignores positions and fences (memory; to see the checks fire)",
     )
     .option("--dynamodb-endpoint <url>", "use this running DynamoDB Local instead of starting one")
-    .option("--concurrency <n>", "DynamoDB histories in parallel (default 12)", integer)
+    .option(
+      "--concurrency <n>",
+      "histories on a server store (dynamodb, inline, postgres) in parallel (default 12)",
+      integer,
+    )
     .action(async (options: ChaosOptions) => {
       process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
       try {
