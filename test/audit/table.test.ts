@@ -393,18 +393,28 @@ describe("eonce audit table", () => {
   });
 
   it.each([
-    ["no --key", [CLEAN]],
-    ["an empty --key", [CLEAN, "--key", ""]],
-    ["--segments 0", [CLEAN, "--key", "k", "--segments", "0"]],
-    ["--examples -1", [CLEAN, "--key", "k", "--examples", "-1"]],
-    ["an unknown flag", [CLEAN, "--key", "k", "--bogus"]],
-    ["an endpoint that is no URL", [CLEAN, "--key", "k", "--endpoint", "localhost"]],
-    ["no table", ["--key", "k"]],
-  ])("usage error (exit 2): %s", async (_, args) => {
-    const run = await eonce(...args);
+    ["no --key", [CLEAN], /required option '--key <attr>' not specified/],
+    [
+      "an empty --key",
+      [CLEAN, "--key", ""],
+      /--key <attr>' argument '' is invalid\. must be a non-empty string/,
+    ],
+    ["--segments 0", [CLEAN, "--key", "k", "--segments", "0"], /must be an integer from 1 to 1000, got 0/],
+    ["--examples -1", [CLEAN, "--key", "k", "--examples", "-1"], /must be a non-negative integer, got -1/],
+    ["an unknown flag", [CLEAN, "--key", "k", "--bogus"], /unknown option '--bogus'/],
+    ["an endpoint that is no URL", [CLEAN, "--key", "k", "--endpoint", "localhost"], /must be a URL/],
+    ["no table", ["--key", "k"], /missing required argument 'table'/],
+  ])("usage error (exit 2): %s", async (_, args, message) => {
+    const run = await eonce(...(args as string[]));
     expect(run.code).toBe(2);
     expect(run.stdout).toBe("");
-    expect(run.stderr).toMatch(/error/);
+    expect(run.stderr).toMatch(message as RegExp);
+  });
+
+  it("a server that does not answer: exit 2", async () => {
+    const run = await eonce(CLEAN, "--key", "k", "--endpoint", "http://127.0.0.1:1");
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/^eonce audit table: cannot audit audit-clean-\w+: .*ECONNREFUSED/);
   });
 
   it("a table that does not exist: exit 2, one line naming the error", async () => {
