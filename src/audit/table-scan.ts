@@ -235,8 +235,7 @@ function report(
   consumedReadUnits: number | null,
   wallMs: number,
 ): TableAuditReport {
-  const { rows, ...tallied } = summary;
-  const share = (n: number) => (rows === 0 ? 0 : n / rows);
+  const share = (n: number) => (summary.rows === 0 ? 0 : n / summary.rows);
   return {
     table: o.tableName,
     keyAttribute: o.keyAttribute,
@@ -245,11 +244,17 @@ function report(
     segments: o.segments,
     consistentRead: o.consistentRead,
     scannedCount: progress.scannedCount,
-    rowsRead: rows,
-    rowsWithoutKey: progress.scannedCount - rows,
-    ...tallied,
+    rowsRead: summary.rows,
+    rowsWithoutKey: progress.scannedCount - summary.rows,
+    effects: summary.effects,
+    duplicatedEffects: summary.duplicatedEffects,
+    extraRows: summary.extraRows,
+    rowsInDuplicatedEffects: summary.rowsInDuplicatedEffects,
     extraRowShare: share(summary.extraRows),
     duplicatedRowShare: share(summary.rowsInDuplicatedEffects),
+    rowsPerDuplicatedEffect: summary.rowsPerDuplicatedEffect,
+    groups: summary.groups,
+    examples: summary.examples,
     estimatedRows: shape.estimatedRows,
     tableSizeBytes: shape.tableSizeBytes,
     estimatedReadUnits: Math.ceil(shape.tableSizeBytes / 4096) * (o.consistentRead ? 1 : 0.5),

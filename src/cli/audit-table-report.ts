@@ -21,6 +21,8 @@ function figures(r: TableAuditReport): string[] {
     `table ${r.table} (primary key ${r.primaryKey.join(", ")}), effect key ${r.keyAttribute}${scope}`,
     `scanned ${r.scannedCount} rows in ${r.segments} segments, ${r.pages} pages, ${seconds.toFixed(1)} s ` +
       `(${rate} rows/s); ${units} (${r.consistentRead ? "strongly" : "eventually"} consistent)`,
+    `table size ${kilobytes(r.tableSizeBytes)} (DescribeTable, updated about every 6 hours): a scan reads about ` +
+      `${r.estimatedReadUnits} read units`,
     `rows read (holding ${r.keyAttribute}): ${r.rowsRead}; without ${r.keyAttribute}: ${r.rowsWithoutKey}`,
     `effects (distinct ${r.keyAttribute}${scope}): ${r.effects}; held by more than one row: ${r.duplicatedEffects}` +
       (histogram ? ` (${histogram})` : ""),
@@ -40,11 +42,12 @@ function examples(r: TableAuditReport): string[] {
   if (r.examples.length === 0) return [];
   return [
     `duplicated effects, most rows first (${r.examples.length} of ${r.duplicatedEffects}):`,
-    ...r.examples.map((e) => `  ${exampleLine(r, e)}`),
+    ...r.examples.flatMap((e) => exampleLines(r, e)),
   ];
 }
 
-function exampleLine(r: TableAuditReport, e: DuplicateExample): string {
+/** The effect, then its rows' primary keys on the next line. */
+function exampleLines(r: TableAuditReport, e: DuplicateExample): string[] {
   const group = r.groupByAttribute === null ? "" : ` ${r.groupByAttribute} ${show(e.group)}`;
   const keys = e.primaryKeys.map((k) =>
     Object.entries(k)
@@ -52,13 +55,13 @@ function exampleLine(r: TableAuditReport, e: DuplicateExample): string {
       .join(" "),
   );
   const more = e.rows > keys.length ? ", …" : "";
-  return `${r.keyAttribute} ${show(e.key)}${group}: ${e.rows} rows: ${keys.join(", ")}${more}`;
+  return [`  ${r.keyAttribute} ${show(e.key)}${group}: ${e.rows} rows`, `    ${keys.join(", ")}${more}`];
 }
 
 function topGroups(r: TableAuditReport): string[] {
   if (r.groups === null || r.groups.top.length === 0) return [];
   const line = (g: DuplicateGroup) =>
-    `  ${r.groupByAttribute} ${show(g.group)}: ${g.duplicatedEffects} duplicated effects, ${g.extraRows} extra rows`;
+    `  ${r.groupByAttribute} ${show(g.group)}: ${count(g.duplicatedEffects, "duplicated effect")}, ${count(g.extraRows, "extra row")}`;
   return [
     `groups with the most extra rows (${r.groups.top.length} of ${r.groups.withDuplicates}):`,
     ...r.groups.top.map(line),
@@ -71,12 +74,20 @@ function verdict(r: TableAuditReport): string {
     : `DUPLICATES: ${r.duplicatedEffects} effects have more than one row, ${r.extraRows} rows too many (exit 1)`;
 }
 
+function count(n: number, what: string): string {
+  return `${n} ${what}${n === 1 ? "" : "s"}`;
+}
+
 function show(value: unknown): string {
   return JSON.stringify(value);
 }
 
 function percent(share: number): string {
   return `${(share * 100).toFixed(2)} %`;
+}
+
+function kilobytes(bytes: number): string {
+  return bytes >= 1024 * 1024 ? `${(bytes / 1024 / 1024).toFixed(1)} MB` : `${Math.ceil(bytes / 1024)} KB`;
 }
 
 function round(n: number): number {
