@@ -185,6 +185,16 @@ describe("auditTable: records (same upload sequencer, several rows)", () => {
       ReturnConsumedCapacity: "TOTAL",
     });
     expect(r.consumedReadUnits).toBeGreaterThan(0);
+    const consistent = await auditTable({
+      client: spy,
+      tableName: RECORDS,
+      keyAttribute: "sequencer",
+      consistentRead: true,
+    });
+    expect(inputs.at(-1)).toMatchObject({ ConsistentRead: true, TotalSegments: 4 });
+    expect(r.estimatedReadUnits).toBeGreaterThan(0);
+    expect(consistent.estimatedReadUnits).toBe(r.estimatedReadUnits * 2);
+    expect(consistent.consistentRead).toBe(true);
   });
 });
 
