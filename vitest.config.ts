@@ -50,6 +50,7 @@ const INTEGRATION = [
   "test/sinks/dynamodb-fenced.test.ts",
   "test/sinks/s3-fenced.test.ts",
   "test/stores/inline.test.ts",
+  "test/audit/table.test.ts",
 ];
 
 /** The two longest files (the packed package in a new project; the demo, three seeds) start first, side by side. */

@@ -1,0 +1,440 @@
+import { randomUUID } from "node:crypto";
+import { type DynamoDBClient, ScanCommand } from "@aws-sdk/client-dynamodb";
+import { Command, CommanderError } from "commander";
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
+import { auditTable, type TableAuditReport } from "../../src/audit/table-scan.js";
+import { registerAudit } from "../../src/cli/audit.js";
+import { registerAuditTable } from "../../src/cli/audit-table.js";
+import { createTableIfMissing } from "../../src/stores/dynamodb/schema.js";
+import { batchPut } from "../kit/batch-write.js";
+import { localDynamoDB } from "../kit/dynamodb.js";
+
+const suffix = randomUUID().slice(0, 8);
+const RECORDS = `audit-records-${suffix}`;
+const ORDERS = `audit-orders-${suffix}`;
+const CLEAN = `audit-clean-${suffix}`;
+const COMPOSITE = `audit-composite-${suffix}`;
+
+/**
+ * A records table (examples/records: hash key `id`, the upload's `sequencer`, `filename`) with known duplicates:
+ * 30 uploads SEQ0…SEQ29 over file-0…file-9; SEQ0 has 3 more rows, SEQ1 2, SEQ2 and SEQ3 1; SEQ5 one row under
+ * another filename; SEQ9 two rows without filename; 5 rows without a sequencer (test events). 45 rows.
+ */
+function recordsRows(): Record<string, unknown>[] {
+  const rows: Record<string, unknown>[] = [];
+  const upload = (i: number, copy: number) =>
+    rows.push({ id: `r${i}-${copy}`, sequencer: `SEQ${i}`, filename: `file-${i % 10}.jpg`, size: 100 + i });
+  for (let i = 0; i < 30; i++) upload(i, 0);
+  for (const [i, copies] of [
+    [0, 3],
+    [1, 2],
+    [2, 1],
+    [3, 1],
+  ] as const)
+    for (let c = 1; c <= copies; c++) upload(i, c);
+  rows.push({ id: "r5-other", sequencer: "SEQ5", filename: "other.jpg" });
+  rows.push({ id: "r9-nofile-0", sequencer: "SEQ9" }, { id: "r9-nofile-1", sequencer: "SEQ9" });
+  for (let j = 0; j < 5; j++) rows.push({ id: `test-${j}`, filename: "file-0.jpg" });
+  return rows;
+}
+
+/**
+ * An orders charges table (examples/orders: hash key `chargeId`, `orderId`, `customerId`, `amountCents`):
+ * 100 orders, order-0010, -0020 and -0030 charged twice, order-0040 three times. 105 rows.
+ */
+function ordersRows(): Record<string, unknown>[] {
+  const rows: Record<string, unknown>[] = [];
+  const charge = (i: number, n: number) =>
+    rows.push({
+      chargeId: `ch-${i}-${n}`,
+      orderId: `order-${String(i).padStart(4, "0")}`,
+      customerId: `c-${i % 7}`,
+      amountCents: 1000 + i,
+    });
+  for (let i = 0; i < 100; i++) charge(i, 0);
+  for (const i of [10, 20, 30, 40]) charge(i, 1);
+  charge(40, 2);
+  return rows;
+}
+
+let client: DynamoDBClient;
+
+beforeAll(async () => {
+  client = localDynamoDB();
+  await Promise.all([
+    createTableIfMissing(client, RECORDS, "id"),
+    createTableIfMissing(client, ORDERS, "chargeId"),
+    createTableIfMissing(client, CLEAN, "id"),
+    createTableIfMissing(client, COMPOSITE, "pk", "sk"),
+  ]);
+  await Promise.all([
+    batchPut(client, RECORDS, recordsRows()),
+    batchPut(client, ORDERS, ordersRows()),
+    batchPut(
+      client,
+      CLEAN,
+      Array.from({ length: 20 }, (_, i) => ({ id: `c${i}`, sequencer: `S${i}` })),
+    ),
+    batchPut(client, COMPOSITE, [
+      { pk: "a", sk: "1", n: 1 },
+      { pk: "a", sk: "2", n: "1" },
+      { pk: "b", sk: "1", n: 1 },
+      { pk: "b", sk: "2", n: 2 },
+    ]),
+  ]);
+});
+
+afterAll(() => client?.destroy());
+
+const ids = (e: { primaryKeys: Record<string, unknown>[] }) => e.primaryKeys.map((k) => k.id).sort();
+
+describe("auditTable: records (same upload sequencer, several rows)", () => {
+  let report: TableAuditReport;
+  const progress: { pages: number; segmentsDone: number }[] = [];
+
+  beforeAll(async () => {
+    report = await auditTable({
+      client,
+      tableName: RECORDS,
+      keyAttribute: "sequencer",
+      segments: 3,
+      pageLimit: 4,
+      onProgress: (p) => progress.push(p),
+    });
+  });
+
+  it("counts rows read, rows without the key and rows scanned", () => {
+    expect(report).toMatchObject({ scannedCount: 45, rowsRead: 40, rowsWithoutKey: 5, primaryKey: ["id"] });
+  });
+
+  it("counts effects, duplicated effects, extra rows and the shares of rows read", () => {
+    expect(report).toMatchObject({
+      effects: 30,
+      duplicatedEffects: 6,
+      extraRows: 10,
+      rowsInDuplicatedEffects: 16,
+      extraRowShare: 10 / 40,
+      duplicatedRowShare: 16 / 40,
+      rowsPerDuplicatedEffect: { "2": 3, "3": 2, "4": 1 },
+      groups: null,
+    });
+  });
+
+  it("lists the duplicated effects most rows first, then by value, with their rows' primary keys", () => {
+    expect(report.examples.map((e) => [e.key, e.rows])).toEqual([
+      ["SEQ0", 4],
+      ["SEQ1", 3],
+      ["SEQ9", 3],
+      ["SEQ2", 2],
+      ["SEQ3", 2],
+      ["SEQ5", 2],
+    ]);
+    expect(ids(report.examples[0]!)).toEqual(["r0-0", "r0-1", "r0-2", "r0-3"]);
+    expect(ids(report.examples[2]!)).toEqual(["r9-0", "r9-nofile-0", "r9-nofile-1"]);
+    expect(ids(report.examples[5]!)).toEqual(["r5-0", "r5-other"]);
+  });
+
+  it("pages through every segment (pagination forced by the page limit)", () => {
+    // 45 rows in pages of at most 4 over 3 segments: at least 12 pages, every segment to its end.
+    expect(report.pages).toBeGreaterThanOrEqual(12);
+    expect(progress.at(-1)).toMatchObject({ segmentsDone: 3, segments: 3, rowsRead: 40, scannedCount: 45 });
+  });
+
+  it("gives the same tally with one segment and no page limit", async () => {
+    const one = await auditTable({ client, tableName: RECORDS, keyAttribute: "sequencer", segments: 1 });
+    const { wallMs: _a, pages: _b, segments: _c, consumedReadUnits: _d, ...rest } = one;
+    const { wallMs: _e, pages: _f, segments: _g, consumedReadUnits: _h, ...expected } = report;
+    expect(one.segments).toBe(1);
+    expect(rest).toEqual({ ...expected, examples: rest.examples });
+    expect(rest.examples.map((e) => [e.key, e.rows, ids(e)])).toEqual(
+      report.examples.map((e) => [e.key, e.rows, ids(e)]),
+    );
+  });
+
+  it("keeps at most keysPerEffect primary keys and examples effects", async () => {
+    const r = await auditTable({
+      client,
+      tableName: RECORDS,
+      keyAttribute: "sequencer",
+      examples: 2,
+      keysPerEffect: 2,
+    });
+    expect(r.examples.map((e) => [e.key, e.rows, e.primaryKeys.length])).toEqual([
+      ["SEQ0", 4, 2],
+      ["SEQ1", 3, 2],
+    ]);
+    for (const key of r.examples[0]!.primaryKeys) expect(["r0-0", "r0-1", "r0-2", "r0-3"]).toContain(key.id);
+    expect(r.duplicatedEffects).toBe(6);
+  });
+
+  it("reads only the key, group and primary key attributes, and returns the consumed capacity", async () => {
+    const inputs: unknown[] = [];
+    const spy = {
+      send: (command: { input: unknown }, options?: unknown) => {
+        if (command instanceof ScanCommand) inputs.push(command.input);
+        return client.send(command as ScanCommand, options as never);
+      },
+    } as unknown as DynamoDBClient;
+    const r = await auditTable({ client: spy, tableName: RECORDS, keyAttribute: "sequencer", segments: 2 });
+    expect(inputs[0]).toMatchObject({
+      ProjectionExpression: "#a0, #a1",
+      ExpressionAttributeNames: { "#a0": "sequencer", "#a1": "id" },
+      FilterExpression: "attribute_exists(#a0)",
+      TotalSegments: 2,
+      ConsistentRead: false,
+      ReturnConsumedCapacity: "TOTAL",
+    });
+    expect(r.consumedReadUnits).toBeGreaterThan(0);
+    const consistent = await auditTable({
+      client: spy,
+      tableName: RECORDS,
+      keyAttribute: "sequencer",
+      consistentRead: true,
+    });
+    expect(inputs.at(-1)).toMatchObject({ ConsistentRead: true, TotalSegments: 4 });
+    expect(r.estimatedReadUnits).toBeGreaterThan(0);
+    expect(consistent.estimatedReadUnits).toBe(r.estimatedReadUnits * 2);
+    expect(consistent.consistentRead).toBe(true);
+  });
+});
+
+describe("auditTable: records grouped by filename (effects scoped to the object key)", () => {
+  let report: TableAuditReport;
+  beforeAll(async () => {
+    report = await auditTable({
+      client,
+      tableName: RECORDS,
+      keyAttribute: "sequencer",
+      groupByAttribute: "filename",
+      segments: 4,
+      pageLimit: 5,
+    });
+  });
+
+  it("counts a key under two groups as two effects", () => {
+    expect(report).toMatchObject({
+      rowsRead: 40,
+      effects: 32,
+      duplicatedEffects: 5,
+      extraRows: 8,
+      rowsInDuplicatedEffects: 13,
+      extraRowShare: 8 / 40,
+      rowsPerDuplicatedEffect: { "2": 3, "3": 1, "4": 1 },
+    });
+  });
+
+  it("reports the groups read, those holding duplicates, rows without the group, the top groups", () => {
+    expect(report.groups).toEqual({
+      read: 12,
+      withDuplicates: 5,
+      rowsWithoutGroup: 2,
+      top: [
+        { group: "file-0.jpg", duplicatedEffects: 1, extraRows: 3 },
+        { group: "file-1.jpg", duplicatedEffects: 1, extraRows: 2 },
+        { group: "file-2.jpg", duplicatedEffects: 1, extraRows: 1 },
+        { group: "file-3.jpg", duplicatedEffects: 1, extraRows: 1 },
+        { group: null, duplicatedEffects: 1, extraRows: 1 },
+      ],
+    });
+    expect(report.examples.map((e) => [e.key, e.group, e.rows])).toEqual([
+      ["SEQ0", "file-0.jpg", 4],
+      ["SEQ1", "file-1.jpg", 3],
+      ["SEQ2", "file-2.jpg", 2],
+      ["SEQ3", "file-3.jpg", 2],
+      ["SEQ9", null, 2],
+    ]);
+  });
+});
+
+describe("auditTable: key types and composite primary keys", () => {
+  it("tells the number 1 from the string '1' and reports both key attributes", async () => {
+    const r = await auditTable({
+      client,
+      tableName: COMPOSITE,
+      keyAttribute: "n",
+      segments: 2,
+      pageLimit: 1,
+    });
+    expect(r).toMatchObject({ primaryKey: ["pk", "sk"], rowsRead: 4, effects: 3, duplicatedEffects: 1 });
+    expect(r.examples).toHaveLength(1);
+    expect(r.examples[0]).toMatchObject({ key: 1, rows: 2 });
+    expect(r.examples[0]!.primaryKeys).toEqual(
+      expect.arrayContaining([
+        { pk: "a", sk: "1" },
+        { pk: "b", sk: "1" },
+      ]),
+    );
+  });
+
+  it("throws the first failing segment's error", async () => {
+    const failing = {
+      send: (command: { input: { Segment?: number } }, options?: unknown) => {
+        if (command instanceof ScanCommand && command.input.Segment === 1)
+          return Promise.reject(new Error("segment 1 failed"));
+        return client.send(command as ScanCommand, options as never);
+      },
+    } as unknown as DynamoDBClient;
+    await expect(
+      auditTable({ client: failing, tableName: RECORDS, keyAttribute: "sequencer", segments: 3 }),
+    ).rejects.toThrow("segment 1 failed");
+  });
+
+  it("checks its options eagerly", async () => {
+    await expect(auditTable({ client, tableName: RECORDS, keyAttribute: "" })).rejects.toThrow(
+      /keyAttribute must be a non-empty string/,
+    );
+    await expect(
+      auditTable({ client, tableName: RECORDS, keyAttribute: "sequencer", segments: 0 }),
+    ).rejects.toThrow(/segments must be an integer from 1 to 1000/);
+  });
+});
+
+interface CliRun {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** `eonce audit table …` in this process, as src/cli/main.ts runs it (commander's errors exit 2). */
+async function eonce(...args: string[]): Promise<CliRun> {
+  const program = new Command("eonce").exitOverride();
+  registerAuditTable(registerAudit(program));
+  let stdout = "";
+  let stderr = "";
+  const out = vi.spyOn(process.stdout, "write").mockImplementation((chunk) => {
+    stdout += String(chunk);
+    return true;
+  });
+  const err = vi.spyOn(process.stderr, "write").mockImplementation((chunk) => {
+    stderr += String(chunk);
+    return true;
+  });
+  process.exitCode = undefined;
+  let code: number;
+  try {
+    await program.parseAsync(["node", "eonce", "audit", "table", ...args]);
+    code = Number(process.exitCode ?? 0);
+  } catch (e) {
+    if (!(e instanceof CommanderError)) throw e;
+    code = e.exitCode === 0 ? 0 : 2;
+  } finally {
+    out.mockRestore();
+    err.mockRestore();
+    process.exitCode = undefined;
+  }
+  return { code, stdout, stderr };
+}
+
+describe("eonce audit table", () => {
+  const endpoint = () => inject("dynamodbEndpoint");
+  beforeAll(() => {
+    vi.stubEnv("AWS_ACCESS_KEY_ID", "local");
+    vi.stubEnv("AWS_SECRET_ACCESS_KEY", "local");
+    vi.stubEnv("AWS_REGION", "us-east-1");
+    return () => vi.unstubAllEnvs();
+  });
+
+  it("orders (same order id, several charges): exit 1 and the JSON report", async () => {
+    const run = await eonce(
+      ORDERS,
+      "--key",
+      "orderId",
+      "--endpoint",
+      endpoint(),
+      "--json",
+      "--page-limit",
+      "7",
+    );
+    expect(run.code).toBe(1);
+    expect(run.stderr).toBe("");
+    const r = JSON.parse(run.stdout) as TableAuditReport;
+    expect(r).toMatchObject({
+      table: ORDERS,
+      scannedCount: 105,
+      rowsRead: 105,
+      rowsWithoutKey: 0,
+      effects: 100,
+      duplicatedEffects: 4,
+      extraRows: 5,
+      rowsInDuplicatedEffects: 9,
+      extraRowShare: 5 / 105,
+      duplicatedRowShare: 9 / 105,
+      segments: 4,
+    });
+    expect(r.examples.map((e) => [e.key, e.rows])).toEqual([
+      ["order-0040", 3],
+      ["order-0010", 2],
+      ["order-0020", 2],
+      ["order-0030", 2],
+    ]);
+    expect(r.examples[0]!.primaryKeys.map((k) => k.chargeId).sort()).toEqual([
+      "ch-40-0",
+      "ch-40-1",
+      "ch-40-2",
+    ]);
+  });
+
+  it("orders per customer: the human report", async () => {
+    const run = await eonce(ORDERS, "--key", "orderId", "--group-by", "customerId", "--endpoint", endpoint());
+    expect(run.code).toBe(1);
+    expect(run.stdout).toContain(
+      "effects (distinct orderId within a customerId): 100; held by more than one row: 4",
+    );
+    expect(run.stdout).toContain("extra rows (beyond the first of each effect): 5 = 4.76 % of rows read");
+    expect(run.stdout).toContain("groups (distinct customerId): 7; holding duplicates: 4");
+    expect(run.stdout).toMatch(
+      /\n {2}orderId "order-0040" customerId "c-5": 3 rows\n {4}chargeId="ch-40-\d", chargeId="ch-40-\d", chargeId="ch-40-\d"\n/,
+    );
+    expect(run.stdout).toContain("DUPLICATES: 4 effects have more than one row, 5 rows too many (exit 1)");
+  });
+
+  it("a table without duplicates: exit 0", async () => {
+    const run = await eonce(CLEAN, "--key", "sequencer", "--endpoint", endpoint(), "--segments", "2");
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain("no duplicates: every effect has one row (exit 0)");
+    expect(run.stdout).toContain("rows read (holding sequencer): 20; without sequencer: 0");
+  });
+
+  it("--progress draws on stderr even into a pipe; --json alone draws nothing", async () => {
+    const shown = await eonce(CLEAN, "--key", "sequencer", "--endpoint", endpoint(), "--json", "--progress");
+    expect(shown.code).toBe(0);
+    expect(shown.stderr).toMatch(/scan .* 20\/~20 rows \| segments 4\/4/);
+    expect(JSON.parse(shown.stdout)).toMatchObject({ duplicatedEffects: 0 });
+    const quiet = await eonce(CLEAN, "--key", "sequencer", "--endpoint", endpoint(), "--json");
+    expect(quiet.stderr).toBe("");
+  });
+
+  it.each([
+    ["no --key", [CLEAN], /required option '--key <attr>' not specified/],
+    [
+      "an empty --key",
+      [CLEAN, "--key", ""],
+      /--key <attr>' argument '' is invalid\. must be a non-empty string/,
+    ],
+    ["--segments 0", [CLEAN, "--key", "k", "--segments", "0"], /must be an integer from 1 to 1000, got 0/],
+    ["--examples -1", [CLEAN, "--key", "k", "--examples", "-1"], /must be a non-negative integer, got -1/],
+    ["an unknown flag", [CLEAN, "--key", "k", "--bogus"], /unknown option '--bogus'/],
+    ["an endpoint that is no URL", [CLEAN, "--key", "k", "--endpoint", "localhost"], /must be a URL/],
+    ["no table", ["--key", "k"], /missing required argument 'table'/],
+  ])("usage error (exit 2): %s", async (_, args, message) => {
+    const run = await eonce(...(args as string[]));
+    expect(run.code).toBe(2);
+    expect(run.stdout).toBe("");
+    expect(run.stderr).toMatch(message as RegExp);
+  });
+
+  it("a server that does not answer: exit 2", async () => {
+    const run = await eonce(CLEAN, "--key", "k", "--endpoint", "http://127.0.0.1:1");
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/^eonce audit table: cannot audit audit-clean-\w+: .*ECONNREFUSED/);
+  });
+
+  it("a table that does not exist: exit 2, one line naming the error", async () => {
+    const run = await eonce(`missing-${suffix}`, "--key", "k", "--endpoint", endpoint());
+    expect(run.code).toBe(2);
+    expect(run.stdout).toBe("");
+    expect(run.stderr).toMatch(
+      /^eonce audit table: cannot audit missing-\w+: ResourceNotFoundException: .*\n$/,
+    );
+  });
+});
