@@ -70,14 +70,18 @@ export function registerState(program: Command, io: StateIo = PROCESS_IO): Comma
 type Flags = Record<string, unknown>;
 type Body = (admin: StateAdmin, nowMs: number) => Promise<string>;
 
-/** A subcommand with the connection flags and `--json`; its action opens the store, runs `body` and closes it. */
+/**
+ * A subcommand with the connection flags; its action checks every option (`prepare`: the command's own, then the
+ * connection's) before it connects, then runs the body `prepare` returned, and closes the store.
+ */
 function subcommand(state: Command, io: StateIo, name: string, description: string) {
   const command = state.command(name).description(description).addHelpText("after", STATE_EXIT_CODES);
   const connection = addSchemaOptions(command, STATE_CONNECTION_OPTIONS, CONNECTION_FLAGS);
-  const act = async (flags: Flags, body: Body) => {
+  const act = async (flags: Flags, prepare: () => Body) => {
     const what = `eonce state ${name}`;
     let admin: StateAdmin | undefined;
     try {
+      const body = prepare();
       admin = await openAdmin(resolveConnection(what, connection(flags)));
       io.out(`${await body(admin, io.now())}\n`);
       io.exit(0);
@@ -106,11 +110,13 @@ function registerGet(state: Command, io: StateIo): void {
     .argument("<subject|key>", TARGET)
     .option("--json", "print the record as JSON")
     .action((text: string, flags: Flags) =>
-      act(flags, async (admin, nowMs) => {
+      act(flags, () => {
         const target = targetOf(text);
-        const view = await getState(admin, target, nowMs);
-        if (flags.json) return JSON.stringify({ ...view, subject: target.subject ?? null });
-        return formatRecord(view, target.subject);
+        return async (admin, nowMs) => {
+          const view = await getState(admin, target, nowMs);
+          if (flags.json) return JSON.stringify({ ...view, subject: target.subject ?? null });
+          return formatRecord(view, target.subject);
+        };
       }),
     );
 }
@@ -124,10 +130,12 @@ function registerList(state: Command, io: StateIo): void {
   );
   const listOptions = addSchemaOptions(command, STATE_LIST_OPTIONS, LIST_FLAGS);
   command.option("--json", "print the records as JSON").action((flags: Flags) =>
-    act(flags, async (admin, nowMs) => {
+    act(flags, () => {
       const options = resolveOptions("eonce state list", STATE_LIST_OPTIONS, listOptions(flags));
-      const views = await listStates(admin, options, nowMs);
-      return flags.json ? JSON.stringify({ count: views.length, records: views }) : formatTable(views);
+      return async (admin, nowMs) => {
+        const views = await listStates(admin, options, nowMs);
+        return flags.json ? JSON.stringify({ count: views.length, records: views }) : formatTable(views);
+      };
     }),
   );
 }
@@ -144,12 +152,14 @@ function registerRelease(state: Command, io: StateIo): void {
     .argument("<subject|key>", TARGET)
     .option("--json", "print the record after the release as JSON")
     .action((text: string, flags: Flags) =>
-      act(flags, async (admin, nowMs) => {
+      act(flags, () => {
         const { fence } = resolveOptions("eonce state release", STATE_RELEASE_OPTIONS, releaseOptions(flags));
         const target = targetOf(text);
-        const view = await releaseState(admin, target, fence, nowMs);
-        if (flags.json) return JSON.stringify({ released: true, record: view });
-        return `released ${target.key} at fence ${fence}: a redelivery can claim it now\n${formatRecord(view, target.subject)}`;
+        return async (admin, nowMs) => {
+          const view = await releaseState(admin, target, fence, nowMs);
+          if (flags.json) return JSON.stringify({ released: true, record: view });
+          return `released ${target.key} at fence ${fence}: a redelivery can claim it now\n${formatRecord(view, target.subject)}`;
+        };
       }),
     );
 }
@@ -166,16 +176,18 @@ function registerForget(state: Command, io: StateIo): void {
     .option("--yes", "delete it (without: say what would be deleted, and exit 2)")
     .option("--json", "print the deleted record as JSON")
     .action((text: string, flags: Flags) =>
-      act(flags, async (admin, nowMs) => {
+      act(flags, () => {
         const target = targetOf(text);
-        if (!flags.yes) {
-          const record = await admin.store.read(target.key);
-          const what = record ? describeHolder(viewOf(record, nowMs)) : "no record: nothing to delete";
-          throw new StateUsageError(`would delete ${target.key}, ${what}; add --yes to delete it`);
-        }
-        const view = await forgetState(admin, target, nowMs);
-        if (flags.json) return JSON.stringify({ forgotten: true, record: view });
-        return `forgot ${target.key} (was ${describeHolder(view)}): the next delivery runs again`;
+        return async (admin, nowMs) => {
+          if (!flags.yes) {
+            const record = await admin.store.read(target.key);
+            const what = record ? describeHolder(viewOf(record, nowMs)) : "no record: nothing to delete";
+            throw new StateUsageError(`would delete ${target.key}, ${what}; add --yes to delete it`);
+          }
+          const view = await forgetState(admin, target, nowMs);
+          if (flags.json) return JSON.stringify({ forgotten: true, record: view });
+          return `forgot ${target.key} (was ${describeHolder(view)}): the next delivery runs again`;
+        };
       }),
     );
 }
