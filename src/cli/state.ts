@@ -181,12 +181,14 @@ function registerForget(state: Command, io: StateIo): void {
         return async (admin, nowMs) => {
           if (!flags.yes) {
             const record = await admin.store.read(target.key);
-            const what = record ? describeHolder(viewOf(record, nowMs)) : "no record: nothing to delete";
-            throw new StateUsageError(`would delete ${target.key}, ${what}; add --yes to delete it`);
+            const what = record
+              ? `(${describeHolder(viewOf(record, nowMs))})`
+              : "(no record: nothing to delete)";
+            throw new StateUsageError(`would delete ${target.key} ${what}; add --yes to delete it`);
           }
           const view = await forgetState(admin, target, nowMs);
           if (flags.json) return JSON.stringify({ forgotten: true, record: view });
-          return `forgot ${target.key} (was ${describeHolder(view)}): the next delivery runs again`;
+          return `forgot ${target.key} (${describeHolder(view)}): the next delivery runs again`;
         };
       }),
     );

@@ -210,8 +210,9 @@ describe.each(KINDS)("eonce state: $name", (kind) => {
       throw new Error("handler failed");
     });
     expect(failed.status).toBe("failed");
+    // The live claim is the older one: the order puts the crashed holder first by its lease, not by its age.
+    liveFence = await claimAt(t.store, s.live, 7, 5 * MINUTE, 15 * MINUTE);
     await claimAt(t.store, s.crashed, 3, 2 * MINUTE, 30_000); // its lease ended 90 s ago
-    liveFence = await claimAt(t.store, s.live, 7, 0, 10 * MINUTE);
   });
   afterAll(async () => t?.close());
 
@@ -279,9 +280,10 @@ describe.each(KINDS)("eonce state: $name", (kind) => {
     expect(await keys("--status", "done")).toEqual([key(s.oldDone), key(s.done)]);
     expect(await keys("--status", "running")).toEqual([key(s.crashed), key(s.live)]);
     expect(await keys("--status", "released")).toEqual([key(s.released)]);
-    expect(await keys("--older-than", "90s")).toEqual([key(s.crashed), key(s.oldDone)]);
+    expect(await keys("--older-than", "90s")).toEqual([key(s.crashed), key(s.live), key(s.oldDone)]);
+    expect(await keys("--older-than", "3m")).toEqual([key(s.live), key(s.oldDone)]);
     expect(await keys("--older-than", "2h")).toEqual([key(s.oldDone)]);
-    expect(await keys("--older-than", "1m", "--status", "running")).toEqual([key(s.crashed)]);
+    expect(await keys("--older-than", "4m", "--status", "running")).toEqual([key(s.live)]);
     expect(await keys("--limit", "2")).toEqual([key(s.crashed), key(s.live)]);
   });
 
@@ -290,7 +292,9 @@ describe.each(KINDS)("eonce state: $name", (kind) => {
     const fence = await claimAt(t.store, subject, 5, 0, 10 * MINUTE);
     const moved = await state("release", subject, "--fence", String(fence - 1), "--json");
     expect(moved.code).toBe(1);
-    expect(moved.err).toContain(`refused: the fence moved: ${key(subject)} is running at fence ${fence}`);
+    expect(moved.err).toContain(
+      `refused: the fence moved: ${key(subject)} holds fence ${fence}: running, position ${p(5)}, lease 9m`,
+    );
     expect(json(moved)).toMatchObject({
       error: "refused",
       key: key(subject),
@@ -320,7 +324,9 @@ describe.each(KINDS)("eonce state: $name", (kind) => {
     const fence = await claimAt(t.store, subject, 4, 0, 10 * MINUTE);
     const r = await state("forget", subject, "--yes", "--json");
     expect(r.code).toBe(1);
-    expect(r.err).toContain(`a live lease holds ${key(subject)}: running at fence ${fence}`);
+    expect(r.err).toContain(
+      `a live lease holds ${key(subject)} (fence ${fence}: running, position ${p(4)}, lease`,
+    );
     expect(json(r)).toMatchObject({ error: "refused", state: { fence, lease: "live" } });
     expect(await t.store.read(key(subject))).toMatchObject({ status: "running", fence });
 
@@ -335,7 +341,9 @@ describe.each(KINDS)("eonce state: $name", (kind) => {
   it("forget: without --yes says what it would delete (exit 2) and deletes nothing", async () => {
     const r = await state("forget", s.released);
     expect(r.code).toBe(2);
-    expect(r.err).toMatch(/would delete o#photos\/released\.jpg, released at fence \d+ .*add --yes/);
+    expect(r.err).toMatch(
+      /would delete o#photos\/released\.jpg \(fence \d+: released, position 0+1\); add --yes/,
+    );
     expect((await t.store.read(key(s.released)))?.status).toBe("released");
     expect((await state("forget", "photos/none.jpg", "--yes")).code).toBe(1);
   });
@@ -348,7 +356,9 @@ describe.each(KINDS)("eonce state: $name", (kind) => {
     expect((await guard.run(event(subject, 2), handler)).status).toBe("duplicate");
     const r = await state("forget", subject, "--yes");
     expect(r.code, r.err).toBe(0);
-    expect(r.out).toContain(`forgot ${key(subject)} (was done at fence`);
+    expect(r.out).toMatch(
+      new RegExp(`^forgot ${key(subject)} \\(fence \\d+: done, position ${p(2)}\\): the next`),
+    );
     expect(await guard.run(event(subject, 2), handler)).toMatchObject({ status: "processed", result: 2 });
     expect(runs).toBe(2);
   });

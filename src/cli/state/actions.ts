@@ -58,7 +58,7 @@ export async function releaseState(
   const why =
     r.state.fence === fence
       ? `${target.key} at fence ${fence} is ${r.state.status}, not running: nothing to release`
-      : `the fence moved: ${target.key} is ${describeHolder(now)}, not fence ${fence}`;
+      : `the fence moved: ${target.key} holds ${describeHolder(now)} (not fence ${fence})`;
   throw new StateRefusedError(target.key, r.state, `refused: ${why}`);
 }
 
@@ -71,7 +71,7 @@ export async function forgetState(admin: StateAdmin, target: StateTarget, nowMs:
   throw new StateRefusedError(
     target.key,
     r.state,
-    `refused: a live lease holds ${target.key}: ${describeHolder(holder)}; wait for it to end, or release it ` +
+    `refused: a live lease holds ${target.key} (${describeHolder(holder)}); wait for it to end, or release it ` +
       `first (eonce state release ${target.subject ?? target.key} --fence ${r.state.fence})`,
   );
 }

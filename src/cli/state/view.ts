@@ -83,8 +83,8 @@ export function describeLease(v: StateView): string {
     : `expired ${formatDuration(v.leaseLeftMs)} ago`;
 }
 
-/** One line: `running at fence 123 (position …, lease 12.3 s left)`, for messages. */
+/** The record in a few words, for messages: `fence 123: running, position 0…07, lease 12.3 s left`. */
 export function describeHolder(v: StateView): string {
   const lease = v.status === "running" ? `, lease ${describeLease(v)}` : "";
-  return `${v.status} at fence ${v.fence} (position ${v.position || '""'}${lease})`;
+  return `fence ${v.fence}: ${v.status}, position ${v.position || '""'}${lease}`;
 }
