@@ -381,6 +381,10 @@ describe.each(KINDS)("eonce state: $name", (kind) => {
 
 describe("eonce state: usage and connection errors exit 2", () => {
   const sqlite = ["--store", "sqlite", "--file"];
+  const dir = mkdtempSync(join(tmpdir(), "eonce-cli-state-"));
+  const DB = join(dir, "state.db");
+  new SqliteStore({ filename: DB }).close();
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   it.each([
     ["an unknown store kind", ["list", "--store", "redis"], /argument 'redis' is invalid/],
@@ -395,6 +399,11 @@ describe("eonce state: usage and connection errors exit 2", () => {
       "a missing SQLite file",
       ["list", ...sqlite, join(tmpdir(), `none-${randomUUID()}.db`)],
       /no SQLite database/,
+    ],
+    [
+      "a SQLite file without the table",
+      ["list", "--store", "sqlite", "--file", DB, "--table", "nope"],
+      /no table "nope"/,
     ],
     ["a duration without a unit", ["list", ...sqlite, "x.db", "--older-than", "10"], /expected a duration/],
     ["a bad --limit", ["list", ...sqlite, "x.db", "--limit", "0"], /must be an integer from 1/],

@@ -5,6 +5,7 @@ import { DynamoDBStateAdmin } from "../../stores/dynamodb/admin.js";
 import { InlineStateAdmin } from "../../stores/dynamodb/inline-admin.js";
 import { PostgresStateAdmin } from "../../stores/postgres/admin.js";
 import { SqliteStateAdmin } from "../../stores/sqlite/admin.js";
+import { defaultDriver, openConnection } from "../../stores/sqlite/connection.js";
 import { StateUsageError } from "./errors.js";
 import type { ResolvedConnection } from "./options.js";
 
@@ -30,10 +31,25 @@ export async function openAdmin(o: ResolvedConnection): Promise<StateAdmin> {
       return openPostgres(o);
     case "sqlite": {
       const file = o.file as string; // resolveConnection requires it
-      // The store would create a missing file: an operator's typo must not make an empty database.
+      // The store would create a missing file or table: an operator's typo must not make an empty one.
       if (!existsSync(file)) throw new StateUsageError(`no SQLite database at ${file}`);
+      requireSqliteTable(file, o.table ?? DEFAULT_SQLITE_TABLE);
       return new SqliteStateAdmin({ filename: file, tableName: o.table });
     }
+  }
+}
+
+const DEFAULT_SQLITE_TABLE = "eonce_state";
+
+function requireSqliteTable(file: string, table: string): void {
+  const db = openConnection(file, defaultDriver());
+  try {
+    const found = db
+      .prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = @name")
+      .get({ name: table });
+    if (!found) throw new StateUsageError(`no table ${JSON.stringify(table)} in ${file}`);
+  } finally {
+    db.close();
   }
 }
 
