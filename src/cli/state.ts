@@ -87,7 +87,8 @@ function subcommand(state: Command, io: StateIo, name: string, description: stri
       io.exit(0);
     } catch (error) {
       io.err(`${what}: ${oneLine(error)}\n`);
-      if (flags.json && exitCodeOf(error) === 1) io.out(`${JSON.stringify(errorJson(error, io.now()))}\n`);
+      const nothingDone = error instanceof StateNotFoundError || error instanceof StateRefusedError;
+      if (flags.json && nothingDone) io.out(`${JSON.stringify(errorJson(error, io.now()))}\n`);
       io.exit(exitCodeOf(error));
     } finally {
       await admin?.close().catch(() => {});
@@ -97,11 +98,9 @@ function subcommand(state: Command, io: StateIo, name: string, description: stri
 }
 
 /** `--json`'s answer when nothing was done (exit 1): why, and what holds instead. */
-function errorJson(error: unknown, nowMs: number): Record<string, unknown> {
-  if (error instanceof StateRefusedError)
-    return { error: "refused", message: error.message, key: error.key, state: viewOf(error.state, nowMs) };
+function errorJson(error: StateNotFoundError | StateRefusedError, nowMs: number): Record<string, unknown> {
   if (error instanceof StateNotFoundError) return { error: "not-found", key: error.key };
-  return { error: "failed", message: oneLine(error) };
+  return { error: "refused", message: error.message, key: error.key, state: viewOf(error.state, nowMs) };
 }
 
 function registerGet(state: Command, io: StateIo): void {
