@@ -32,6 +32,7 @@ const INTEGRATION = [
   "test/bench.test.ts",
   // The fault simulator: tens of thousands of histories, exhaustive small cases, 500 on DynamoDB Local.
   "test/chaos/**/*.test.ts",
+  "test/cli/state.test.ts",
   "test/consumer.test.ts",
   "test/demo.test.ts",
   "test/demo-cli.test.ts",

@@ -7,6 +7,7 @@ import { registerChaos } from "./chaos.js";
 import { registerDemo } from "./demo.js";
 import { registerInspect } from "./inspect.js";
 import { registerRun } from "./run.js";
+import { registerState } from "./state.js";
 
 // src/cli/main.ts and dist/cli/main.js are both two levels below package.json.
 const { version } = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as {
@@ -29,6 +30,7 @@ registerDemo(program);
 registerRun(program);
 registerChaos(program);
 registerAuditTable(registerAudit(program));
+registerState(program);
 
 try {
   await program.parseAsync(process.argv);

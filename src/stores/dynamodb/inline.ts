@@ -39,7 +39,8 @@ import { DYNAMODB_TABLE_FIELDS } from "./options.js";
  */
 export const INLINE_RESERVED_PREFIX = "eo_";
 
-const NAMES = {
+/** Placeholders → the reserved attribute names; the admin (inline-admin.ts) uses them too. */
+export const NAMES = {
   "#st": "eo_st",
   "#pos": "eo_pos",
   "#eid": "eo_eid",
@@ -442,11 +443,11 @@ function defaultRowKey(stateKey: string): string {
   return stateKey.startsWith("o#") ? stateKey.slice(2) : stateKey;
 }
 
-function hasState(item: Item | undefined): item is Item {
+export function hasState(item: Item | undefined): item is Item {
   return item !== undefined && item[NAMES["#fence"]]?.N !== undefined;
 }
 
-function toInlineRecord(key: string, item: Item): StateRecord {
+export function toInlineRecord(key: string, item: Item): StateRecord {
   return dx.recordFrom(item, key, NAMES);
 }
 

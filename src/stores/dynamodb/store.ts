@@ -37,7 +37,8 @@ export interface DynamoDBStoreOptions {
 
 const DYNAMODB_STORE_OPTIONS = schemaFor<DynamoDBStoreOptions>()(DYNAMODB_TABLE_FIELDS);
 
-const NAMES = {
+/** Placeholders → the state table's attribute names (schema-names.ts); the admin (admin.ts) uses them too. */
+export const NAMES = {
   "#pk": STATE_KEY_ATTRIBUTE,
   "#st": "status",
   "#pos": "pos",

@@ -70,10 +70,12 @@ export class SqliteStore implements Store.StateStore {
   readonly #db: SqliteConnection;
   readonly #sql: Statements;
   readonly #q: StateSql;
+  readonly #table: string;
 
   constructor(options: SqliteStoreOptions) {
     const o = resolveOptions("SqliteStore", SQLITE_STORE_OPTIONS, options);
     this.maxResultBytes = o.maxResultBytes;
+    this.#table = o.tableName;
     try {
       this.#db = openConnection(o.filename, o.driver ?? defaultDriver());
       // The busy timeout first: switching to WAL and creating the table may wait for another connection.
@@ -88,6 +90,11 @@ export class SqliteStore implements Store.StateStore {
     this.#sql = new Statements(this.#db);
     this.#q = stateSql(o.tableName);
     STATEMENTS.set(this, this.#sql);
+  }
+
+  /** The state table's name (unquoted). */
+  get tableName(): string {
+    return this.#table;
   }
 
   async claim(req: ClaimRequest): Promise<Store.ClaimResult> {

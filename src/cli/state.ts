@@ -1,0 +1,194 @@
+import type { Command } from "commander";
+import { resolveOptions } from "../core/options.js";
+import type { StateAdmin } from "../core/state-admin.js";
+import { exitSoon, oneLine } from "./errors.js";
+import { addSchemaOptions } from "./options.js";
+import { forgetState, getState, listStates, releaseState, targetOf } from "./state/actions.js";
+import { openAdmin } from "./state/connect.js";
+import {
+  exitCodeOf,
+  type StateExitCode,
+  StateNotFoundError,
+  StateRefusedError,
+  StateUsageError,
+} from "./state/errors.js";
+import { formatRecord, formatTable } from "./state/format.js";
+import {
+  CONNECTION_FLAGS,
+  LIST_FLAGS,
+  resolveConnection,
+  STATE_CONNECTION_OPTIONS,
+  STATE_LIST_OPTIONS,
+  STATE_RELEASE_OPTIONS,
+} from "./state/options.js";
+import { describeHolder, viewOf } from "./state/view.js";
+
+/** Where `eonce state` writes, how it exits, and its clock: the process's, or a test's. */
+export interface StateIo {
+  out(text: string): void;
+  err(text: string): void;
+  exit(code: StateExitCode): void;
+  now(): number;
+}
+
+const PROCESS_IO: StateIo = {
+  out: (text) => process.stdout.write(text),
+  err: (text) => process.stderr.write(text),
+  exit: (code) => {
+    process.exitCode = code;
+    // A connection a driver failed to close must not keep a failed command running.
+    if (code !== 0) exitSoon();
+  },
+  now: () => Date.now(),
+};
+
+export const STATE_EXIT_CODES = `
+Exit codes:
+  0  done
+  1  not found, or refused (the fence moved; a live lease holds the record)
+  2  usage or connection error`;
+
+const TARGET = "a subject (its ordered state key o#<subject> is used) or a state key (o#… or u#…)";
+
+/**
+ * `eonce state`: an operator's view of the guard's state in any shipped store (docs/cli-state.md). `get` decodes a
+ * record, `list` shows held or stuck subjects first, `release` is the store's conditional release, `forget` a
+ * conditional delete that refuses while a live lease holds the record.
+ */
+export function registerState(program: Command, io: StateIo = PROCESS_IO): Command {
+  const state = program
+    .command("state")
+    .description("find a subject's guard state, see why it is held, release or forget it")
+    .addHelpText("after", STATE_EXIT_CODES);
+  registerGet(state, io);
+  registerList(state, io);
+  registerRelease(state, io);
+  registerForget(state, io);
+  return state;
+}
+
+type Flags = Record<string, unknown>;
+type Body = (admin: StateAdmin, nowMs: number) => Promise<string>;
+
+/**
+ * A subcommand with the connection flags; its action checks every option (`prepare`: the command's own, then the
+ * connection's) before it connects, then runs the body `prepare` returned, and closes the store.
+ */
+function subcommand(state: Command, io: StateIo, name: string, description: string) {
+  const command = state.command(name).description(description).addHelpText("after", STATE_EXIT_CODES);
+  const connection = addSchemaOptions(command, STATE_CONNECTION_OPTIONS, CONNECTION_FLAGS);
+  const act = async (flags: Flags, prepare: () => Body) => {
+    const what = `eonce state ${name}`;
+    let admin: StateAdmin | undefined;
+    try {
+      const body = prepare();
+      admin = await openAdmin(resolveConnection(what, connection(flags)));
+      io.out(`${await body(admin, io.now())}\n`);
+      io.exit(0);
+    } catch (error) {
+      io.err(`${what}: ${oneLine(error)}\n`);
+      const nothingDone = error instanceof StateNotFoundError || error instanceof StateRefusedError;
+      if (flags.json && nothingDone) io.out(`${JSON.stringify(errorJson(error, io.now()))}\n`);
+      io.exit(exitCodeOf(error));
+    } finally {
+      await admin?.close().catch(() => {});
+    }
+  };
+  return { command, act };
+}
+
+/** `--json`'s answer when nothing was done (exit 1): why, and what holds instead. */
+function errorJson(error: StateNotFoundError | StateRefusedError, nowMs: number): Record<string, unknown> {
+  if (error instanceof StateNotFoundError) return { error: "not-found", key: error.key };
+  return { error: "refused", message: error.message, key: error.key, state: viewOf(error.state, nowMs) };
+}
+
+function registerGet(state: Command, io: StateIo): void {
+  const { command, act } = subcommand(state, io, "get", "print the state record of a subject or state key");
+  command
+    .argument("<subject|key>", TARGET)
+    .option("--json", "print the record as JSON")
+    .action((text: string, flags: Flags) =>
+      act(flags, () => {
+        const target = targetOf(text);
+        return async (admin, nowMs) => {
+          const view = await getState(admin, target, nowMs);
+          if (flags.json) return JSON.stringify({ ...view, subject: target.subject ?? null });
+          return formatRecord(view, target.subject);
+        };
+      }),
+    );
+}
+
+function registerList(state: Command, io: StateIo): void {
+  const { command, act } = subcommand(
+    state,
+    io,
+    "list",
+    "list state records, held or stuck first: running with an expired lease, running, released, done",
+  );
+  const listOptions = addSchemaOptions(command, STATE_LIST_OPTIONS, LIST_FLAGS);
+  command.option("--json", "print the records as JSON").action((flags: Flags) =>
+    act(flags, () => {
+      const options = resolveOptions("eonce state list", STATE_LIST_OPTIONS, listOptions(flags));
+      return async (admin, nowMs) => {
+        const views = await listStates(admin, options, nowMs);
+        return flags.json ? JSON.stringify({ count: views.length, records: views }) : formatTable(views);
+      };
+    }),
+  );
+}
+
+function registerRelease(state: Command, io: StateIo): void {
+  const { command, act } = subcommand(
+    state,
+    io,
+    "release",
+    "release a running claim, only while it still holds --fence (the store's conditional release)",
+  );
+  const releaseOptions = addSchemaOptions(command, STATE_RELEASE_OPTIONS);
+  command
+    .argument("<subject|key>", TARGET)
+    .option("--json", "print the record after the release as JSON")
+    .action((text: string, flags: Flags) =>
+      act(flags, () => {
+        const { fence } = resolveOptions("eonce state release", STATE_RELEASE_OPTIONS, releaseOptions(flags));
+        const target = targetOf(text);
+        return async (admin, nowMs) => {
+          const view = await releaseState(admin, target, fence, nowMs);
+          if (flags.json) return JSON.stringify({ released: true, record: view });
+          return `released ${target.key} at fence ${fence}: a redelivery can claim it now\n${formatRecord(view, target.subject)}`;
+        };
+      }),
+    );
+}
+
+function registerForget(state: Command, io: StateIo): void {
+  const { command, act } = subcommand(
+    state,
+    io,
+    "forget",
+    "delete a record so that the next delivery runs again (refused while a live lease holds it)",
+  );
+  command
+    .argument("<subject|key>", TARGET)
+    .option("--yes", "delete it (without: say what would be deleted, and exit 2)")
+    .option("--json", "print the deleted record as JSON")
+    .action((text: string, flags: Flags) =>
+      act(flags, () => {
+        const target = targetOf(text);
+        return async (admin, nowMs) => {
+          if (!flags.yes) {
+            const record = await admin.store.read(target.key);
+            const what = record
+              ? `(${describeHolder(viewOf(record, nowMs))})`
+              : "(no record: nothing to delete)";
+            throw new StateUsageError(`would delete ${target.key} ${what}; add --yes to delete it`);
+          }
+          const view = await forgetState(admin, target, nowMs);
+          if (flags.json) return JSON.stringify({ forgotten: true, record: view });
+          return `forgot ${target.key} (${describeHolder(view)}): the next delivery runs again`;
+        };
+      }),
+    );
+}

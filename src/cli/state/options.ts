@@ -1,0 +1,138 @@
+import { InvalidArgumentError } from "commander";
+import {
+  integer,
+  oneOf,
+  optionsRule,
+  type Resolved,
+  required,
+  resolveOptions,
+  schemaFor,
+  string,
+} from "../../core/options.js";
+import type { StateStatus } from "../../core/state.js";
+import type { FlagSpec } from "../options.js";
+
+/** The store kinds `eonce state` connects to: every shipped store but the in-process memory store. */
+export const STATE_STORE_KINDS = ["dynamodb", "dynamodb-inline", "postgres", "sqlite"] as const;
+export type StateStoreKind = (typeof STATE_STORE_KINDS)[number];
+
+/** Where the state is: the store kind and how to reach it. Each kind takes only its own options. */
+export interface StateConnectionOptions {
+  /** Default `dynamodb`. */
+  store?: StateStoreKind;
+  /** DynamoDB: the state table (required); inline: the user's table (required); SQL: default `eonce_state`. */
+  table?: string;
+  /** DynamoDB endpoint (DynamoDB Local); default the SDK's configuration. */
+  endpoint?: string;
+  /** AWS region; default the SDK's configuration (AWS_REGION, the profile). */
+  region?: string;
+  /** Inline state: the table's hash key attribute. Default `pk`. */
+  keyAttribute?: string;
+  /** PostgreSQL connection string; default node-postgres's PG* environment variables. */
+  databaseUrl?: string;
+  /** PostgreSQL schema. Default `public`. */
+  schema?: string;
+  /** The SQLite database file (it must exist). */
+  file?: string;
+}
+
+export const STATE_CONNECTION_OPTIONS = schemaFor<StateConnectionOptions>()({
+  store: oneOf(STATE_STORE_KINDS, { default: "dynamodb", doc: "the state store's kind" }),
+  table: string({
+    doc: "state table (DynamoDB: required; dynamodb-inline: your table; SQL: default eonce_state)",
+  }),
+  endpoint: string({
+    pattern: /^https?:\/\/\S+$/,
+    expected: "an http(s) URL",
+    doc: "DynamoDB endpoint, e.g. DynamoDB Local (default: the AWS SDK's configuration)",
+  }),
+  region: string({ doc: "AWS region (default: the AWS SDK's configuration)" }),
+  keyAttribute: string({ doc: "dynamodb-inline: the table's hash key attribute (default pk)" }),
+  databaseUrl: string({
+    doc: "PostgreSQL connection string (default: the PG* environment variables)",
+  }),
+  schema: string({ doc: "PostgreSQL schema (default public)" }),
+  file: string({ doc: "SQLite database file" }),
+});
+
+export const CONNECTION_FLAGS: { [K in keyof typeof STATE_CONNECTION_OPTIONS]?: FlagSpec } = {
+  store: { value: "<kind>" },
+  endpoint: { value: "<url>" },
+  databaseUrl: { value: "<url>" },
+  keyAttribute: { value: "<name>" },
+  file: { value: "<path>" },
+};
+
+export type ResolvedConnection = Resolved<typeof STATE_CONNECTION_OPTIONS>;
+
+/** Which options each kind takes, besides `store` and `table`. */
+const OWN: Record<StateStoreKind, readonly (keyof StateConnectionOptions)[]> = {
+  dynamodb: ["endpoint", "region"],
+  "dynamodb-inline": ["endpoint", "region", "keyAttribute"],
+  postgres: ["databaseUrl", "schema"],
+  sqlite: ["file"],
+};
+
+const FLAG: Record<string, string> = {
+  endpoint: "--endpoint",
+  region: "--region",
+  keyAttribute: "--key-attribute",
+  databaseUrl: "--database-url",
+  schema: "--schema",
+  file: "--file",
+};
+
+/** Eager checks: values, then the rules that relate them (an option of another kind is a mistake, not ignored). */
+export function resolveConnection(what: string, options: StateConnectionOptions): ResolvedConnection {
+  const o = resolveOptions(what, STATE_CONNECTION_OPTIONS, options);
+  for (const [key, flag] of Object.entries(FLAG)) {
+    const given = o[key as keyof ResolvedConnection] !== undefined;
+    optionsRule(
+      what,
+      !given || OWN[o.store].includes(key as keyof StateConnectionOptions),
+      `${flag} is not for --store ${o.store}`,
+    );
+  }
+  if (o.store === "dynamodb" || o.store === "dynamodb-inline")
+    optionsRule(what, o.table !== undefined, `--store ${o.store} needs --table <name>`);
+  if (o.store === "sqlite") optionsRule(what, o.file !== undefined, "--store sqlite needs --file <path>");
+  return o;
+}
+
+export interface StateListOptions {
+  status?: StateStatus;
+  olderThanMs?: number;
+  /** Default 50. */
+  limit?: number;
+}
+
+export const STATE_LIST_OPTIONS = schemaFor<StateListOptions>()({
+  status: oneOf(["running", "released", "done"], { doc: "only records of this status" }),
+  olderThanMs: integer({
+    min: 0,
+    doc: "only records whose last claim is older than this (90s, 10m, 2h, 1d)",
+  }),
+  limit: integer({ min: 1, max: 100_000, default: 50, doc: "at most n records" }),
+});
+
+export const LIST_FLAGS: { [K in keyof typeof STATE_LIST_OPTIONS]?: FlagSpec } = {
+  status: { value: "<status>" },
+  olderThanMs: { name: "older-than", value: "<duration>", parse: parseDuration },
+};
+
+export interface StateReleaseOptions {
+  fence: number;
+}
+
+export const STATE_RELEASE_OPTIONS = schemaFor<StateReleaseOptions>()({
+  fence: required(integer({ min: 0, doc: "the fence the record must still hold (from eonce state get)" })),
+});
+
+const UNITS_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** `90s`, `10m`, `2h`, `1.5h`, `500ms`, `1d` → milliseconds. A bare number is refused: its unit would be a guess. */
+export function parseDuration(text: string): number {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/.exec(text.trim());
+  if (!m) throw new InvalidArgumentError("expected a duration like 90s, 10m, 2h (units ms, s, m, h, d)");
+  return Math.round(Number(m[1]) * (UNITS_MS[m[2] as string] as number));
+}

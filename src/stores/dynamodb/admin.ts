@@ -1,0 +1,66 @@
+import {
+  ConditionalCheckFailedException,
+  DeleteItemCommand,
+  type DynamoDBClient,
+} from "@aws-sdk/client-dynamodb";
+import type { StateRecord } from "../../core/state.js";
+import type { ForgetResult, StateAdmin, StateQuery } from "../../core/state-admin.js";
+import { storeError } from "./expressions.js";
+import { FORGET_CONDITION, forgetValues, scanState } from "./scan-state.js";
+import { STATE_KEY_ATTRIBUTE } from "./schema-names.js";
+import { DynamoDBStore, type DynamoDBStoreOptions, NAMES, toRecord } from "./store.js";
+
+/**
+ * The operator's view of a DynamoDB state table (src/core/state-admin.ts): `list` scans it, `forget` is one
+ * conditional DeleteItem. Built from the store's own options; `close` destroys the client.
+ */
+export class DynamoDBStateAdmin implements StateAdmin {
+  readonly engine = "dynamodb";
+  readonly store: DynamoDBStore;
+  readonly #client: DynamoDBClient;
+
+  constructor(options: DynamoDBStoreOptions) {
+    this.store = new DynamoDBStore(options);
+    this.#client = options.client;
+  }
+
+  async list(query: StateQuery): Promise<StateRecord[]> {
+    try {
+      return await scanState(
+        { client: this.#client, table: this.store.tableName, names: NAMES, toRecord },
+        query,
+      );
+    } catch (error) {
+      throw storeError("DynamoDB", "list", this.store.tableName, error);
+    }
+  }
+
+  async forget(key: string, nowMs: number): Promise<ForgetResult> {
+    try {
+      const out = await this.#client.send(
+        new DeleteItemCommand({
+          TableName: this.store.tableName,
+          Key: { [STATE_KEY_ATTRIBUTE]: { S: key } },
+          ConditionExpression: FORGET_CONDITION,
+          ExpressionAttributeNames: {
+            "#fence": NAMES["#fence"],
+            "#st": NAMES["#st"],
+            "#lease": NAMES["#lease"],
+          },
+          ExpressionAttributeValues: forgetValues(nowMs),
+          ReturnValues: "ALL_OLD",
+          ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+        }),
+      );
+      return { forgotten: true, state: toRecord(out.Attributes ?? {}) };
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException)
+        return { forgotten: false, ...(error.Item ? { state: toRecord(error.Item) } : {}) };
+      throw storeError("DynamoDB", "forget", key, error);
+    }
+  }
+
+  async close(): Promise<void> {
+    this.#client.destroy();
+  }
+}

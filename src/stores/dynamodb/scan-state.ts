@@ -1,0 +1,61 @@
+import { type DynamoDBClient, ScanCommand } from "@aws-sdk/client-dynamodb";
+import type { StateRecord } from "../../core/state.js";
+import { compareForAdmin, fenceAt, type StateQuery } from "../../core/state-admin.js";
+import { type Item, N, S } from "./expressions.js";
+
+export interface StateScan {
+  client: DynamoDBClient;
+  table: string;
+  /** Placeholders → attribute names: the state attributes (`#st`, `#fence`, …) and the key. */
+  names: Record<string, string>;
+  /** An item as a record; undefined for an item without state (a user's row never claimed). */
+  toRecord(item: Item): StateRecord | undefined;
+}
+
+/**
+ * The records of a DynamoDB table that match `query`, in the admin order. A table has no index that orders state
+ * by status or age, so this scans every page (strongly consistent, filtered by status and fence on the server),
+ * then sorts and limits here. The stored result is not read.
+ */
+export async function scanState(scan: StateScan, query: StateQuery): Promise<StateRecord[]> {
+  const { "#res": _result, ...names } = scan.names;
+  const values: Item = {};
+  const filter = ["attribute_exists(#fence)"];
+  if (query.status !== undefined) {
+    filter.push("#st = :st");
+    values[":st"] = S(query.status);
+  }
+  if (query.claimedBeforeMs !== undefined) {
+    filter.push("#fence < :before");
+    values[":before"] = N(fenceAt(query.claimedBeforeMs));
+  }
+  const records: StateRecord[] = [];
+  let start: Item | undefined;
+  do {
+    const page = await scan.client.send(
+      new ScanCommand({
+        TableName: scan.table,
+        ConsistentRead: true,
+        ProjectionExpression: Object.keys(names).join(", "),
+        FilterExpression: filter.join(" AND "),
+        ExpressionAttributeNames: names,
+        ...(Object.keys(values).length > 0 ? { ExpressionAttributeValues: values } : {}),
+        ExclusiveStartKey: start,
+      }),
+    );
+    for (const item of page.Items ?? []) {
+      const record = scan.toRecord(item);
+      if (record) records.push(record);
+    }
+    start = page.LastEvaluatedKey;
+  } while (start);
+  return records.sort((a, b) => compareForAdmin(a, b, query.nowMs)).slice(0, query.limit);
+}
+
+/** The condition of `forget`: state is there, and no live lease holds it (`:running`, `:now`). */
+export const FORGET_CONDITION =
+  "attribute_exists(#fence) AND (#st <> :running OR attribute_not_exists(#lease) OR #lease <= :now)";
+
+export function forgetValues(nowMs: number): Item {
+  return { ":running": S("running"), ":now": N(nowMs) };
+}

@@ -1,0 +1,467 @@
+import { execFile } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { GetItemCommand } from "@aws-sdk/client-dynamodb";
+import { Command, CommanderError } from "commander";
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
+import { registerState } from "../../src/cli/state.js";
+import { createGuard, type Guard } from "../../src/core/guard.js";
+import { positionFromNumber } from "../../src/core/position.js";
+import type { StateStore } from "../../src/core/store.js";
+import { InlineDynamoDBStore } from "../../src/stores/dynamodb/inline.js";
+import { createStateTable, createTableIfMissing } from "../../src/stores/dynamodb/schema.js";
+import { DynamoDBStore } from "../../src/stores/dynamodb/store.js";
+import { migrate } from "../../src/stores/postgres/schema.js";
+import { PostgresStore } from "../../src/stores/postgres/store.js";
+import { SqliteStore } from "../../src/stores/sqlite/store.js";
+import { localDynamoDB } from "../kit/dynamodb.js";
+import { POSTGRES_URL, testDatabase } from "../kit/postgres.js";
+
+/*
+ * `eonce state` on every store kind it connects to, through the commander program in-process (one spawned smoke test
+ * at the end). State is made by the real guard and store; the command connects on its own, as an operator would.
+ */
+
+interface Target {
+  store: StateStore;
+  /** The connection flags of `eonce state` for this store. */
+  flags: string[];
+  /** The user's attributes of a row (inline state only: forget must leave them). */
+  userRow?(row: string): Promise<Record<string, unknown> | undefined>;
+  close(): Promise<void>;
+}
+
+const REGION = ["--region", "us-east-1"];
+
+const KINDS: { name: string; make(): Promise<Target> }[] = [
+  {
+    name: "dynamodb",
+    async make() {
+      const client = localDynamoDB();
+      const tableName = `cli-state-${randomUUID().slice(0, 8)}`;
+      await createStateTable(client, { tableName });
+      return {
+        store: new DynamoDBStore({ client, tableName }),
+        flags: ["--table", tableName, "--endpoint", inject("dynamodbEndpoint"), ...REGION],
+        close: async () => client.destroy(),
+      };
+    },
+  },
+  {
+    name: "dynamodb-inline",
+    async make() {
+      const client = localDynamoDB();
+      const tableName = `cli-inline-${randomUUID().slice(0, 8)}`;
+      await createTableIfMissing(client, tableName, "pk");
+      return {
+        store: new InlineDynamoDBStore({ client, tableName }),
+        flags: [
+          "--store",
+          "dynamodb-inline",
+          "--table",
+          tableName,
+          "--endpoint",
+          inject("dynamodbEndpoint"),
+          ...REGION,
+        ],
+        userRow: async (row) => {
+          const out = await client.send(
+            new GetItemCommand({ TableName: tableName, Key: { pk: { S: row } }, ConsistentRead: true }),
+          );
+          return out.Item;
+        },
+        close: async () => client.destroy(),
+      };
+    },
+  },
+  {
+    name: "postgres",
+    async make() {
+      const db = await testDatabase("cli_state");
+      await migrate(db.pool, { schema: db.schema, table: "state" });
+      return {
+        store: new PostgresStore({ pool: db.pool, schema: db.schema, table: "state" }),
+        flags: [
+          "--store",
+          "postgres",
+          "--database-url",
+          POSTGRES_URL,
+          "--schema",
+          db.schema,
+          "--table",
+          "state",
+        ],
+        close: () => db.close(),
+      };
+    },
+  },
+  {
+    name: "sqlite",
+    async make() {
+      const dir = mkdtempSync(join(tmpdir(), "eonce-cli-state-"));
+      const filename = join(dir, "state.db");
+      const store = new SqliteStore({ filename, synchronous: "normal" });
+      return {
+        store,
+        flags: ["--store", "sqlite", "--file", filename],
+        close: async () => {
+          store.close();
+          rmSync(dir, { recursive: true, force: true });
+        },
+      };
+    },
+  },
+];
+
+interface CliResult {
+  code: number;
+  out: string;
+  err: string;
+}
+
+/** `eonce state …` in-process: commander's own errors (usage) exit 2, as in src/cli/main.ts. */
+async function cli(args: string[]): Promise<CliResult> {
+  const r: CliResult = { code: -1, out: "", err: "" };
+  const out = (s: string) => {
+    r.out += s;
+  };
+  const err = (s: string) => {
+    r.err += s;
+  };
+  const program = new Command("eonce").exitOverride().configureOutput({ writeOut: out, writeErr: err });
+  registerState(program, {
+    out,
+    err,
+    exit: (code) => {
+      r.code = code;
+    },
+    now: () => Date.now(),
+  });
+  try {
+    await program.parseAsync(["state", ...args], { from: "user" });
+  } catch (error) {
+    if (!(error instanceof CommanderError)) throw error;
+    r.code = error.exitCode === 0 ? 0 : 2;
+  }
+  return r;
+}
+
+const json = (r: CliResult) => JSON.parse(r.out) as Record<string, unknown> & { records: { key: string }[] };
+const p = positionFromNumber;
+const MINUTE = 60_000;
+
+/** A claim as a crashed (or a live) holder left it, taken `agoMs` ago with a lease of `leaseMs` from then. */
+async function claimAt(store: StateStore, subject: string, pos: number, agoMs: number, leaseMs: number) {
+  const nowMs = Date.now() - agoMs;
+  const fence = nowMs * 1000;
+  const r = await store.claim({
+    key: `o#${subject}`,
+    position: p(pos),
+    identity: `${p(pos)}:created`,
+    nowMs,
+    leaseUntilMs: nowMs + leaseMs,
+    expiresAtSeconds: Math.ceil(Date.now() / 1000) + 3600,
+    supersede: false,
+    fence,
+    token: `token-${pos}`,
+    leaseGraceMs: 0,
+  });
+  expect(r.claimed).toBe(true);
+  return fence;
+}
+
+const event = (subject: string, pos = 1) => ({ subject, identity: `${p(pos)}:created`, position: p(pos) });
+
+beforeAll(() => {
+  // The command takes the AWS SDK's standard configuration; DynamoDB Local accepts any key pair.
+  vi.stubEnv("AWS_ACCESS_KEY_ID", "local");
+  vi.stubEnv("AWS_SECRET_ACCESS_KEY", "local");
+});
+afterAll(() => {
+  vi.unstubAllEnvs();
+});
+
+describe.each(KINDS)("eonce state: $name", (kind) => {
+  let t: Target;
+  let guard: Guard;
+  const s = {
+    crashed: "photos/crashed.jpg",
+    live: "photos/live.jpg",
+    released: "photos/released.jpg",
+    done: "photos/done.jpg",
+    oldDone: "photos/old-done.jpg",
+  };
+  const key = (subject: string) => `o#${subject}`;
+  const state = (...args: string[]) => cli([...args, ...t.flags]);
+  let liveFence = 0;
+
+  beforeAll(async () => {
+    t = await kind.make();
+    guard = createGuard({ store: t.store, leaseMs: 5000 });
+    // Three hours ago, committed in one request (apply): the oldest record.
+    const oldMs = Date.now() - 180 * MINUTE;
+    const old = createGuard({ store: t.store, leaseMs: 5000, now: () => oldMs });
+    expect((await old.apply(event(s.oldDone), () => "old")).status).toBe("processed");
+    expect((await guard.run(event(s.done), async () => ({ n: 1 }))).status).toBe("processed");
+    const failed = await guard.run(event(s.released), async () => {
+      throw new Error("handler failed");
+    });
+    expect(failed.status).toBe("failed");
+    // The live claim is the older one: the order puts the crashed holder first by its lease, not by its age.
+    liveFence = await claimAt(t.store, s.live, 7, 5 * MINUTE, 15 * MINUTE);
+    await claimAt(t.store, s.crashed, 3, 2 * MINUTE, 30_000); // its lease ended 90 s ago
+  });
+  afterAll(async () => t?.close());
+
+  it("get: decodes a done record by subject, and the same by its state key", async () => {
+    const stored = await t.store.read(key(s.done));
+    const r = await state("get", s.done);
+    expect(r.code, r.err).toBe(0);
+    expect(r.out).toMatch(new RegExp(`^key +${key(s.done)}$`, "m"));
+    expect(r.out).toMatch(/^status +done$/m);
+    expect(r.out).toMatch(new RegExp(`^result +${Buffer.byteLength(stored?.result ?? "")} bytes$`, "m"));
+    expect(r.out).toMatch(/^lease +none$/m);
+    const byKey = json(await state("get", key(s.done), "--json"));
+    expect(byKey).toMatchObject({
+      key: key(s.done),
+      subject: null,
+      status: "done",
+      position: p(1),
+      fence: stored?.fence,
+      committedPosition: p(1),
+      committedIdentity: `${p(1)}:created`,
+      resultBytes: Buffer.byteLength(stored?.result ?? ""),
+      attempts: 0,
+      lease: "none",
+      token: stored?.token,
+    });
+    expect(byKey.expiresAt).toBe(new Date((stored?.expiresAtSeconds ?? 0) * 1000).toISOString());
+    expect(byKey.expiresInMs).toBeGreaterThan(6 * 24 * 60 * MINUTE); // the guard's default: 7 days
+    expect(byKey.ageMs).toBeGreaterThanOrEqual(0);
+    expect(byKey.ageMs).toBeLessThan(10 * MINUTE);
+  });
+
+  it("get: says whether a running claim's lease holds, and how long is left or since it ended", async () => {
+    const crashed = json(await state("get", s.crashed, "--json"));
+    expect(crashed).toMatchObject({ status: "running", lease: "expired", attempts: 1, subject: s.crashed });
+    expect(crashed.leaseLeftMs).toBeLessThan(-80_000);
+    const live = json(await state("get", s.live, "--json"));
+    expect(live).toMatchObject({ status: "running", lease: "live", fence: liveFence, token: "token-7" });
+    expect(live.leaseLeftMs).toBeGreaterThan(8 * MINUTE);
+    expect((await state("get", s.crashed)).out).toMatch(/^lease +expired 1m \d\ds ago/m);
+  });
+
+  it("get: a subject without state exits 1, and --json says not-found", async () => {
+    const r = await state("get", "photos/none.jpg", "--json");
+    expect(r.code).toBe(1);
+    expect(r.err).toContain("no state for o#photos/none.jpg");
+    expect(json(r)).toEqual({ error: "not-found", key: "o#photos/none.jpg" });
+  });
+
+  it("list: held or stuck first (expired lease, running, released, done), oldest claim first within each", async () => {
+    const r = await state("list", "--json");
+    expect(r.code, r.err).toBe(0);
+    expect(json(r).records.map((v) => v.key)).toEqual(
+      [s.crashed, s.live, s.released, s.oldDone, s.done].map(key),
+    );
+    const table = (await state("list")).out.split("\n");
+    expect(table[0]).toMatch(/^STATUS +LEASE +AGE +ATTEMPTS +FENCE +POSITION +KEY$/);
+    expect(table[1]).toMatch(new RegExp(`^running +expired .* ${key(s.crashed)}$`));
+    expect(table[2]).toMatch(new RegExp(`^running +\\d+m \\d\\ds left .* ${key(s.live)}$`));
+    expect(table[4]).toMatch(/^done +- +3h 0\dm /);
+  });
+
+  it("list: --status, --older-than and --limit filter on the store, in the same order", async () => {
+    const keys = async (...args: string[]) =>
+      json(await state("list", "--json", ...args)).records.map((v) => v.key);
+    expect(await keys("--status", "done")).toEqual([key(s.oldDone), key(s.done)]);
+    expect(await keys("--status", "running")).toEqual([key(s.crashed), key(s.live)]);
+    expect(await keys("--status", "released")).toEqual([key(s.released)]);
+    expect(await keys("--older-than", "90s")).toEqual([key(s.crashed), key(s.live), key(s.oldDone)]);
+    expect(await keys("--older-than", "3m")).toEqual([key(s.live), key(s.oldDone)]);
+    expect(await keys("--older-than", "2h")).toEqual([key(s.oldDone)]);
+    expect(await keys("--older-than", "4m", "--status", "running")).toEqual([key(s.live)]);
+    expect(await keys("--limit", "2")).toEqual([key(s.crashed), key(s.live)]);
+  });
+
+  it("release: refused when the fence moved, naming what holds now; released with the fence that holds", async () => {
+    const subject = "photos/release-me.jpg";
+    const fence = await claimAt(t.store, subject, 5, 0, 10 * MINUTE);
+    const moved = await state("release", subject, "--fence", String(fence - 1), "--json");
+    expect(moved.code).toBe(1);
+    expect(moved.err).toContain(
+      `refused: the fence moved: ${key(subject)} holds fence ${fence}: running, position ${p(5)}, lease 9m`,
+    );
+    expect(json(moved)).toMatchObject({
+      error: "refused",
+      key: key(subject),
+      state: { fence, lease: "live" },
+    });
+    expect((await t.store.read(key(subject)))?.status).toBe("running");
+
+    const ok = await state("release", subject, "--fence", String(fence));
+    expect(ok.code, ok.err).toBe(0);
+    expect(ok.out).toContain(`released ${key(subject)} at fence ${fence}`);
+    expect(await t.store.read(key(subject))).toMatchObject({ status: "released", fence });
+    // The redelivery claims at once, though the old lease had ten minutes left.
+    const again = await guard.run(event(subject, 5), async () => "ran");
+    expect(again).toMatchObject({ status: "processed", result: "ran" });
+  });
+
+  it("release: a record that is not running is refused (exit 1); one without state is not found", async () => {
+    const stored = await t.store.read(key(s.done));
+    const done = await state("release", s.done, "--fence", String(stored?.fence));
+    expect(done.code).toBe(1);
+    expect(done.err).toContain(`is done, not running: nothing to release`);
+    expect((await state("release", "photos/none.jpg", "--fence", "1")).code).toBe(1);
+  });
+
+  it("forget: refused while a live lease holds the record; deleted once the lease has expired", async () => {
+    const subject = "photos/forget-live.jpg";
+    const fence = await claimAt(t.store, subject, 4, 0, 10 * MINUTE);
+    const r = await state("forget", subject, "--yes", "--json");
+    expect(r.code).toBe(1);
+    expect(r.err).toContain(
+      `a live lease holds ${key(subject)} (fence ${fence}: running, position ${p(4)}, lease`,
+    );
+    expect(json(r)).toMatchObject({ error: "refused", state: { fence, lease: "live" } });
+    expect(await t.store.read(key(subject))).toMatchObject({ status: "running", fence });
+
+    const crashed = "photos/forget-crashed.jpg";
+    await claimAt(t.store, crashed, 4, 2 * MINUTE, 30_000);
+    const gone = await state("forget", crashed, "--yes", "--json");
+    expect(gone.code, gone.err).toBe(0);
+    expect(json(gone)).toMatchObject({ forgotten: true, record: { key: key(crashed), lease: "expired" } });
+    expect(await t.store.read(key(crashed))).toBeUndefined();
+  });
+
+  it("forget: without --yes says what it would delete (exit 2) and deletes nothing", async () => {
+    const r = await state("forget", s.released);
+    expect(r.code).toBe(2);
+    expect(r.err).toMatch(
+      /would delete o#photos\/released\.jpg \(fence \d+: released, position 0+1\); add --yes/,
+    );
+    expect((await t.store.read(key(s.released)))?.status).toBe("released");
+    expect((await state("forget", "photos/none.jpg", "--yes")).code).toBe(1);
+  });
+
+  it("forget: a done record is deleted, and the same event runs again", async () => {
+    const subject = "photos/forget-done.jpg";
+    let runs = 0;
+    const handler = async () => ++runs;
+    expect((await guard.run(event(subject, 2), handler)).status).toBe("processed");
+    expect((await guard.run(event(subject, 2), handler)).status).toBe("duplicate");
+    const r = await state("forget", subject, "--yes");
+    expect(r.code, r.err).toBe(0);
+    expect(r.out).toMatch(
+      new RegExp(`^forgot ${key(subject)} \\(fence \\d+: done, position ${p(2)}\\): the next`),
+    );
+    expect(await guard.run(event(subject, 2), handler)).toMatchObject({ status: "processed", result: 2 });
+    expect(runs).toBe(2);
+  });
+
+  if (kind.name === "dynamodb-inline") {
+    it("forget (inline): removes the state attributes and leaves the user's row", async () => {
+      const store = t.store as InlineDynamoDBStore;
+      const subject = "photos/inline-row.jpg";
+      await guard.run(event(subject, 3), async (ctx) => {
+        ctx.atCommit(store.row(ctx, { caption: "a cat" }));
+      });
+      expect((await state("forget", subject, "--yes")).code).toBe(0);
+      const row = await t.userRow?.(subject);
+      expect(row?.caption).toEqual({ S: "a cat" });
+      expect(Object.keys(row ?? {}).filter((a) => a.startsWith("eo_") && !a.startsWith("eo_w"))).toEqual([]);
+      expect(await store.read(key(subject))).toBeUndefined();
+    });
+  }
+});
+
+describe("eonce state: usage and connection errors exit 2", () => {
+  const sqlite = ["--store", "sqlite", "--file"];
+  const dir = mkdtempSync(join(tmpdir(), "eonce-cli-state-"));
+  const DB = join(dir, "state.db");
+  new SqliteStore({ filename: DB }).close();
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it.each([
+    ["an unknown store kind", ["list", "--store", "redis"], /argument 'redis' is invalid/],
+    [
+      "an option of another store",
+      ["list", "--table", "t", "--file", "x.db"],
+      /--file is not for --store dynamodb/,
+    ],
+    ["DynamoDB without --table", ["list"], /--store dynamodb needs --table/],
+    ["SQLite without --file", ["list", "--store", "sqlite"], /--store sqlite needs --file/],
+    [
+      "a missing SQLite file",
+      ["list", ...sqlite, join(tmpdir(), `none-${randomUUID()}.db`)],
+      /no SQLite database/,
+    ],
+    [
+      "a SQLite file without the table",
+      ["list", "--store", "sqlite", "--file", DB, "--table", "nope"],
+      /no table "nope"/,
+    ],
+    ["a duration without a unit", ["list", ...sqlite, "x.db", "--older-than", "10"], /expected a duration/],
+    ["a bad --limit", ["list", ...sqlite, "x.db", "--limit", "0"], /must be an integer from 1/],
+    ["a bad --status", ["list", ...sqlite, "x.db", "--status", "stuck"], /argument 'stuck' is invalid/],
+    ["release without --fence", ["release", "a/b", ...sqlite, "x.db"], /fence is required/],
+    [
+      "a bad PostgreSQL name",
+      ["list", "--store", "postgres", "--table", "a;b"],
+      /table must be a plain SQL identifier/,
+    ],
+  ])("%s", async (_, args, message) => {
+    const r = await cli(args);
+    expect(r.code).toBe(2);
+    expect(r.err).toMatch(message);
+  });
+
+  it("a store that cannot be reached", async () => {
+    const r = await cli([
+      "list",
+      "--store",
+      "postgres",
+      "--database-url",
+      "postgres://nobody@127.0.0.1:1/none",
+    ]);
+    expect(r.code).toBe(2);
+    expect(r.err).toMatch(/^eonce state list: PostgreSQL list of .* failed/);
+  });
+
+  it("help states the exit codes", async () => {
+    const r = await cli(["forget", "--help"]);
+    expect(r.code).toBe(0);
+    expect(r.out).toContain("Exit codes:");
+    expect(r.out).toContain("--database-url <url>");
+  });
+});
+
+describe("eonce state (spawned)", () => {
+  it("runs from the command line: list --json on SQLite", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "eonce-cli-state-"));
+    const filename = join(dir, "state.db");
+    const store = new SqliteStore({ filename });
+    await createGuard({ store }).run(event("a/b"), async () => "x");
+    store.close();
+    try {
+      const { stdout } = await promisify(execFile)("npx", [
+        "tsx",
+        "src/cli/main.ts",
+        "state",
+        "list",
+        "--store",
+        "sqlite",
+        "--file",
+        filename,
+        "--json",
+      ]);
+      expect(JSON.parse(stdout)).toMatchObject({ count: 1, records: [{ key: "o#a/b", status: "done" }] });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+});
