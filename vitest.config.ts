@@ -54,6 +54,9 @@ const INTEGRATION = [
   "test/audit/table.test.ts",
 ];
 
+/** The AWS SDK's once-per-process Node 22 notice, as the CLI silences it (src/cli/main.ts): noise in a test run. */
+const QUIET_SDK = { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true" };
+
 /** The two longest files (the packed package in a new project; the demo, three seeds) start first, side by side. */
 const FIRST = ["test/consumer.test.ts", "test/demo.test.ts"];
 
@@ -90,7 +93,7 @@ export default defineConfig({
             ...(wants("memory") || wants("sqlite") ? [] : STORE_SUITES),
           ],
           // SQLite needs no server: a database file per suite in a temp directory.
-          env: { EONCE_PROJECT_STORES: "memory,sqlite" },
+          env: { EONCE_PROJECT_STORES: "memory,sqlite", ...QUIET_SDK },
           // Type tests (test/**/*.test-d.ts): expectTypeOf and @ts-expect-error, checked by tsc; a regression fails.
           typecheck: { enabled: true, include: ["test/**/*.test-d.ts"], tsconfig: "tsconfig.typetest.json" },
         },
@@ -105,7 +108,7 @@ export default defineConfig({
             ...(wants("postgres") ? POSTGRES_SUITES : []),
           ],
           exclude: wants("postgres") ? [] : POSTGRES_SUITES,
-          env: { EONCE_PROJECT_STORES: "dynamodb,dynamodb-inline,postgres" },
+          env: { EONCE_PROJECT_STORES: "dynamodb,dynamodb-inline,postgres", ...QUIET_SDK },
           // Checks up front what the suite needs from the machine (Chromium, Java), then starts DynamoDB Local.
           globalSetup: ["test/global-setup.ts"],
         },

@@ -36,6 +36,10 @@ interface Result {
   stderr: string;
 }
 
+// A user's environment: without the test run's switch for the SDK's Node 22 notice (vitest.config.ts), so that the
+// installed CLI is seen silencing it itself.
+const { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: _quiet, ...userEnv } = process.env;
+
 async function sh(
   cmd: string,
   args: string[],
@@ -45,7 +49,7 @@ async function sh(
   try {
     const { stdout, stderr } = await run(cmd, args, {
       cwd: project,
-      env: { ...process.env, NO_COLOR: "1", ...env },
+      env: { ...userEnv, NO_COLOR: "1", ...env },
       encoding: "utf8",
       maxBuffer: 64 * 1024 * 1024,
       timeout,

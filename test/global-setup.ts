@@ -16,7 +16,8 @@ export async function setup(project: TestProject) {
     error.stack = error.message; // one line per problem, no stack
     throw error;
   }
-  ddb = await startDynamoDBLocal();
+  // A JVM's start on a busy 2-core machine can take longer than the runtime's default.
+  ddb = await startDynamoDBLocal({ startTimeoutMs: 90_000 });
   project.provide("dynamodbEndpoint", ddb.endpoint);
 }
 
