@@ -153,10 +153,8 @@ function backendFor(
   return o.store === "inline" ? inlineBackend(tables) : dynamoDBBackend(tables);
 }
 
-/** Runs `histories` seeded histories and sums them up. */
-export async function runCampaign(o: CampaignOptions): Promise<CampaignSummary> {
-  const started = Date.now();
-  const summary: CampaignSummary = {
+function emptySummary(): CampaignSummary {
+  return {
     histories: 0,
     violations: 0,
     states: 0,
@@ -169,6 +167,12 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignSummary> 
     failures: [],
     wallMs: 0,
   };
+}
+
+/** Runs `histories` seeded histories and sums them up. */
+export async function runCampaign(o: CampaignOptions): Promise<CampaignSummary> {
+  const started = Date.now();
+  const summary = emptySummary();
   const digests = new Set<string>();
   const env = await storeEnv(o.store, o.endpoint);
   try {
