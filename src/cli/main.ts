@@ -2,6 +2,7 @@
 import { readFileSync } from "node:fs";
 import { Command, CommanderError } from "commander";
 import { registerAudit } from "./audit.js";
+import { registerAuditTemplate } from "./audit-template.js";
 import { registerChaos } from "./chaos.js";
 import { registerDemo } from "./demo.js";
 import { registerInspect } from "./inspect.js";
@@ -27,7 +28,7 @@ registerInspect(program);
 registerDemo(program);
 registerRun(program);
 registerChaos(program);
-registerAudit(program);
+registerAuditTemplate(registerAudit(program));
 
 try {
   await program.parseAsync(process.argv);
