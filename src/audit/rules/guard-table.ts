@@ -52,14 +52,10 @@ export function checkStateTableTtl(model: TemplateModel): Finding[] {
     const enabled = booleanProperty(ttl.Enabled) !== false;
     if (enabled && ttl.AttributeName === TTL_ATTRIBUTE) return [];
     const what =
-      enabled && ttl.AttributeName !== undefined ? `TTL on ${String(ttl.AttributeName)}` : "no TTL";
-    return [
-      finding(
-        "state-table-no-ttl",
-        table.id,
-        `guard state table ${table.id} has ${what}, not on ${TTL_ATTRIBUTE}`,
-      ),
-    ];
+      enabled && ttl.AttributeName !== undefined
+        ? `TTL on ${String(ttl.AttributeName)}, not on ${TTL_ATTRIBUTE}`
+        : `no TTL on ${TTL_ATTRIBUTE}`;
+    return [finding("state-table-no-ttl", table.id, `guard state table ${table.id} has ${what}`)];
   });
 }
 
