@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises";
 import type { Command } from "commander";
-import { describeError } from "../core/describe-value.js";
 import { auditTemplate, type Finding, TemplateLoadError } from "../audit/index.js";
+import { describeError } from "../core/describe-value.js";
 
 /** 0: no error (warnings allowed); 1: at least one error finding; 2: the template is unreadable. */
 export type AuditExitCode = 0 | 1 | 2;

@@ -4,8 +4,8 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Command } from "commander";
 import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
-import { registerAuditTemplate } from "../../src/cli/audit-template.js";
 import { registerAudit } from "../../src/cli/audit.js";
+import { registerAuditTemplate } from "../../src/cli/audit-template.js";
 
 const fixtures = fileURLToPath(new URL("../fixtures/audit/", import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), "eonce-audit-cli-"));

@@ -52,7 +52,8 @@ describe("the hand-broken templates in test/fixtures/audit", () => {
       "unresolved-reference",
     ]);
     const yamlWithTags = CASES.filter(
-      (c) => c.file.endsWith(".yaml") && /!(GetAtt|Ref|Sub) /.test(readFileSync(join(fixtures, c.file), "utf8")),
+      (c) =>
+        c.file.endsWith(".yaml") && /!(GetAtt|Ref|Sub) /.test(readFileSync(join(fixtures, c.file), "utf8")),
     );
     expect(yamlWithTags.length).toBeGreaterThanOrEqual(2);
     expect(CASES.filter((c) => c.file.endsWith(".json")).length).toBeGreaterThanOrEqual(2);

@@ -18,7 +18,10 @@ export const fn = (props: Record<string, unknown> = {}) => ({
   Properties: { Runtime: "nodejs22.x", Handler: "index.handler", Code: { ZipFile: "x" }, ...props },
 });
 
-export const queue = (props: Record<string, unknown> = {}) => ({ Type: "AWS::SQS::Queue", Properties: props });
+export const queue = (props: Record<string, unknown> = {}) => ({
+  Type: "AWS::SQS::Queue",
+  Properties: props,
+});
 
 /** A redrive to the `Dlq` resource. */
 export const redrive = (maxReceiveCount: unknown = 5) => ({
@@ -26,7 +29,11 @@ export const redrive = (maxReceiveCount: unknown = 5) => ({
   maxReceiveCount,
 });
 
-export const mapping = (source: unknown, fnRef: unknown = { Ref: "Fn" }, props: Record<string, unknown> = {}) => ({
+export const mapping = (
+  source: unknown,
+  fnRef: unknown = { Ref: "Fn" },
+  props: Record<string, unknown> = {},
+) => ({
   Type: "AWS::Lambda::EventSourceMapping",
   Properties: {
     EventSourceArn: source,

@@ -4,7 +4,10 @@ import { audit, fn, guardTable, mapping, pairs, queue, type Resources } from "./
 describe("batch-item-failures", () => {
   const streams = (types: unknown): Resources => ({
     Stream: { Type: "AWS::Kinesis::Stream", Properties: { ShardCount: 1 } },
-    Table: { Type: "AWS::DynamoDB::Table", Properties: { KeySchema: [{ AttributeName: "id", KeyType: "HASH" }] } },
+    Table: {
+      Type: "AWS::DynamoDB::Table",
+      Properties: { KeySchema: [{ AttributeName: "id", KeyType: "HASH" }] },
+    },
     Fn: fn(),
     Kinesis: mapping({ "Fn::GetAtt": ["Stream", "Arn"] }, { Ref: "Fn" }, { FunctionResponseTypes: types }),
     Ddb: mapping({ "Fn::GetAtt": ["Table", "StreamArn"] }, { Ref: "Fn" }, { FunctionResponseTypes: types }),
@@ -12,7 +15,10 @@ describe("batch-item-failures", () => {
 
   it("passes with ReportBatchItemFailures, fails each batch mapping without it", () => {
     expect(pairs(audit(streams(["ReportBatchItemFailures"])))).toEqual([]);
-    expect(pairs(audit(streams(undefined)))).toEqual(["batch-item-failures Ddb", "batch-item-failures Kinesis"]);
+    expect(pairs(audit(streams(undefined)))).toEqual([
+      "batch-item-failures Ddb",
+      "batch-item-failures Kinesis",
+    ]);
     expect(pairs(audit(streams([])))).toEqual(["batch-item-failures Ddb", "batch-item-failures Kinesis"]);
   });
 
@@ -27,7 +33,11 @@ describe("batch-item-failures", () => {
   it("ignores sources without item failures (Kafka)", () => {
     const r: Resources = {
       Fn: fn(),
-      M: mapping("arn:aws:kafka:eu-west-1:123456789012:cluster/c/1", { Ref: "Fn" }, { FunctionResponseTypes: [] }),
+      M: mapping(
+        "arn:aws:kafka:eu-west-1:123456789012:cluster/c/1",
+        { Ref: "Fn" },
+        { FunctionResponseTypes: [] },
+      ),
     };
     expect(pairs(audit(r))).toEqual([]);
   });
@@ -61,7 +71,12 @@ describe("s3-no-guard-table", () => {
     ["another key name", { KeySchema: [{ AttributeName: "id", KeyType: "HASH" }] }],
     [
       "a sort key",
-      { KeySchema: [{ AttributeName: "pk", KeyType: "HASH" }, { AttributeName: "sk", KeyType: "RANGE" }] },
+      {
+        KeySchema: [
+          { AttributeName: "pk", KeyType: "HASH" },
+          { AttributeName: "sk", KeyType: "RANGE" },
+        ],
+      },
     ],
     ["the pk shape tagged as another role", { Tags: [{ Key: "eonce:role", Value: "records" }] }],
   ])("a table with %s is not a guard table", (_name, props) => {
@@ -80,7 +95,9 @@ describe("s3-no-guard-table", () => {
     const r: Resources = {
       Notifications: {
         Type: "Custom::S3BucketNotifications",
-        Properties: { NotificationConfiguration: { QueueConfigurations: [{ QueueArn: "arn:aws:sqs:x:1:q" }] } },
+        Properties: {
+          NotificationConfiguration: { QueueConfigurations: [{ QueueArn: "arn:aws:sqs:x:1:q" }] },
+        },
       },
       Rule: {
         Type: "AWS::Events::Rule",
@@ -140,13 +157,19 @@ describe("async-no-on-failure", () => {
       Topic: { Type: "AWS::SNS::Topic" },
       Sub: {
         Type: "AWS::SNS::Subscription",
-        Properties: { Protocol: "lambda", TopicArn: { Ref: "Topic" }, Endpoint: { "Fn::GetAtt": ["Fn", "Arn"] } },
+        Properties: {
+          Protocol: "lambda",
+          TopicArn: { Ref: "Topic" },
+          Endpoint: { "Fn::GetAtt": ["Fn", "Arn"] },
+        },
       },
     };
     expect(pairs(audit(r))).toEqual(["async-no-on-failure Fn"]);
     const rule = {
       Type: "AWS::Events::Rule",
-      Properties: { Targets: [{ Id: "t", Arn: { "Fn::GetAtt": ["Fn2", "Arn"] }, DeadLetterConfig: { Arn: "d" } }] },
+      Properties: {
+        Targets: [{ Id: "t", Arn: { "Fn::GetAtt": ["Fn2", "Arn"] }, DeadLetterConfig: { Arn: "d" } }],
+      },
     };
     expect(pairs(audit({ Fn2: fn(), Rule: rule }))).toEqual(["async-no-on-failure Fn2"]);
   });

@@ -79,7 +79,10 @@ describe("sqs-no-dlq and sqs-max-receive-count", () => {
 
   it("reads a RedrivePolicy written as a JSON string", () => {
     const r = sqsPipeline(180, 30);
-    r.Queue!.Properties!.RedrivePolicy = JSON.stringify({ deadLetterTargetArn: "arn:aws:sqs:x:1:d", maxReceiveCount: 3 });
+    r.Queue!.Properties!.RedrivePolicy = JSON.stringify({
+      deadLetterTargetArn: "arn:aws:sqs:x:1:d",
+      maxReceiveCount: 3,
+    });
     expect(pairs(audit(r))).toEqual(["sqs-max-receive-count Queue"]);
   });
 });

@@ -1,6 +1,6 @@
 import { finding } from "../findings.js";
-import { asyncInvokes, resolveFunction } from "../topology.js";
 import { asObject, type Resource, type TemplateModel } from "../template.js";
+import { asyncInvokes, resolveFunction } from "../topology.js";
 import { type Finding, unresolved } from "./common.js";
 
 /**

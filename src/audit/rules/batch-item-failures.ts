@@ -1,7 +1,7 @@
 import { finding } from "../findings.js";
 import { resolve } from "../resolve.js";
-import { batchSourceKind } from "../topology.js";
 import { asArray, type TemplateModel } from "../template.js";
+import { batchSourceKind } from "../topology.js";
 import { type Finding, unresolved } from "./common.js";
 
 const LABEL = { sqs: "SQS queue", kinesis: "Kinesis stream", "dynamodb-streams": "DynamoDB stream" } as const;

@@ -1,6 +1,6 @@
 import { finding } from "../findings.js";
-import { ruleTargets } from "../topology.js";
 import { asObject, type TemplateModel } from "../template.js";
+import { ruleTargets } from "../topology.js";
 import type { Finding } from "./common.js";
 
 /** Rule eventbridge-target-no-dlq: every target of every rule has a DeadLetterConfig. */

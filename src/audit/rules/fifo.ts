@@ -1,6 +1,6 @@
 import { finding } from "../findings.js";
-import { deadLetterQueueIds, QUEUE } from "../topology.js";
 import { booleanProperty, type TemplateModel } from "../template.js";
+import { deadLetterQueueIds, QUEUE } from "../topology.js";
 import type { Finding } from "./common.js";
 
 /**

@@ -1,16 +1,16 @@
 import { STATE_KEY_ATTRIBUTE, TTL_ATTRIBUTE } from "../../stores/dynamodb/schema-names.js";
 import { finding } from "../findings.js";
+import { asArray, asObject, booleanProperty, type Resource, type TemplateModel } from "../template.js";
 import {
   FUNCTION_TYPES,
   isS3Rule,
   type Link,
   QUEUE,
-  ruleTargets,
   resolveFunction,
+  ruleTargets,
   s3Notifications,
   TABLE_TYPES,
 } from "../topology.js";
-import { asArray, asObject, booleanProperty, type Resource, type TemplateModel } from "../template.js";
 import type { Finding } from "./common.js";
 
 /** The tag that says what a table is: `state-table` marks a guard table, any other value unmarks one. */

@@ -1,6 +1,6 @@
 import { finding } from "../findings.js";
-import { sourceQueues } from "../topology.js";
 import { asObject, isObject, numberProperty, type TemplateModel } from "../template.js";
+import { sourceQueues } from "../topology.js";
 import type { Finding } from "./common.js";
 
 /** Below this, throttled receives alone can dead-letter a healthy message. */

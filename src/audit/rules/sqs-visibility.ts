@@ -1,6 +1,6 @@
 import { finding } from "../findings.js";
-import { type Mapping, mappings, QUEUE } from "../topology.js";
 import { numberProperty, type Resource, type TemplateModel } from "../template.js";
+import { type Mapping, mappings, QUEUE } from "../topology.js";
 import { type Finding, seconds, unresolved } from "./common.js";
 
 /** Lambda's default function timeout and SQS's default visibility timeout, in seconds. */
