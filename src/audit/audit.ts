@@ -24,7 +24,9 @@ export function auditModel(model: TemplateModel): Finding[] {
   const seen = new Set<string>();
   const findings = CHECKS.flatMap((check) => check(model)).filter((f) => {
     const key = `${f.rule}\u0000${f.resource}\u0000${f.message}`;
-    return seen.has(key) ? false : (seen.add(key), true);
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
   });
   const rank = (f: Finding) => (f.severity === "error" ? 0 : 1);
   return findings.sort(

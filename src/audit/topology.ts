@@ -55,20 +55,22 @@ export function s3Notifications(model: TemplateModel): Link[] {
   const links: Link[] = [];
   for (const bucket of model.ofType("AWS::S3::Bucket")) {
     const n = asObject(bucket.properties.NotificationConfiguration);
-    const add = (list: string, key: string) =>
-      asArray(n[list]).forEach((c, i) =>
-        links.push(link(model, bucket, `${list}[${i}].${key}`, asObject(c)[key])),
-      );
+    const add = (list: string, key: string) => {
+      for (const [i, c] of asArray(n[list]).entries()) {
+        links.push(link(model, bucket, `${list}[${i}].${key}`, asObject(c)[key]));
+      }
+    };
     add("LambdaConfigurations", "Function");
     add("QueueConfigurations", "Queue");
     add("TopicConfigurations", "Topic");
   }
   for (const custom of model.ofType("Custom::S3BucketNotifications")) {
     const n = asObject(custom.properties.NotificationConfiguration);
-    const add = (list: string, key: string) =>
-      asArray(n[list]).forEach((c, i) =>
-        links.push(link(model, custom, `${list}[${i}].${key}`, asObject(c)[key])),
-      );
+    const add = (list: string, key: string) => {
+      for (const [i, c] of asArray(n[list]).entries()) {
+        links.push(link(model, custom, `${list}[${i}].${key}`, asObject(c)[key]));
+      }
+    };
     add("LambdaFunctionConfigurations", "LambdaFunctionArn");
     add("QueueConfigurations", "QueueArn");
     add("TopicConfigurations", "TopicArn");

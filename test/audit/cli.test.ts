@@ -15,8 +15,12 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 async function run(...args: string[]) {
   const out: string[] = [];
   const err: string[] = [];
-  vi.spyOn(process.stdout, "write").mockImplementation((s) => (out.push(String(s)), true));
-  vi.spyOn(process.stderr, "write").mockImplementation((s) => (err.push(String(s)), true));
+  const capture = (into: string[]) => (s: string | Uint8Array) => {
+    into.push(String(s));
+    return true;
+  };
+  vi.spyOn(process.stdout, "write").mockImplementation(capture(out));
+  vi.spyOn(process.stderr, "write").mockImplementation(capture(err));
   const program = new Command("eonce").exitOverride();
   registerAuditTemplate(registerAudit(program));
   process.exitCode = undefined;

@@ -23,7 +23,9 @@ Resources:
       r: { Ref: "Q" },
       g: { "Fn::GetAtt": ["Q", "Arn"] },
       g2: { "Fn::GetAtt": ["Q", "Arn"] },
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: CloudFormation's ${} syntax, not JavaScript's
       s: { "Fn::Sub": "arn:${AWS::Partition}:sqs:${Q.QueueName}" },
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: as above
       s2: { "Fn::Sub": ["${N}", { N: { Ref: "Q" } }] },
       j: { "Fn::Join": ["", [{ "Fn::GetAtt": ["Q", "Arn"] }, "/x"]] },
       i: { "Fn::ImportValue": "shared" },
