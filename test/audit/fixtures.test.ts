@@ -23,6 +23,15 @@ const CASES: { file: string; exitCode: 0 | 1; findings: string[] }[] = [
   { file: "eventbridge-no-dlq.yaml", exitCode: 1, findings: ["eventbridge-target-no-dlq PhotoCreated"] },
   { file: "state-table-no-ttl.json", exitCode: 0, findings: ["state-table-no-ttl GuardTable"] },
   {
+    file: "sam-orders.yaml",
+    exitCode: 1,
+    findings: [
+      "async-no-on-failure UploadsFunction",
+      "sqs-visibility-6x OrdersQueue",
+      "state-table-no-ttl GuardTable",
+    ],
+  },
+  {
     file: "unresolved.yaml",
     exitCode: 0,
     findings: ["unresolved-reference ImportedSource", "unresolved-reference ImportedSource"],
