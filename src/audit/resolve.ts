@@ -122,8 +122,3 @@ export function attributeOf(value: unknown): string | undefined {
   const refs = ps.filter((p): p is { ref: string; attr?: string } => "ref" in p && !PSEUDO.test(p.ref));
   return refs.length === 1 ? refs[0]!.attr : undefined;
 }
-
-/** The literal text of a reference with no intrinsic in it (`"arn:aws:sqs:…"`), else undefined. */
-export function literalOf(value: unknown): string | undefined {
-  return typeof value === "string" ? value : undefined;
-}
