@@ -39,9 +39,7 @@ export function isGuardTable(table: Resource): boolean {
 }
 
 export function guardTables(model: TemplateModel): Resource[] {
-  return model
-    .ofType(...TABLE_TYPES, "AWS::Serverless::SimpleTable")
-    .filter((t) => t.tags[ROLE_TAG] === STATE_TABLE_ROLE || isGuardTable(t));
+  return model.ofType(...TABLE_TYPES, "AWS::Serverless::SimpleTable").filter(isGuardTable);
 }
 
 /** Rule state-table-no-ttl: a guard table without TTL enabled on expiresAt. */

@@ -37,7 +37,11 @@ function compare(m: Mapping, queue: Resource, fn: Resource): Finding[] {
   // Compare in tenths so that 1.3 × t has no floating-point error at the boundary.
   if (v * 10 < t * 13) {
     return [
-      finding("sqs-visibility-1.3x", queue.id, `${facts}: under 1.3 × (${seconds((t * 13) / 10)}) and 6 ×`),
+      finding(
+        "sqs-visibility-1.3x",
+        queue.id,
+        `${facts}: under 1.3 × (${seconds((t * 13) / 10)}), so under 6 × (${seconds(t * 6)}) too`,
+      ),
     ];
   }
   if (v < t * 6) return [finding("sqs-visibility-6x", queue.id, `${facts}: under 6 × (${seconds(t * 6)})`)];
