@@ -1,5 +1,5 @@
 import { parse, type Tags, type YAMLMap, type YAMLSeq } from "yaml";
-import { describeError } from "../core/describe-value.js";
+import { describeError, describeText } from "../core/describe-value.js";
 import { EffectivelyOnceError } from "../core/errors.js";
 
 /** A template that cannot be read: not JSON or YAML, or not a CloudFormation template (no `Resources`). */
@@ -53,7 +53,9 @@ export function parseTemplate(text: string): Record<string, unknown> {
       ? JSON.parse(body)
       : parse(body, { customTags: CUSTOM_TAGS, maxAliasCount: 1000 });
   } catch (e) {
-    throw new TemplateLoadError(`not JSON or YAML: ${describeError(e)}`, { cause: e });
+    // The parsers' first line says what and where; YAML's next lines quote the input.
+    const first = e instanceof Error ? describeText(e.message.split("\n")[0] ?? "") : describeError(e);
+    throw new TemplateLoadError(`not JSON or YAML: ${first}`, { cause: e });
   }
   if (typeof doc !== "object" || doc === null || Array.isArray(doc)) {
     throw new TemplateLoadError("not a CloudFormation template: the document is not a mapping");
