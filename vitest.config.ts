@@ -30,6 +30,8 @@ const INTEGRATION = [
   // CDK synth (aws-cdk-lib alone takes seconds to import per file, esbuild bundling, CloudFormation validation).
   "test/cdk/**/*.test.ts",
   "test/bench.test.ts",
+  // eonce audit template on the synthesized reference stacks (and the one spawned CLI run).
+  "test/audit/reference-stacks.test.ts",
   // The fault simulator: tens of thousands of histories, exhaustive small cases, 500 on DynamoDB Local.
   "test/chaos/**/*.test.ts",
   "test/cli/state.test.ts",

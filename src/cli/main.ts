@@ -3,6 +3,7 @@ import { readFileSync } from "node:fs";
 import { Command, CommanderError } from "commander";
 import { registerAudit } from "./audit.js";
 import { registerAuditTable } from "./audit-table.js";
+import { registerAuditTemplate } from "./audit-template.js";
 import { registerChaos } from "./chaos.js";
 import { registerDemo } from "./demo.js";
 import { registerInspect } from "./inspect.js";
@@ -29,8 +30,9 @@ registerInspect(program);
 registerDemo(program);
 registerRun(program);
 registerChaos(program);
-registerAuditTable(registerAudit(program));
-registerState(program);
+const audit = registerAudit(program);
+registerAuditTemplate(audit);
+registerAuditTable(audit);
 
 try {
   await program.parseAsync(process.argv);

@@ -1,0 +1,84 @@
+export type Severity = "error" | "warning";
+
+export interface Finding {
+  rule: RuleId;
+  severity: Severity;
+  /** The logical id of the resource to change. */
+  resource: string;
+  /** What was found, with this template's numbers and names. */
+  message: string;
+  why: string;
+  fix: string;
+}
+
+interface RuleInfo {
+  severity: Severity;
+  why: string;
+  fix: string;
+}
+
+/** Every rule: its severity and the why and fix printed with each finding (docs/cli-audit-template.md). */
+export const RULES = {
+  "sqs-visibility-6x": {
+    severity: "error",
+    why: "AWS asks for a queue visibility timeout of at least 6 × the function timeout: a batch held back by throttling or retries reappears in the queue while it is still being processed, and a second invocation runs the same messages again.",
+    fix: "Set the queue's VisibilityTimeout to at least 6 × the function's Timeout (or lower the Timeout).",
+  },
+  "sqs-visibility-1.3x": {
+    severity: "error",
+    why: "Under 1.3 × the function timeout a message becomes visible again before a slow invocation has even finished: the same message is processed twice at the same time, so its effects run twice and can land out of order.",
+    fix: "Set the queue's VisibilityTimeout to at least 6 × the function's Timeout (which also clears sqs-visibility-6x).",
+  },
+  "sqs-no-dlq": {
+    severity: "error",
+    why: "Without a redrive policy a message that always fails (a poison message) is received again until its retention ends: it blocks a FIFO group, keeps re-running its partial effects, and is then dropped without a trace.",
+    fix: "Add a RedrivePolicy with a deadLetterTargetArn (a dead-letter queue) and maxReceiveCount ≥ 5.",
+  },
+  "sqs-max-receive-count": {
+    severity: "error",
+    why: "Lambda's poller counts throttled and timed-out receives too: under 5 receives a healthy message can be dead-lettered by a burst of throttling, and is then never processed.",
+    fix: "Set RedrivePolicy.maxReceiveCount to 5 or more.",
+  },
+  "batch-item-failures": {
+    severity: "error",
+    why: "Without ReportBatchItemFailures one failed record fails the whole batch: every record in it is delivered again, so the records that had succeeded run their effects a second time (and a stream batch stalls its shard).",
+    fix: "Add ReportBatchItemFailures to the mapping's FunctionResponseTypes and return batchItemFailures from the handler (the effectively-once adapters do).",
+  },
+  "fifo-content-dedup": {
+    severity: "warning",
+    why: "A FIFO queue drops a resent message only by its deduplication id: without ContentBasedDeduplication every producer must set MessageDeduplicationId itself, or a producer retry is delivered twice. The template cannot show what the producers send.",
+    fix: "Set ContentBasedDeduplication: true, or make sure every producer sets a MessageDeduplicationId derived from the message.",
+  },
+  "s3-no-guard-table": {
+    severity: "error",
+    why: "S3 delivers each event at least once and not in order: without a guard's state table nothing in the stack drops the duplicates or the stale events, so effects run twice or an older version overwrites a newer one.",
+    fix: "Add a guard state table (DynamoDB, single string partition key pk, TTL on expiresAt, e.g. the EffectivelyOncePipeline construct) and guard the handler.",
+  },
+  "async-no-on-failure": {
+    severity: "error",
+    why: "An asynchronous invoke (S3, SNS, EventBridge) that fails its retries is discarded: without an on-failure destination or a dead-letter queue the event is lost silently.",
+    fix: "Add an AWS::Lambda::EventInvokeConfig with DestinationConfig.OnFailure (an SQS queue), or a DeadLetterConfig on the function.",
+  },
+  "state-table-no-ttl": {
+    severity: "warning",
+    why: "The guard writes expiresAt on every item so that finished items expire: without TTL on expiresAt the table keeps one item per subject forever and its cost only grows.",
+    fix: "Set TimeToLiveSpecification: { AttributeName: expiresAt, Enabled: true } on the table.",
+  },
+  "eventbridge-target-no-dlq": {
+    severity: "error",
+    why: "EventBridge drops an event it cannot deliver to a target (throttled or denied past its retry policy): without a DeadLetterConfig the event is lost without a trace.",
+    fix: "Add a DeadLetterConfig (an SQS queue) to the target, and a queue policy that lets events.amazonaws.com send to it.",
+  },
+  "unresolved-reference": {
+    severity: "warning",
+    why: "The reference depends on a parameter, an import or a resource outside this template: the checks that need it were not run, rather than guessed.",
+    fix: "Audit the template with the referenced resource in it, or check the referenced resource by hand.",
+  },
+} as const satisfies Record<string, RuleInfo>;
+
+export type RuleId = keyof typeof RULES;
+
+export function finding(rule: RuleId, resource: string, message: string): Finding {
+  const info: RuleInfo = RULES[rule];
+  return { rule, severity: info.severity, resource, message, why: info.why, fix: info.fix };
+}

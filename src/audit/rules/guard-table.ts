@@ -1,0 +1,93 @@
+import { STATE_KEY_ATTRIBUTE, TTL_ATTRIBUTE } from "../../stores/dynamodb/schema-names.js";
+import { finding } from "../findings.js";
+import { asArray, asObject, booleanProperty, type Resource, type TemplateModel } from "../template.js";
+import {
+  FUNCTION_TYPES,
+  isS3Rule,
+  type Link,
+  QUEUE,
+  resolveFunction,
+  ruleTargets,
+  s3Notifications,
+  TABLE_TYPES,
+} from "../topology.js";
+import type { Finding } from "./common.js";
+
+/** The tag that says what a table is: `state-table` marks a guard table, any other value unmarks one. */
+export const ROLE_TAG = "eonce:role";
+export const STATE_TABLE_ROLE = "state-table";
+
+/**
+ * A guard state table: tagged `eonce:role: state-table`, or (untagged) shaped like the DynamoDB store's table:
+ * one key, a string partition key named `pk` (src/stores/dynamodb/schema-names.ts).
+ */
+export function isGuardTable(table: Resource): boolean {
+  const role = table.tags[ROLE_TAG];
+  if (role !== undefined) return role === STATE_TABLE_ROLE;
+  if (table.type === "AWS::Serverless::SimpleTable") {
+    const key = asObject(table.properties.PrimaryKey);
+    return key.Name === STATE_KEY_ATTRIBUTE && (key.Type === undefined || key.Type === "String");
+  }
+  if (!TABLE_TYPES.includes(table.type)) return false;
+  const keys = asArray(table.properties.KeySchema).map(asObject);
+  if (keys.length !== 1 || keys[0]!.AttributeName !== STATE_KEY_ATTRIBUTE || keys[0]!.KeyType !== "HASH")
+    return false;
+  const def = asArray(table.properties.AttributeDefinitions)
+    .map(asObject)
+    .find((d) => d.AttributeName === STATE_KEY_ATTRIBUTE);
+  return def?.AttributeType === "S";
+}
+
+export function guardTables(model: TemplateModel): Resource[] {
+  return model.ofType(...TABLE_TYPES, "AWS::Serverless::SimpleTable").filter(isGuardTable);
+}
+
+/** Rule state-table-no-ttl: a guard table without TTL enabled on expiresAt. */
+export function checkStateTableTtl(model: TemplateModel): Finding[] {
+  return guardTables(model).flatMap((table) => {
+    // SAM's SimpleTable has no TTL setting at all.
+    const ttl = asObject(table.properties.TimeToLiveSpecification);
+    const enabled = booleanProperty(ttl.Enabled) !== false;
+    if (enabled && ttl.AttributeName === TTL_ATTRIBUTE) return [];
+    const what =
+      enabled && ttl.AttributeName !== undefined
+        ? `TTL on ${String(ttl.AttributeName)}, not on ${TTL_ATTRIBUTE}`
+        : `no TTL on ${TTL_ATTRIBUTE}`;
+    return [finding("state-table-no-ttl", table.id, `guard state table ${table.id} has ${what}`)];
+  });
+}
+
+/** Rule s3-no-guard-table: S3 events reach Lambda, SQS or SNS and no guard table is in the stack. */
+export function checkS3GuardTable(model: TemplateModel): Finding[] {
+  if (guardTables(model).length > 0) return [];
+  const byResource = new Map<string, string[]>();
+  const add = (l: Link, to: string) => byResource.set(l.from.id, [...(byResource.get(l.from.id) ?? []), to]);
+  for (const l of s3Notifications(model)) add(l, describeTarget(l));
+  for (const t of ruleTargets(model)) {
+    if (!isS3Rule(t.from)) continue;
+    const kind = targetKind(model, t);
+    if (kind) add(t, `${kind} ${describeTarget(t)}`);
+  }
+  return [...byResource].map(([id, targets]) =>
+    finding(
+      "s3-no-guard-table",
+      id,
+      `${id} sends S3 events to ${[...new Set(targets)].join(", ")} and the template has no guard state table`,
+    ),
+  );
+}
+
+function describeTarget(l: Link): string {
+  return l.target.kind === "resource" ? l.target.resource.id : l.target.text;
+}
+
+/** A rule target that runs code per event: a function or a queue (resolved, or by its ARN's service). */
+function targetKind(model: TemplateModel, l: Link): "function" | "queue" | undefined {
+  const fn = resolveFunction(model, l.value);
+  if (fn.kind === "resource") {
+    if (FUNCTION_TYPES.includes(fn.resource.type)) return "function";
+    return fn.resource.type === QUEUE ? "queue" : undefined;
+  }
+  if (/:function:/.test(fn.text)) return "function";
+  return /:sqs:/.test(fn.text) ? "queue" : undefined;
+}

@@ -1,0 +1,70 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { auditTemplateFile } from "../../src/cli/audit-template.js";
+
+const fixtures = fileURLToPath(new URL("../fixtures/audit/", import.meta.url));
+
+/** Each hand-broken template and exactly the findings (rule and resource) it must produce. */
+const CASES: { file: string; exitCode: 0 | 1; findings: string[] }[] = [
+  { file: "sqs-visibility-6x.yaml", exitCode: 1, findings: ["sqs-visibility-6x OrdersQueue"] },
+  { file: "sqs-visibility-1.3x.json", exitCode: 1, findings: ["sqs-visibility-1.3x Queue"] },
+  { file: "sqs-no-dlq.yaml", exitCode: 1, findings: ["sqs-no-dlq JobsQueue"] },
+  { file: "sqs-max-receive-count.json", exitCode: 1, findings: ["sqs-max-receive-count PaymentsQueue"] },
+  {
+    file: "stream-batch-failures.yaml",
+    exitCode: 1,
+    findings: ["batch-item-failures ClicksSource", "batch-item-failures ProfilesSource"],
+  },
+  { file: "fifo-no-dedup.json", exitCode: 0, findings: ["fifo-content-dedup LedgerQueue"] },
+  { file: "s3-no-guard-table.yaml", exitCode: 1, findings: ["s3-no-guard-table Uploads"] },
+  { file: "s3-lambda-no-on-failure.json", exitCode: 1, findings: ["async-no-on-failure Ingest"] },
+  { file: "eventbridge-no-dlq.yaml", exitCode: 1, findings: ["eventbridge-target-no-dlq PhotoCreated"] },
+  { file: "state-table-no-ttl.json", exitCode: 0, findings: ["state-table-no-ttl GuardTable"] },
+  {
+    file: "sam-orders.yaml",
+    exitCode: 1,
+    findings: [
+      "async-no-on-failure UploadsFunction",
+      "sqs-visibility-6x OrdersQueue",
+      "state-table-no-ttl GuardTable",
+    ],
+  },
+  {
+    file: "unresolved.yaml",
+    exitCode: 0,
+    findings: ["unresolved-reference ImportedSource", "unresolved-reference ImportedSource"],
+  },
+];
+
+describe("the hand-broken templates in test/fixtures/audit", () => {
+  it.each(CASES)("$file → $findings", async ({ file, exitCode, findings }) => {
+    const result = await auditTemplateFile(join(fixtures, file));
+    expect(result.findings.map((f) => `${f.rule} ${f.resource}`).sort()).toEqual(findings);
+    expect(result.exitCode).toBe(exitCode);
+  });
+
+  it("covers every rule, in JSON and in YAML with short-form tags", () => {
+    const rules = new Set(CASES.flatMap((c) => c.findings.map((f) => f.split(" ")[0])));
+    expect([...rules].sort()).toEqual([
+      "async-no-on-failure",
+      "batch-item-failures",
+      "eventbridge-target-no-dlq",
+      "fifo-content-dedup",
+      "s3-no-guard-table",
+      "sqs-max-receive-count",
+      "sqs-no-dlq",
+      "sqs-visibility-1.3x",
+      "sqs-visibility-6x",
+      "state-table-no-ttl",
+      "unresolved-reference",
+    ]);
+    const yamlWithTags = CASES.filter(
+      (c) =>
+        c.file.endsWith(".yaml") && /!(GetAtt|Ref|Sub) /.test(readFileSync(join(fixtures, c.file), "utf8")),
+    );
+    expect(yamlWithTags.length).toBeGreaterThanOrEqual(2);
+    expect(CASES.filter((c) => c.file.endsWith(".json")).length).toBeGreaterThanOrEqual(2);
+  });
+});
