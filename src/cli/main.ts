@@ -33,6 +33,7 @@ registerChaos(program);
 const audit = registerAudit(program);
 registerAuditTemplate(audit);
 registerAuditTable(audit);
+registerState(program);
 
 try {
   await program.parseAsync(process.argv);
