@@ -363,58 +363,19 @@ export class InlineDynamoDBStore implements Store.StateStore {
     values: Item,
   ): UpdateItemCommandInput {
     const { update, names } = typeof expression === "string" ? { update: expression, names: {} } : expression;
-    const shape = plainShape(update, condition);
-    // Only the values an expression uses may be sent (DynamoDB rejects unused ones).
-    const used: Item = {};
-    for (const k of shape.values) {
-      const v = values[k];
-      if (v !== undefined) used[k] = v;
-    }
+    // The state attributes are named in the expressions themselves (`eo_*` are valid names): only the user's are
+    // placeholders.
+    const shape = dx.expressionShape(update, condition, NAMES);
     return {
       TableName: this.#table,
       Key: { [this.#key]: S(row) },
       UpdateExpression: shape.update,
       ConditionExpression: shape.condition,
-      // The user's attribute names only: the state attributes are named in the expressions themselves.
-      ...(shape.names ? { ExpressionAttributeNames: names } : {}),
-      ExpressionAttributeValues: used,
+      ...(shape.names.length > 0 ? { ExpressionAttributeNames: names } : {}),
+      ExpressionAttributeValues: dx.usedValues(shape, values),
       ReturnValuesOnConditionCheckFailure: "ALL_OLD",
     };
   }
-}
-
-interface PlainShape {
-  update: string;
-  condition: string;
-  /** The value placeholders the expressions use. */
-  values: string[];
-  /** Whether a name placeholder (a user attribute's `#u<i>`) is left. */
-  names: boolean;
-}
-
-/** Expressions by their text: a handful of shapes (result or not, fingerprint or not, how many row attributes). */
-const SHAPES = new Map<string, PlainShape>();
-const MAX_SHAPES = 512;
-
-/**
- * The expressions with the state placeholders (`#st`…) replaced by the attribute names themselves: `eo_*` are
- * valid names in an expression (not reserved words), and DynamoDB spends less on a request with fewer
- * substitutions (measured on DynamoDB Local: bench/expression-cost.ts). The stored attributes are the same.
- */
-function plainShape(update: string, condition: string): PlainShape {
-  const cacheKey = `${update}\n${condition}`;
-  const cached = SHAPES.get(cacheKey);
-  if (cached) return cached;
-  const plain = (text: string) => text.replace(/#\w+/g, (p) => NAMES[p as keyof typeof NAMES] ?? p);
-  const shape: PlainShape = {
-    update: plain(update),
-    condition: plain(condition),
-    values: [...new Set(`${update} ${condition}`.match(/:\w+/g))],
-    names: /#u\d/.test(update),
-  };
-  if (SHAPES.size >= MAX_SHAPES) SHAPES.clear();
-  SHAPES.set(cacheKey, shape);
-  return shape;
 }
 
 /**
