@@ -163,6 +163,102 @@ describe("InlineDynamoDBStore", () => {
     expect((await row(s))?.thumb).toEqual({ S: "dog 2" });
   });
 
+  it("reads and claims rows as stored by earlier versions (the same eo_* attributes, written through placeholders)", async () => {
+    const now = Date.now();
+    const seed = async (pk: string, state: Record<string, string | number>) => {
+      const item: Record<string, { S: string } | { N: string }> = { pk: { S: pk }, thumb: { S: "seeded" } };
+      for (const [name, v] of Object.entries(state))
+        item[`eo_${name}`] = typeof v === "number" ? { N: String(v) } : { S: v };
+      await client.send(new PutItemCommand({ TableName: tableName, Item: item }));
+    };
+    const done = `bucket/${randomUUID()}`;
+    // A committed row with every optional attribute, as apply (result, fingerprint) and a direct write left it.
+    await seed(done, {
+      st: "done",
+      pos: p(2),
+      eid: "e2",
+      fence: 1000,
+      tok: "t",
+      cpos: p(2),
+      ceid: "e2",
+      res: "7",
+      cfp: "fp",
+      rskip: 5,
+      wpos: p(2),
+      wfence: 1000,
+      exp: Math.ceil(now / 1000) + 3600,
+    });
+    expect(await store.read(stateKey(done, "", true))).toMatchObject({
+      status: "done",
+      position: p(2),
+      committedPosition: p(2),
+      committedIdentity: "e2",
+      fence: 1000,
+      result: "7",
+      committedFingerprint: "fp",
+      resultOmittedBytes: 5,
+    });
+    const g = createGuard({ store });
+    const write = (n: number) => (ctx: ApplyContext) => {
+      ctx.atCommit(store.row(ctx, { thumb: `t${n}` }));
+      return n;
+    };
+    expect(await g.apply({ ...ev(done, 2), identity: "e2" }, write(2))).toMatchObject({
+      status: "duplicate",
+      result: 7,
+    });
+    expect((await g.apply(ev(done, 1), write(1))).status).toBe("stale");
+    expect((await g.apply(ev(done, 3), write(3))).status).toBe("processed");
+    const applied = await row(done);
+    expect(applied).toMatchObject({ thumb: { S: "t3" }, eo_st: { S: "done" }, eo_cpos: { S: p(3) } });
+    expect(applied?.eo_cfp ?? applied?.eo_rskip).toBeUndefined();
+
+    // A running row whose lease ended, after a direct write of its own, retried twice: taken over and committed.
+    const running = `bucket/${randomUUID()}`;
+    await seed(running, {
+      st: "running",
+      pos: p(5),
+      eid: "e5",
+      fence: 2000,
+      tok: "t",
+      lease: now - 60_000,
+      att: 2,
+      cpos: p(4),
+      ceid: "e4",
+      wpos: p(5),
+      wfence: 2000,
+      exp: Math.ceil(now / 1000) + 3600,
+    });
+    const taken = await g.run({ ...ev(running, 5), identity: "e5" }, async (ctx) => {
+      ctx.atCommit(store.row(ctx, { thumb: "t5" }));
+      return "ok";
+    });
+    expect(taken).toMatchObject({ status: "processed", attempt: 3, writes: [{ status: "applied" }] });
+    const committed = await row(running);
+    expect(committed).toMatchObject({ thumb: { S: "t5" }, eo_st: { S: "done" }, eo_cpos: { S: p(5) } });
+    expect(committed?.eo_lease ?? committed?.eo_att).toBeUndefined();
+
+    // A live claim: a newer event is busy, an older one stale; the holder's direct write stays.
+    const live = `bucket/${randomUUID()}`;
+    await seed(live, {
+      st: "running",
+      pos: p(8),
+      eid: "e8",
+      fence: 3000,
+      tok: "t",
+      lease: now + 60_000,
+      cpos: p(6),
+      ceid: "e6",
+      wpos: p(8),
+      wfence: 3000,
+      exp: Math.ceil(now / 1000) + 3600,
+    });
+    const retry = createGuard({ store, busy: "retry" });
+    expect((await retry.apply(ev(live, 9), write(9))).status).toBe("busy");
+    expect((await retry.apply(ev(live, 7), write(7))).status).toBe("stale");
+    expect((await row(live))?.thumb).toEqual({ S: "seeded" });
+  });
+
   it("folds only its own row writes, for the committing subject's row", async () => {
     const other = new InlineDynamoDBStore({ client, tableName });
     const key = stateKey(`bucket/${randomUUID()}`, "", true);

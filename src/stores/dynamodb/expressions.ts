@@ -27,6 +27,60 @@ export type Item = Record<string, AttributeValue>;
 export const S = (s: string): AttributeValue => ({ S: s });
 export const N = (n: number): AttributeValue => ({ N: String(n) });
 
+/** Expressions with some placeholders written out as the names themselves, and what they use. */
+export interface ExpressionShape {
+  update: string;
+  condition: string;
+  /** The value placeholders used. */
+  values: readonly string[];
+  /** The name placeholders left (to send in ExpressionAttributeNames). */
+  names: readonly string[];
+}
+
+const SHAPES = new WeakMap<object, Map<string, ExpressionShape>>();
+const MAX_SHAPES = 512;
+
+/**
+ * The expressions with each placeholder of `plain` replaced by its attribute name, which must be a valid name in an
+ * expression (no reserved word, no special character). DynamoDB substitutes every placeholder of every request, and
+ * fewer of them cost it less (bench/expression-cost.ts); the attributes written are the same. Cached by text: a
+ * store sends a handful of shapes.
+ */
+export function expressionShape(
+  update: string,
+  condition: string,
+  plain: Readonly<Record<string, string>>,
+): ExpressionShape {
+  let cache = SHAPES.get(plain);
+  if (!cache) {
+    cache = new Map();
+    SHAPES.set(plain, cache);
+  }
+  const text = `${update}\n${condition}`;
+  const cached = cache.get(text);
+  if (cached) return cached;
+  const write = (expression: string) => expression.replace(/#\w+/g, (p) => plain[p] ?? p);
+  const shape: ExpressionShape = {
+    update: write(update),
+    condition: write(condition),
+    values: [...new Set(text.match(/:\w+/g))],
+    names: [...new Set(text.match(/#\w+/g))].filter((p) => plain[p] === undefined),
+  };
+  if (cache.size >= MAX_SHAPES) cache.clear();
+  cache.set(text, shape);
+  return shape;
+}
+
+/** Only the values an expression uses may be sent (DynamoDB rejects unused ones). */
+export function usedValues(shape: ExpressionShape, values: Item): Item {
+  const used: Item = {};
+  for (const k of shape.values) {
+    const v = values[k];
+    if (v !== undefined) used[k] = v;
+  }
+  return used;
+}
+
 /** The values every claim condition uses; a lease counts as expired only `leaseGraceMs` after its end. */
 export function claimValues(req: ClaimRequest): Item {
   return {

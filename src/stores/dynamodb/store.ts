@@ -55,6 +55,11 @@ export const NAMES = {
   "#att": "att",
 };
 
+/** The names written out in the expressions: all but `status` and `result`, which are DynamoDB reserved words. */
+const PLAIN: Readonly<Record<string, string>> = Object.fromEntries(
+  Object.entries(NAMES).filter(([placeholder]) => placeholder !== "#st" && placeholder !== "#res"),
+);
+
 /**
  * The state store on DynamoDB. Each operation is one conditional request that returns the old item on refusal
  * (`ReturnValuesOnConditionCheckFailure: ALL_OLD`), so refusals cost no extra read; a consistent GetItem is the
@@ -188,14 +193,10 @@ export class DynamoDBStore implements Store.StateStore {
   /** A conditional update under FENCED_CONDITION, with the state it was refused on. */
   readonly #fenced: dx.FencedUpdate = async (op, req, expression, values) => {
     try {
+      const all = { ...values, ":fence": N(req.fence), ":running": S("running") };
       await this.#client.send(
         new UpdateItemCommand({
-          TableName: this.#table,
-          Key: { [STATE_KEY_ATTRIBUTE]: S(req.key) },
-          UpdateExpression: expression,
-          ConditionExpression: dx.FENCED_CONDITION,
-          ExpressionAttributeNames: pick(NAMES, `${expression} #fence #st`),
-          ExpressionAttributeValues: { ...values, ":fence": N(req.fence), ":running": S("running") },
+          ...stateUpdate(this.#table, req.key, expression, dx.FENCED_CONDITION, all),
           ReturnValuesOnConditionCheckFailure: "ALL_OLD",
         }),
       );
@@ -248,16 +249,14 @@ function stateUpdate(
   condition: string,
   values: Item,
 ): Update & { TableName: string } {
-  const expressions = `${update} ${condition}`;
-  const used = new Set(expressions.match(/:\w+/g));
+  const shape = dx.expressionShape(update, condition, PLAIN);
   return {
     TableName: table,
     Key: { [STATE_KEY_ATTRIBUTE]: S(key) },
-    UpdateExpression: update,
-    ConditionExpression: condition,
-    ExpressionAttributeNames: pick(NAMES, expressions),
-    // Only the values an expression uses may be sent (DynamoDB rejects unused ones).
-    ExpressionAttributeValues: Object.fromEntries(Object.entries(values).filter(([k]) => used.has(k))),
+    UpdateExpression: shape.update,
+    ConditionExpression: shape.condition,
+    ...(shape.names.length > 0 ? { ExpressionAttributeNames: pickNames(shape.names) } : {}),
+    ExpressionAttributeValues: dx.usedValues(shape, values),
   };
 }
 
@@ -269,10 +268,11 @@ function dynamoWrites(writes: readonly Store.AtomicWrite[] | undefined): DynamoD
   });
 }
 
-/** Only the names an expression uses may be sent (DynamoDB rejects unused ones). */
-function pick(names: Record<string, string>, expressions: string): Record<string, string> {
-  const used = new Set(expressions.match(/#\w+/g));
-  return Object.fromEntries(Object.entries(names).filter(([k]) => used.has(k)));
+/** The reserved words' placeholders an expression uses (DynamoDB rejects unused ones). */
+function pickNames(placeholders: readonly string[]): Record<string, string> {
+  const names: Record<string, string> = {};
+  for (const p of placeholders) names[p] = NAMES[p as keyof typeof NAMES];
+  return names;
 }
 
 function withOldItemOnFailure(item: TransactWriteItem): TransactWriteItem {
