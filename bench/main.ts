@@ -3,7 +3,7 @@
  * started here, in one process. See docs/benchmarks.md for what is measured and how to read it.
  *
  *   tsx bench/main.ts                 all scenarios at full size, markdown tables on stdout
- *   tsx bench/main.ts --json          the JSON shape of issue 6 on stdout
+ *   tsx bench/main.ts --json          the compact JSON report (BenchJson, bench/report.ts) on stdout
  *   tsx bench/main.ts --quick         small numbers (the test suite's smoke run)
  *   tsx bench/main.ts --out r.json --svg chart.svg   also keep the full report and draw the chart
  *   tsx bench/main.ts --from r.json --svg chart.svg  redraw from a saved report, without running
@@ -22,7 +22,7 @@ import {
   type Scenario,
 } from "./harness.js";
 import { terminalProgress } from "./progress.js";
-import { rawWriteRate, renderMarkdown, reportJson, toIssueJson } from "./report.js";
+import { rawWriteRate, renderMarkdown, reportJson, toBenchJson } from "./report.js";
 
 export interface Io {
   stdout: (text: string) => void;
@@ -51,7 +51,7 @@ export async function main(argv: string[], io: Io = defaultIo()): Promise<Report
   const program = new Command()
     .name("bench")
     .description("effectively-once vs Powertools idempotency and the usual fixes, on DynamoDB Local")
-    .option("--json", "print exactly the JSON shape of issue 6")
+    .option("--json", "print the compact JSON report (BenchJson in bench/report.ts)")
     .option("--events <n>", "distinct keys per throughput run (default 10000; quick 200)", positiveInt)
     .option("--reps <n>", "latency repetitions (default 5; quick 2)", positiveInt)
     .option("--quick", "small numbers: a smoke run of every scenario")
@@ -101,7 +101,7 @@ export async function main(argv: string[], io: Io = defaultIo()): Promise<Report
   }
   if (opts.out) writeFileSync(opts.out, reportJson(report));
   if (opts.svg) writeFileSync(opts.svg, chartOf(report));
-  io.stdout(opts.json ? `${JSON.stringify(toIssueJson(report))}\n` : renderMarkdown(report));
+  io.stdout(opts.json ? `${JSON.stringify(toBenchJson(report))}\n` : renderMarkdown(report));
   return report;
 }
 

@@ -5,8 +5,8 @@ import { round } from "./stats.js";
 type Kind = "new" | "duplicate" | "stale" | "failed";
 const KINDS: Kind[] = ["new", "duplicate", "stale", "failed"];
 
-/** The shape issue 6 asks `--json` to print, plus capacity and cost per event (the inline-state issue). */
-export interface IssueJson {
+/** What `--json` prints: a stable shape for scripts, plus capacity and cost per event. */
+export interface BenchJson {
   requestsPerEvent: Record<string, { new: number; duplicate: number; stale: number; failed: number }>;
   overheadRatio: Record<string, { p50: number; p99: number }>;
   hotKey: Record<string, { handlerRuns: number; staleRuns: number; waitMs: number; correct: boolean }>;
@@ -18,8 +18,8 @@ export interface IssueJson {
 }
 
 /** DynamoDB cost per million events of each kind, USD. */
-export function costPerMillion(report: Report): IssueJson["costPerMillion"] {
-  const out: IssueJson["costPerMillion"] = {};
+export function costPerMillion(report: Report): BenchJson["costPerMillion"] {
+  const out: BenchJson["costPerMillion"] = {};
   for (const [name, r] of Object.entries(report.requestsPerEvent)) {
     if (!r.capacity) continue;
     out[name] = Object.fromEntries(
@@ -29,16 +29,16 @@ export function costPerMillion(report: Report): IssueJson["costPerMillion"] {
   return out;
 }
 
-export function toIssueJson(report: Report): IssueJson {
-  const requestsPerEvent: IssueJson["requestsPerEvent"] = {};
+export function toBenchJson(report: Report): BenchJson {
+  const requestsPerEvent: BenchJson["requestsPerEvent"] = {};
   for (const [name, r] of Object.entries(report.requestsPerEvent)) {
     requestsPerEvent[name] = { new: r.new, duplicate: r.duplicate, stale: r.stale, failed: r.failed };
   }
-  const overheadRatio: IssueJson["overheadRatio"] = {};
+  const overheadRatio: BenchJson["overheadRatio"] = {};
   for (const [name, l] of Object.entries(report.latency)) {
     if (name !== "unguarded") overheadRatio[name] = { p50: l.ratioP50.median, p99: l.ratioP99.median };
   }
-  const hotKey: IssueJson["hotKey"] = {};
+  const hotKey: BenchJson["hotKey"] = {};
   for (const [name, h] of Object.entries(report.hotKey)) {
     hotKey[name] = {
       handlerRuns: h.handlerRuns,
@@ -47,12 +47,12 @@ export function toIssueJson(report: Report): IssueJson {
       correct: h.correct,
     };
   }
-  const throughput: IssueJson["throughput"] = {};
+  const throughput: BenchJson["throughput"] = {};
   for (const [name, byWorkers] of Object.entries(report.throughput)) {
     throughput[name] = Object.fromEntries(Object.entries(byWorkers).map(([w, r]) => [w, r.eventsPerSecond]));
   }
   throughput.rawWrite = rawWriteRate(report);
-  const capacityPerEvent: IssueJson["capacityPerEvent"] = {};
+  const capacityPerEvent: BenchJson["capacityPerEvent"] = {};
   for (const [name, r] of Object.entries(report.requestsPerEvent)) {
     if (!r.capacity) continue;
     capacityPerEvent[name] = Object.fromEntries(
@@ -448,7 +448,7 @@ export function renderMarkdown(report: Report): string {
     ),
   );
 
-  parts.push("\n### Targets (issue 6)\n");
+  parts.push("\n### Targets\n");
   parts.push(
     table(
       ["target", "met", "measured"],

@@ -2,14 +2,14 @@ import { PassThrough } from "node:stream";
 import { beforeAll, describe, expect, inject, it } from "vitest";
 import type { Report } from "../bench/harness.js";
 import { main } from "../bench/main.js";
-import type { IssueJson } from "../bench/report.js";
+import type { BenchJson } from "../bench/report.js";
 
 /*
- * The benchmark harness in --quick mode on the suite's DynamoDB Local: the JSON shape of issue 6, the
+ * The benchmark harness in --quick mode on the suite's DynamoDB Local: the compact JSON shape, the
  * request budget, and correctness. Functional checks only: nothing here depends on how fast anything ran.
  */
 describe("bench --quick --json", () => {
-  let json: IssueJson;
+  let json: BenchJson;
   let report: Report;
 
   beforeAll(async () => {
@@ -20,10 +20,10 @@ describe("bench --quick --json", () => {
       },
       stderr: new PassThrough(),
     });
-    json = JSON.parse(stdout) as IssueJson;
+    json = JSON.parse(stdout) as BenchJson;
   }, 600_000);
 
-  it("prints exactly the shape of issue 6", () => {
+  it("prints exactly the compact JSON shape", () => {
     expect(Object.keys(json).sort()).toEqual([
       "capacityPerEvent",
       "costPerMillion",
