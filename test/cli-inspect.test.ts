@@ -3,9 +3,9 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import { Command } from "commander";
-import { describe, expect, it, vi } from "vitest";
+import { describe, expect, it } from "vitest";
 import { inspectText, registerInspect } from "../src/cli/inspect.js";
+import { type CliRun, runCli } from "./kit/cli.js";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const fixtures = join(root, "test/fixtures/events");
@@ -508,29 +508,7 @@ function deepSequencerEvent(): string {
 const run = promisify(execFile);
 
 /** `eonce inspect` in this process: the command's own code (file reading, output, exit code), without a spawn. */
-async function inProcess(args: string[]): Promise<{ stdout: string; stderr: string; code: number }> {
-  const program = new Command("eonce").exitOverride();
-  registerInspect(program);
-  let stdout = "";
-  let stderr = "";
-  const out = vi.spyOn(process.stdout, "write").mockImplementation((chunk) => {
-    stdout += String(chunk);
-    return true;
-  });
-  const err = vi.spyOn(process.stderr, "write").mockImplementation((chunk) => {
-    stderr += String(chunk);
-    return true;
-  });
-  const before = process.exitCode;
-  try {
-    await program.parseAsync(["node", "eonce", "inspect", ...args]);
-    return { stdout, stderr, code: Number(process.exitCode ?? 0) };
-  } finally {
-    out.mockRestore();
-    err.mockRestore();
-    process.exitCode = before;
-  }
-}
+const inProcess = (args: string[]): Promise<CliRun> => runCli(registerInspect, ["inspect", ...args]);
 
 /** The real executable under tsx, for what only a process has: stdin, argv parsing errors, the exit status. */
 async function cli(

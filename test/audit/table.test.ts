@@ -1,12 +1,12 @@
 import { randomUUID } from "node:crypto";
 import { type DynamoDBClient, ScanCommand } from "@aws-sdk/client-dynamodb";
-import { Command, CommanderError } from "commander";
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
 import { auditTable, type TableAuditReport } from "../../src/audit/table-scan.js";
 import { registerAudit } from "../../src/cli/audit.js";
 import { registerAuditTable } from "../../src/cli/audit-table.js";
 import { createTableIfMissing } from "../../src/stores/dynamodb/schema.js";
 import { batchPut } from "../kit/batch-write.js";
+import { type CliRun, runCli } from "../kit/cli.js";
 import { localDynamoDB } from "../kit/dynamodb.js";
 
 const suffix = randomUUID().slice(0, 8);
@@ -289,41 +289,9 @@ describe("auditTable: key types and composite primary keys", () => {
   });
 });
 
-interface CliRun {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
 /** `eonce audit table …` in this process, as src/cli/main.ts runs it (commander's errors exit 2). */
-async function eonce(...args: string[]): Promise<CliRun> {
-  const program = new Command("eonce").exitOverride();
-  registerAuditTable(registerAudit(program));
-  let stdout = "";
-  let stderr = "";
-  const out = vi.spyOn(process.stdout, "write").mockImplementation((chunk) => {
-    stdout += String(chunk);
-    return true;
-  });
-  const err = vi.spyOn(process.stderr, "write").mockImplementation((chunk) => {
-    stderr += String(chunk);
-    return true;
-  });
-  process.exitCode = undefined;
-  let code: number;
-  try {
-    await program.parseAsync(["node", "eonce", "audit", "table", ...args]);
-    code = Number(process.exitCode ?? 0);
-  } catch (e) {
-    if (!(e instanceof CommanderError)) throw e;
-    code = e.exitCode === 0 ? 0 : 2;
-  } finally {
-    out.mockRestore();
-    err.mockRestore();
-    process.exitCode = undefined;
-  }
-  return { code, stdout, stderr };
-}
+const eonce = (...args: string[]): Promise<CliRun> =>
+  runCli((program) => registerAuditTable(registerAudit(program)), ["audit", "table", ...args]);
 
 describe("eonce audit table", () => {
   const endpoint = () => inject("dynamodbEndpoint");
