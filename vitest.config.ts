@@ -56,8 +56,12 @@ const INTEGRATION = [
   "test/audit/table.test.ts",
 ];
 
-/** The AWS SDK's once-per-process Node 22 notice, as the CLI silences it (src/cli/main.ts): noise in a test run. */
+/**
+ * The AWS SDK's once-per-process Node 22 notice, as the CLI silences it (src/cli/main.ts): noise in a test run. Set
+ * here too for the main process, where the global setup creates SDK clients.
+ */
 const QUIET_SDK = { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true" };
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
 
 /** The two longest files (the packed package in a new project; the demo, three seeds) start first, side by side. */
 const FIRST = ["test/consumer.test.ts", "test/demo.test.ts"];
