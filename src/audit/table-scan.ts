@@ -6,17 +6,7 @@ import {
   type ScanCommandInput,
   type ScanCommandOutput,
 } from "@aws-sdk/client-dynamodb";
-import {
-  boolean,
-  custom,
-  func,
-  integer,
-  type Resolved,
-  required,
-  resolveOptions,
-  schemaFor,
-  string,
-} from "../core/options.js";
+import * as opt from "../core/options.js";
 import { DYNAMODB_TABLE_FIELDS } from "../stores/dynamodb/options.js";
 import { attributeText } from "./attribute-text.js";
 import { DuplicateTally, primaryKeyText, type TallySummary } from "./duplicate-tally.js";
@@ -56,22 +46,27 @@ export interface TableAuditOptions {
 }
 
 /** The options of `auditTable`; the fields with a doc are also the flags of `eonce audit table`. */
-export const TABLE_AUDIT_OPTIONS = schemaFor<TableAuditOptions>()({
+export const TABLE_AUDIT_OPTIONS = opt.schemaFor<TableAuditOptions>()({
   ...DYNAMODB_TABLE_FIELDS,
-  keyAttribute: required(
-    string({ doc: "the attribute naming one effect: rows with the same value are duplicates" }),
+  keyAttribute: opt.required(
+    opt.string({ doc: "the attribute naming one effect: rows with the same value are duplicates" }),
   ),
-  groupByAttribute: string({ doc: "scope effects to this attribute's value and report per group" }),
-  segments: integer({ min: 1, max: 1000, default: 4, doc: "parallel Scan segments" }),
-  pageLimit: integer({ min: 1, doc: "rows evaluated per Scan page (Limit; default up to 1 MB a page)" }),
-  consistentRead: boolean({ default: false, doc: "strongly consistent reads (twice the read units)" }),
-  examples: integer({ min: 0, default: 10, doc: "duplicated effects to show, most rows first" }),
-  keysPerEffect: integer({ min: 1, max: 100, default: 5, doc: "primary keys shown per duplicated effect" }),
-  onProgress: func<(progress: TableScanProgress) => void>(),
-  signal: custom<AbortSignal>("an AbortSignal", (v) => v instanceof AbortSignal),
+  groupByAttribute: opt.string({ doc: "scope effects to this attribute's value and report per group" }),
+  segments: opt.integer({ min: 1, max: 1000, default: 4, doc: "parallel Scan segments" }),
+  pageLimit: opt.integer({ min: 1, doc: "rows evaluated per Scan page (Limit; default up to 1 MB a page)" }),
+  consistentRead: opt.boolean({ default: false, doc: "strongly consistent reads (twice the read units)" }),
+  examples: opt.integer({ min: 0, default: 10, doc: "duplicated effects to show, most rows first" }),
+  keysPerEffect: opt.integer({
+    min: 1,
+    max: 100,
+    default: 5,
+    doc: "primary keys shown per duplicated effect",
+  }),
+  onProgress: opt.func<(progress: TableScanProgress) => void>(),
+  signal: opt.custom<AbortSignal>("an AbortSignal", (v) => v instanceof AbortSignal),
 });
 
-type AuditOptions = Resolved<typeof TABLE_AUDIT_OPTIONS>;
+type AuditOptions = opt.Resolved<typeof TABLE_AUDIT_OPTIONS>;
 
 export interface TableAuditReport extends Omit<TallySummary, "rows"> {
   table: string;
@@ -114,7 +109,7 @@ interface TableShape {
  * Throws OptionsError for bad options, the SDK's error when the table cannot be described or read.
  */
 export async function auditTable(options: TableAuditOptions): Promise<TableAuditReport> {
-  const o = resolveOptions("auditTable", TABLE_AUDIT_OPTIONS, options);
+  const o = opt.resolveOptions("auditTable", TABLE_AUDIT_OPTIONS, options);
   const started = performance.now();
   const shape = await describeTable(o);
   const tally = new DuplicateTally(shape.primaryKey, o.groupByAttribute !== undefined, o.keysPerEffect);

@@ -50,32 +50,37 @@ export function batchSourceKind(model: TemplateModel, esm: Resource): BatchSourc
   return undefined;
 }
 
+/** Where each notification configuration names its target: in a bucket's own property, and in CDK's custom resource. */
+const BUCKET_NOTIFICATIONS = [
+  ["LambdaConfigurations", "Function"],
+  ["QueueConfigurations", "Queue"],
+  ["TopicConfigurations", "Topic"],
+] as const;
+const CDK_NOTIFICATIONS = [
+  ["LambdaFunctionConfigurations", "LambdaFunctionArn"],
+  ["QueueConfigurations", "QueueArn"],
+  ["TopicConfigurations", "TopicArn"],
+] as const;
+
 /** How S3 events leave a bucket: its notification configurations (the bucket's own, or CDK's custom resource). */
 export function s3Notifications(model: TemplateModel): Link[] {
-  const links: Link[] = [];
-  for (const bucket of model.ofType("AWS::S3::Bucket")) {
-    const n = asObject(bucket.properties.NotificationConfiguration);
-    const add = (list: string, key: string) => {
-      for (const [i, c] of asArray(n[list]).entries()) {
-        links.push(link(model, bucket, `${list}[${i}].${key}`, asObject(c)[key]));
-      }
-    };
-    add("LambdaConfigurations", "Function");
-    add("QueueConfigurations", "Queue");
-    add("TopicConfigurations", "Topic");
-  }
-  for (const custom of model.ofType("Custom::S3BucketNotifications")) {
-    const n = asObject(custom.properties.NotificationConfiguration);
-    const add = (list: string, key: string) => {
-      for (const [i, c] of asArray(n[list]).entries()) {
-        links.push(link(model, custom, `${list}[${i}].${key}`, asObject(c)[key]));
-      }
-    };
-    add("LambdaFunctionConfigurations", "LambdaFunctionArn");
-    add("QueueConfigurations", "QueueArn");
-    add("TopicConfigurations", "TopicArn");
-  }
-  return links;
+  return [
+    ...model.ofType("AWS::S3::Bucket").flatMap((b) => notificationLinks(model, b, BUCKET_NOTIFICATIONS)),
+    ...model
+      .ofType("Custom::S3BucketNotifications")
+      .flatMap((c) => notificationLinks(model, c, CDK_NOTIFICATIONS)),
+  ];
+}
+
+function notificationLinks(
+  model: TemplateModel,
+  from: Resource,
+  kinds: readonly (readonly [list: string, key: string])[],
+): Link[] {
+  const n = asObject(from.properties.NotificationConfiguration);
+  return kinds.flatMap(([list, key]) =>
+    asArray(n[list]).map((c, i) => link(model, from, `${list}[${i}].${key}`, asObject(c)[key])),
+  );
 }
 
 /** Each target of each EventBridge rule, with the target's own settings. */

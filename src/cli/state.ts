@@ -67,6 +67,14 @@ export function registerState(program: Command, io: StateIo = PROCESS_IO): Comma
   return state;
 }
 
+/** Each subcommand's help line. */
+const DESCRIPTIONS = {
+  get: "print the state record of a subject or state key",
+  list: "list state records, held or stuck first: running with an expired lease, running, released, done",
+  release: "release a running claim, only while it still holds --fence (the store's conditional release)",
+  forget: "delete a record so that the next delivery runs again (refused while a live lease holds it)",
+} as const;
+
 type Flags = Record<string, unknown>;
 type Body = (admin: StateAdmin, nowMs: number) => Promise<string>;
 
@@ -74,8 +82,8 @@ type Body = (admin: StateAdmin, nowMs: number) => Promise<string>;
  * A subcommand with the connection flags; its action checks every option (`prepare`: the command's own, then the
  * connection's) before it connects, then runs the body `prepare` returned, and closes the store.
  */
-function subcommand(state: Command, io: StateIo, name: string, description: string) {
-  const command = state.command(name).description(description).addHelpText("after", STATE_EXIT_CODES);
+function subcommand(state: Command, io: StateIo, name: keyof typeof DESCRIPTIONS) {
+  const command = state.command(name).description(DESCRIPTIONS[name]).addHelpText("after", STATE_EXIT_CODES);
   const connection = addSchemaOptions(command, STATE_CONNECTION_OPTIONS, CONNECTION_FLAGS);
   const act = async (flags: Flags, prepare: () => Body) => {
     const what = `eonce state ${name}`;
@@ -104,7 +112,7 @@ function errorJson(error: StateNotFoundError | StateRefusedError, nowMs: number)
 }
 
 function registerGet(state: Command, io: StateIo): void {
-  const { command, act } = subcommand(state, io, "get", "print the state record of a subject or state key");
+  const { command, act } = subcommand(state, io, "get");
   command
     .argument("<subject|key>", TARGET)
     .option("--json", "print the record as JSON")
@@ -121,12 +129,7 @@ function registerGet(state: Command, io: StateIo): void {
 }
 
 function registerList(state: Command, io: StateIo): void {
-  const { command, act } = subcommand(
-    state,
-    io,
-    "list",
-    "list state records, held or stuck first: running with an expired lease, running, released, done",
-  );
+  const { command, act } = subcommand(state, io, "list");
   const listOptions = addSchemaOptions(command, STATE_LIST_OPTIONS, LIST_FLAGS);
   command.option("--json", "print the records as JSON").action((flags: Flags) =>
     act(flags, () => {
@@ -140,12 +143,7 @@ function registerList(state: Command, io: StateIo): void {
 }
 
 function registerRelease(state: Command, io: StateIo): void {
-  const { command, act } = subcommand(
-    state,
-    io,
-    "release",
-    "release a running claim, only while it still holds --fence (the store's conditional release)",
-  );
+  const { command, act } = subcommand(state, io, "release");
   const releaseOptions = addSchemaOptions(command, STATE_RELEASE_OPTIONS);
   command
     .argument("<subject|key>", TARGET)
@@ -164,12 +162,7 @@ function registerRelease(state: Command, io: StateIo): void {
 }
 
 function registerForget(state: Command, io: StateIo): void {
-  const { command, act } = subcommand(
-    state,
-    io,
-    "forget",
-    "delete a record so that the next delivery runs again (refused while a live lease holds it)",
-  );
+  const { command, act } = subcommand(state, io, "forget");
   command
     .argument("<subject|key>", TARGET)
     .option("--yes", "delete it (without: say what would be deleted, and exit 2)")

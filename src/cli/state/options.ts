@@ -1,14 +1,5 @@
 import { InvalidArgumentError } from "commander";
-import {
-  integer,
-  oneOf,
-  optionsRule,
-  type Resolved,
-  required,
-  resolveOptions,
-  schemaFor,
-  string,
-} from "../../core/options.js";
+import * as opt from "../../core/options.js";
 import type { StateStatus } from "../../core/state.js";
 import type { FlagSpec } from "../options.js";
 
@@ -36,23 +27,23 @@ export interface StateConnectionOptions {
   file?: string;
 }
 
-export const STATE_CONNECTION_OPTIONS = schemaFor<StateConnectionOptions>()({
-  store: oneOf(STATE_STORE_KINDS, { default: "dynamodb", doc: "the state store's kind" }),
-  table: string({
+export const STATE_CONNECTION_OPTIONS = opt.schemaFor<StateConnectionOptions>()({
+  store: opt.oneOf(STATE_STORE_KINDS, { default: "dynamodb", doc: "the state store's kind" }),
+  table: opt.string({
     doc: "state table (DynamoDB: required; dynamodb-inline: your table; SQL: default eonce_state)",
   }),
-  endpoint: string({
+  endpoint: opt.string({
     pattern: /^https?:\/\/\S+$/,
     expected: "an http(s) URL",
     doc: "DynamoDB endpoint, e.g. DynamoDB Local (default: the AWS SDK's configuration)",
   }),
-  region: string({ doc: "AWS region (default: the AWS SDK's configuration)" }),
-  keyAttribute: string({ doc: "dynamodb-inline: the table's hash key attribute (default pk)" }),
-  databaseUrl: string({
+  region: opt.string({ doc: "AWS region (default: the AWS SDK's configuration)" }),
+  keyAttribute: opt.string({ doc: "dynamodb-inline: the table's hash key attribute (default pk)" }),
+  databaseUrl: opt.string({
     doc: "PostgreSQL connection string (default: the PG* environment variables)",
   }),
-  schema: string({ doc: "PostgreSQL schema (default public)" }),
-  file: string({ doc: "SQLite database file" }),
+  schema: opt.string({ doc: "PostgreSQL schema (default public)" }),
+  file: opt.string({ doc: "SQLite database file" }),
 });
 
 export const CONNECTION_FLAGS: { [K in keyof typeof STATE_CONNECTION_OPTIONS]?: FlagSpec } = {
@@ -63,7 +54,7 @@ export const CONNECTION_FLAGS: { [K in keyof typeof STATE_CONNECTION_OPTIONS]?: 
   file: { value: "<path>" },
 };
 
-export type ResolvedConnection = Resolved<typeof STATE_CONNECTION_OPTIONS>;
+export type ResolvedConnection = opt.Resolved<typeof STATE_CONNECTION_OPTIONS>;
 
 /** Which options each kind takes, besides `store` and `table`. */
 const OWN: Record<StateStoreKind, readonly (keyof StateConnectionOptions)[]> = {
@@ -84,18 +75,18 @@ const FLAG: Record<string, string> = {
 
 /** Eager checks: values, then the rules that relate them (an option of another kind is a mistake, not ignored). */
 export function resolveConnection(what: string, options: StateConnectionOptions): ResolvedConnection {
-  const o = resolveOptions(what, STATE_CONNECTION_OPTIONS, options);
+  const o = opt.resolveOptions(what, STATE_CONNECTION_OPTIONS, options);
   for (const [key, flag] of Object.entries(FLAG)) {
     const given = o[key as keyof ResolvedConnection] !== undefined;
-    optionsRule(
+    opt.optionsRule(
       what,
       !given || OWN[o.store].includes(key as keyof StateConnectionOptions),
       `${flag} is not for --store ${o.store}`,
     );
   }
   if (o.store === "dynamodb" || o.store === "dynamodb-inline")
-    optionsRule(what, o.table !== undefined, `--store ${o.store} needs --table <name>`);
-  if (o.store === "sqlite") optionsRule(what, o.file !== undefined, "--store sqlite needs --file <path>");
+    opt.optionsRule(what, o.table !== undefined, `--store ${o.store} needs --table <name>`);
+  if (o.store === "sqlite") opt.optionsRule(what, o.file !== undefined, "--store sqlite needs --file <path>");
   return o;
 }
 
@@ -106,13 +97,13 @@ export interface StateListOptions {
   limit?: number;
 }
 
-export const STATE_LIST_OPTIONS = schemaFor<StateListOptions>()({
-  status: oneOf(["running", "released", "done"], { doc: "only records of this status" }),
-  olderThanMs: integer({
+export const STATE_LIST_OPTIONS = opt.schemaFor<StateListOptions>()({
+  status: opt.oneOf(["running", "released", "done"], { doc: "only records of this status" }),
+  olderThanMs: opt.integer({
     min: 0,
     doc: "only records whose last claim is older than this (90s, 10m, 2h, 1d)",
   }),
-  limit: integer({ min: 1, max: 100_000, default: 50, doc: "at most n records" }),
+  limit: opt.integer({ min: 1, max: 100_000, default: 50, doc: "at most n records" }),
 });
 
 export const LIST_FLAGS: { [K in keyof typeof STATE_LIST_OPTIONS]?: FlagSpec } = {
@@ -124,8 +115,10 @@ export interface StateReleaseOptions {
   fence: number;
 }
 
-export const STATE_RELEASE_OPTIONS = schemaFor<StateReleaseOptions>()({
-  fence: required(integer({ min: 0, doc: "the fence the record must still hold (from eonce state get)" })),
+export const STATE_RELEASE_OPTIONS = opt.schemaFor<StateReleaseOptions>()({
+  fence: opt.required(
+    opt.integer({ min: 0, doc: "the fence the record must still hold (from eonce state get)" }),
+  ),
 });
 
 const UNITS_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };

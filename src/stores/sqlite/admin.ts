@@ -24,16 +24,14 @@ const RANK = `CASE WHEN status = 'running' AND coalesce(lease_until, 0) <= @now 
 export class SqliteStateAdmin implements StateAdmin {
   readonly engine = "sqlite";
   readonly store: SqliteStore;
-  readonly #table: string;
 
   constructor(options: SqliteStoreOptions) {
     this.store = new SqliteStore(options);
-    this.#table = this.store.tableName;
   }
 
   async list(query: StateQuery): Promise<StateRecord[]> {
     const sql = `SELECT state_key, status, pos, eid, fence, tok, lease_until, cpos, ceid, result_omitted, cfp,
-  expires_at, att FROM "${this.#table}"
+  expires_at, att FROM "${this.store.tableName}"
 WHERE (@status IS NULL OR status = @status) AND (@before IS NULL OR fence < @before)
 ORDER BY ${RANK}, fence, state_key LIMIT @limit`;
     const params = {
@@ -42,7 +40,7 @@ ORDER BY ${RANK}, fence, state_key LIMIT @limit`;
       before: query.claimedBeforeMs === undefined ? null : fenceAt(query.claimedBeforeMs),
       limit: query.limit,
     };
-    return this.#step("list", this.#table, () =>
+    return this.#step("list", this.store.tableName, () =>
       statementsOf(this.store)
         .connection.prepare(sql)
         .all(params)
@@ -54,11 +52,11 @@ ORDER BY ${RANK}, fence, state_key LIMIT @limit`;
     const sql = statementsOf(this.store);
     return this.#step("forget", key, () =>
       sql.immediate((): ForgetResult => {
-        const row = sql.get(`SELECT * FROM "${this.#table}" WHERE state_key = @key`, { key });
+        const row = sql.get(`SELECT * FROM "${this.store.tableName}" WHERE state_key = @key`, { key });
         if (!row) return { forgotten: false };
         const state = toRecord(row);
         if (leaseLive(state, nowMs)) return { forgotten: false, state };
-        if (sql.run(`DELETE FROM "${this.#table}" WHERE state_key = @key`, { key }) !== 1)
+        if (sql.run(`DELETE FROM "${this.store.tableName}" WHERE state_key = @key`, { key }) !== 1)
           throw new StoreError(`SqliteStore: ${key} changed inside its own transaction`, {
             retryable: false,
           });
