@@ -1,8 +1,4 @@
-import {
-  ConditionalCheckFailedException,
-  DeleteItemCommand,
-  type DynamoDBClient,
-} from "@aws-sdk/client-dynamodb";
+import { ConditionalCheckFailedException, DeleteItemCommand } from "@aws-sdk/client-dynamodb";
 import type { StateRecord } from "../../core/state.js";
 import type { ForgetResult, StateAdmin, StateQuery } from "../../core/state-admin.js";
 import { storeError } from "./expressions.js";
@@ -17,17 +13,15 @@ import { DynamoDBStore, type DynamoDBStoreOptions, NAMES, toRecord } from "./sto
 export class DynamoDBStateAdmin implements StateAdmin {
   readonly engine = "dynamodb";
   readonly store: DynamoDBStore;
-  readonly #client: DynamoDBClient;
 
-  constructor(options: DynamoDBStoreOptions) {
+  constructor(private readonly options: DynamoDBStoreOptions) {
     this.store = new DynamoDBStore(options);
-    this.#client = options.client;
   }
 
   async list(query: StateQuery): Promise<StateRecord[]> {
     try {
       return await scanState(
-        { client: this.#client, table: this.store.tableName, names: NAMES, toRecord },
+        { client: this.options.client, table: this.store.tableName, names: NAMES, toRecord },
         query,
       );
     } catch (error) {
@@ -37,7 +31,7 @@ export class DynamoDBStateAdmin implements StateAdmin {
 
   async forget(key: string, nowMs: number): Promise<ForgetResult> {
     try {
-      const out = await this.#client.send(
+      const out = await this.options.client.send(
         new DeleteItemCommand({
           TableName: this.store.tableName,
           Key: { [STATE_KEY_ATTRIBUTE]: { S: key } },
@@ -61,6 +55,6 @@ export class DynamoDBStateAdmin implements StateAdmin {
   }
 
   async close(): Promise<void> {
-    this.#client.destroy();
+    this.options.client.destroy();
   }
 }
