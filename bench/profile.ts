@@ -16,11 +16,10 @@ import { Command } from "commander";
 import { startDynamoDBLocal } from "../src/local/emulators/dynamodb-local.js";
 import { createBenchClient } from "./client.js";
 import { cpuMeter, findJavaByPort } from "./cpu.js";
-import { makeEvent } from "./events.js";
 import { IMPLEMENTATIONS } from "./harness.js";
 import type { Implementation } from "./impls/types.js";
-import { deliverAll } from "./runner.js";
 import { round } from "./stats.js";
+import { timedRun } from "./timed-run.js";
 
 interface CpuProfileNode {
   id: number;
@@ -51,22 +50,15 @@ const bc = createBenchClient(local.endpoint, workers * 2, (t) => t.endsWith("-ou
 const serverPid = findJavaByPort(String(local.port));
 try {
   let n = 0;
+  const cpu = cpuMeter(local.endpoint);
   const once = async (which: Implementation, count: number, tag: string) => {
-    const instance = await which.open({ client: bc.client, prefix: `prof-${++n}-${which.name}` });
-    const deliveries = Array.from({ length: count }, (_, i) => ({
-      event: makeEvent(`${tag}-${i}`, 1),
-      plans: [{ workMs: 0 }],
-    }));
-    const cpu = cpuMeter(local.endpoint);
-    cpu.start();
-    const result = await deliverAll(instance, deliveries, {
-      workers,
-      redeliveryDelayMs: 250,
-      maxDeliveries: 100,
-    });
-    const used = cpu.read();
-    await instance.close();
-    return { eps: Math.round(count / (result.elapsedMs / 1000)), ...used };
+    const prefix = `prof-${++n}-${which.name}`;
+    const run = await timedRun(which, { client: bc.client, cpu, workers, count, tag, prefix });
+    return {
+      eps: Math.round(count / (run.elapsedMs / 1000)),
+      clientMs: run.clientMs,
+      serverMs: run.serverMs,
+    };
   };
   // Warm both JITs on every request type first.
   await once(impl, 1000, "warm");

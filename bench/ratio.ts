@@ -14,8 +14,8 @@ import { cpuMeter } from "./cpu.js";
 import { makeEvent } from "./events.js";
 import { IMPLEMENTATIONS } from "./harness.js";
 import type { Implementation } from "./impls/types.js";
-import { deliverAll } from "./runner.js";
 import { percentile, round } from "./stats.js";
+import { timedRun } from "./timed-run.js";
 
 const opts = new Command()
   .option("--workers <n>", "concurrent workers", "16")
@@ -39,26 +39,21 @@ const local = await startDynamoDBLocal();
 const bc = createBenchClient(local.endpoint, workers * 2, (t) => t.endsWith("-out"));
 let n = 0;
 try {
+  const meter = cpuMeter(local.endpoint);
   const throughput = async (impl: Implementation, count: number, tag: string) => {
-    const instance = await impl.open({ client: bc.client, prefix: `ratio-${++n}` });
-    const deliveries = Array.from({ length: count }, (_, i) => ({
-      event: makeEvent(`${tag}-${i}`, 1),
-      plans: [{ workMs: 0 }],
-    }));
-    const cpu = cpuMeter(local.endpoint);
-    cpu.start();
-    const result = await deliverAll(instance, deliveries, {
+    const run = await timedRun(impl, {
+      client: bc.client,
+      cpu: meter,
       workers,
-      redeliveryDelayMs: 250,
-      maxDeliveries: 100,
+      count,
+      tag,
+      prefix: `ratio-${++n}`,
     });
-    const used = cpu.read();
-    await instance.close();
     bc.writes.clear();
     return {
-      eps: count / (result.elapsedMs / 1000),
-      client: used.clientMs / count,
-      server: (used.serverMs ?? Number.NaN) / count,
+      eps: count / (run.elapsedMs / 1000),
+      client: run.clientMs / count,
+      server: (run.serverMs ?? Number.NaN) / count,
     };
   };
   for (const impl of [raw, ...impls]) await throughput(impl, 1000, `warm-${impl.name}`);

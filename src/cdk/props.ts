@@ -108,6 +108,4 @@ export const RECORDS_TABLE_ACTIONS: readonly RecordsTableAction[] = [
   "dynamodb:UpdateItem",
 ];
 
-/** Lambda's rule of thumb for SQS sources: visibility timeout ≥ 6 × function timeout. */
-export const VISIBILITY_TIMEOUT_FACTOR = 6;
-export const MIN_MAX_RECEIVE_COUNT = 5;
+export { MIN_MAX_RECEIVE_COUNT, VISIBILITY_TIMEOUT_FACTOR } from "./queue-rules.js";

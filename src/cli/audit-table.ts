@@ -1,9 +1,9 @@
-import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import cliProgress from "cli-progress";
-import { type Command, InvalidArgumentError } from "commander";
+import type { Command } from "commander";
 import { auditTable, TABLE_AUDIT_OPTIONS, type TableScanProgress } from "../audit/table-scan.js";
 import { OptionsError } from "../core/errors.js";
 import { formatTableAudit } from "./audit-table-report.js";
+import { AWS_CONNECTION_OPTIONS, type AwsConnection, dynamoDBClientFor } from "./aws-connection.js";
 import { oneLine } from "./errors.js";
 import { addSchemaOptions, type FlagSpec, type FlagValues } from "./options.js";
 
@@ -15,9 +15,7 @@ const FLAGS: { [K in keyof typeof TABLE_AUDIT_OPTIONS]?: FlagSpec } = {
   groupByAttribute: { name: "group-by", value: "<attr>" },
 };
 
-interface CliFlags {
-  endpoint?: string;
-  region?: string;
+interface CliFlags extends AwsConnection {
   json?: boolean;
   /** true: `--progress`, false: `--no-progress`, undefined: neither. */
   progress?: boolean;
@@ -34,10 +32,9 @@ export function registerAuditTable(audit: Command): Command {
     .description("scan a DynamoDB table and report the effects held by more than one row (duplicates)")
     .argument("<table>", "table name");
   const auditOptions = addSchemaOptions(command, TABLE_AUDIT_OPTIONS, FLAGS);
+  addSchemaOptions(command, AWS_CONNECTION_OPTIONS, { endpoint: { value: "<url>" } });
   command.options.find((o) => o.long === "--key")?.makeOptionMandatory();
   command
-    .option("--endpoint <url>", "DynamoDB endpoint, e.g. DynamoDB Local's http://127.0.0.1:8000", url)
-    .option("--region <region>", "AWS region (default: the SDK's: AWS_REGION, the profile)")
     .option("--json", "print the report as one JSON object")
     .option(
       "--progress",
@@ -59,10 +56,7 @@ async function runAuditTable(
   flags: CliFlags,
   options: FlagValues<typeof TABLE_AUDIT_OPTIONS>,
 ): Promise<AuditTableExitCode> {
-  const client = new DynamoDBClient({
-    ...(flags.endpoint ? { endpoint: flags.endpoint } : {}),
-    ...(flags.region ? { region: flags.region } : {}),
-  });
+  const client = dynamoDBClientFor(flags);
   const bar = progressBar(flags.progress ?? (process.stderr.isTTY === true && !flags.json));
   try {
     const report = await auditTable({
@@ -117,13 +111,4 @@ function progressBar(show: boolean, stream: NodeJS.WriteStream = process.stderr)
       if (started) bar.stop();
     },
   };
-}
-
-function url(text: string): string {
-  try {
-    new URL(text);
-    return text;
-  } catch {
-    throw new InvalidArgumentError("must be a URL, like http://127.0.0.1:8000");
-  }
 }

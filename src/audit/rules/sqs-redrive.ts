@@ -1,10 +1,8 @@
+import { MIN_MAX_RECEIVE_COUNT } from "../../cdk/queue-rules.js";
 import { finding } from "../findings.js";
 import { asObject, isObject, numberProperty, type TemplateModel } from "../template.js";
 import { sourceQueues } from "../topology.js";
 import type { Finding } from "./common.js";
-
-/** Below this, throttled receives alone can dead-letter a healthy message. */
-export const MIN_MAX_RECEIVE_COUNT = 5;
 
 /** Rules sqs-no-dlq and sqs-max-receive-count, on the queues a pipeline reads from (never on the DLQs). */
 export function checkRedrive(model: TemplateModel): Finding[] {

@@ -1,3 +1,4 @@
+import { VISIBILITY_TIMEOUT_FACTOR as FACTOR } from "../../cdk/queue-rules.js";
 import { finding } from "../findings.js";
 import { numberProperty, type Resource, type TemplateModel } from "../template.js";
 import { type Mapping, mappings, QUEUE } from "../topology.js";
@@ -40,11 +41,12 @@ function compare(m: Mapping, queue: Resource, fn: Resource): Finding[] {
       finding(
         "sqs-visibility-1.3x",
         queue.id,
-        `${facts}: under 1.3 × (${seconds((t * 13) / 10)}), so under 6 × (${seconds(t * 6)}) too`,
+        `${facts}: under 1.3 × (${seconds((t * 13) / 10)}), so under ${FACTOR} × (${seconds(t * FACTOR)}) too`,
       ),
     ];
   }
-  if (v < t * 6) return [finding("sqs-visibility-6x", queue.id, `${facts}: under 6 × (${seconds(t * 6)})`)];
+  if (v < t * FACTOR)
+    return [finding("sqs-visibility-6x", queue.id, `${facts}: under ${FACTOR} × (${seconds(t * FACTOR)})`)];
   return [];
 }
 

@@ -1,11 +1,11 @@
 import { existsSync } from "node:fs";
-import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { StateAdmin } from "../../core/state-admin.js";
 import { DynamoDBStateAdmin } from "../../stores/dynamodb/admin.js";
 import { InlineStateAdmin } from "../../stores/dynamodb/inline-admin.js";
 import { PostgresStateAdmin } from "../../stores/postgres/admin.js";
 import { SqliteStateAdmin } from "../../stores/sqlite/admin.js";
 import { defaultDriver, openConnection } from "../../stores/sqlite/connection.js";
+import { dynamoDBClientFor } from "../aws-connection.js";
 import { StateUsageError } from "./errors.js";
 import type { ResolvedConnection } from "./options.js";
 
@@ -18,10 +18,7 @@ export async function openAdmin(o: ResolvedConnection): Promise<StateAdmin> {
   switch (o.store) {
     case "dynamodb":
     case "dynamodb-inline": {
-      const client = new DynamoDBClient({
-        ...(o.endpoint ? { endpoint: o.endpoint } : {}),
-        ...(o.region ? { region: o.region } : {}),
-      });
+      const client = dynamoDBClientFor(o);
       const tableName = o.table as string; // resolveConnection requires it
       return o.store === "dynamodb"
         ? new DynamoDBStateAdmin({ client, tableName })

@@ -1,6 +1,7 @@
 import { InvalidArgumentError } from "commander";
 import * as opt from "../../core/options.js";
 import type { StateStatus } from "../../core/state.js";
+import { AWS_CONNECTION_FIELDS, type AwsConnection } from "../aws-connection.js";
 import type { FlagSpec } from "../options.js";
 
 /** The store kinds `eonce state` connects to: every shipped store but the in-process memory store. */
@@ -8,15 +9,11 @@ export const STATE_STORE_KINDS = ["dynamodb", "dynamodb-inline", "postgres", "sq
 export type StateStoreKind = (typeof STATE_STORE_KINDS)[number];
 
 /** Where the state is: the store kind and how to reach it. Each kind takes only its own options. */
-export interface StateConnectionOptions {
+export interface StateConnectionOptions extends AwsConnection {
   /** Default `dynamodb`. */
   store?: StateStoreKind;
   /** DynamoDB: the state table (required); inline: the user's table (required); SQL: default `eonce_state`. */
   table?: string;
-  /** DynamoDB endpoint (DynamoDB Local); default the SDK's configuration. */
-  endpoint?: string;
-  /** AWS region; default the SDK's configuration (AWS_REGION, the profile). */
-  region?: string;
   /** Inline state: the table's hash key attribute. Default `pk`. */
   keyAttribute?: string;
   /** PostgreSQL connection string; default node-postgres's PG* environment variables. */
@@ -32,12 +29,7 @@ export const STATE_CONNECTION_OPTIONS = opt.schemaFor<StateConnectionOptions>()(
   table: opt.string({
     doc: "state table (DynamoDB: required; dynamodb-inline: your table; SQL: default eonce_state)",
   }),
-  endpoint: opt.string({
-    pattern: /^https?:\/\/\S+$/,
-    expected: "an http(s) URL",
-    doc: "DynamoDB endpoint, e.g. DynamoDB Local (default: the AWS SDK's configuration)",
-  }),
-  region: opt.string({ doc: "AWS region (default: the AWS SDK's configuration)" }),
+  ...AWS_CONNECTION_FIELDS,
   keyAttribute: opt.string({ doc: "dynamodb-inline: the table's hash key attribute (default pk)" }),
   databaseUrl: opt.string({
     doc: "PostgreSQL connection string (default: the PG* environment variables)",

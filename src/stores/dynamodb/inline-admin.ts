@@ -11,6 +11,7 @@ import {
   InlineDynamoDBStore,
   type InlineDynamoDBStoreOptions,
   NAMES,
+  stateKeyOfRow,
   toInlineRecord,
 } from "./inline.js";
 import { FORGET_CONDITION, forgetValues, scanState } from "./scan-state.js";
@@ -85,9 +86,4 @@ export class InlineStateAdmin implements StateAdmin {
   async close(): Promise<void> {
     this.#client.destroy();
   }
-}
-
-/** The default rowKey's inverse: a `u#` row is its own state key, any other row a subject's (`o#<row>`). */
-export function stateKeyOfRow(row: string): string {
-  return row.startsWith("u#") ? row : `o#${row}`;
 }

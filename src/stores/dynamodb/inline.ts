@@ -435,6 +435,11 @@ function defaultRowKey(stateKey: string): string {
   return stateKey.startsWith("o#") ? stateKey.slice(2) : stateKey;
 }
 
+/** defaultRowKey's inverse: a `u#` row is its own state key, any other row a subject's (`o#<row>`). */
+export function stateKeyOfRow(row: string): string {
+  return row.startsWith("u#") ? row : `o#${row}`;
+}
+
 export function hasState(item: Item | undefined): item is Item {
   return item !== undefined && item[NAMES["#fence"]]?.N !== undefined;
 }
