@@ -69,10 +69,14 @@ export function createBenchClient(
 
 type Item = Record<string, { S?: string; N?: string }>;
 
+/** A value placeholder, read where a `#a = ` clause's value starts. */
+const VALUE_PLACEHOLDER = /:\w+/y;
+
 /**
  * The effect an UpdateItem writes (`SET #a = :a` clauses naming `eid` and `srcPos`), with its key; else none. Looks
- * up only the placeholders named in ExpressionAttributeNames (no scan of the whole expression): this runs on every
- * request of the measured run, and must cost an UpdateItem no more than reading `Item` costs a PutItem.
+ * up only the placeholders of the two attributes the log keeps (no scan of the whole expression, no copies of it):
+ * this runs on every request of the measured run, and must cost an UpdateItem no more than reading `Item` costs a
+ * PutItem.
  */
 function updatedEffect(input: unknown): Item | undefined {
   const u = input as {
@@ -82,13 +86,16 @@ function updatedEffect(input: unknown): Item | undefined {
     ExpressionAttributeValues?: Item;
   };
   const expression = u.UpdateExpression ?? "";
+  const names = u.ExpressionAttributeNames ?? {};
   const set: Item = { ...(u.Key ?? {}) };
-  for (const [name, attribute] of Object.entries(u.ExpressionAttributeNames ?? {})) {
-    const at = expression.indexOf(`${name} = :`);
+  for (const name in names) {
+    const attribute = names[name];
+    if (attribute !== "eid" && attribute !== "srcPos") continue;
+    const at = expression.indexOf(`${name} = `);
     if (at < 0) continue;
-    const start = at + name.length + 3;
-    const end = expression.slice(start).search(/[^\w:]/);
-    const v = u.ExpressionAttributeValues?.[expression.slice(start, end < 0 ? undefined : start + end)];
+    VALUE_PLACEHOLDER.lastIndex = at + name.length + 3;
+    const placeholder = VALUE_PLACEHOLDER.exec(expression)?.[0];
+    const v = placeholder === undefined ? undefined : u.ExpressionAttributeValues?.[placeholder];
     if (v) set[attribute] = v;
   }
   return set.eid && set.srcPos ? set : undefined;

@@ -37,11 +37,19 @@ const MAX_FENCE_RETRIES = 3;
  * write) never hands out an old fence again. The sub-millisecond digits are random: two claimers of one deleted
  * item within the same millisecond still differ (999 times in 1000), and a living item refuses any repeat anyway.
  */
-export function clockFence(nowMs: number, random: () => number): number {
-  return Math.floor(nowMs) * 1000 + Math.floor(random() * 1000);
+export function clockFence(nowMs: number, random: number): number {
+  return Math.floor(nowMs) * 1000 + Math.floor(random * 1000);
 }
 
-/** A token unique to one guard call, written by its claim (see src/core/state.ts). */
+/** The clock's random number (seeded in simulations), else Math.random. */
+function randomOf(clock: Clock): number {
+  return clock.random?.() ?? Math.random();
+}
+
+/**
+ * A token unique to one guard call, written by its claim (see src/core/state.ts). Fresh random bytes each time (a
+ * pool would be ~7 µs cheaper, but a process restored twice from one snapshot would hand out the same tokens).
+ */
 export function claimToken(): string {
   return randomBytes(12).toString("base64url");
 }
@@ -61,12 +69,12 @@ export async function acquire<T extends object>(
   onWait: (w: WaitTrace) => void,
 ): Promise<Acquired<T>> {
   const token = claimToken();
-  const random = () => o.clock.random?.() ?? Math.random();
   const fences = { floor: 0, retries: 0 };
   let delayMs = o.waitIntervalMs;
   for (;;) {
     const now = o.clock.now();
-    const req = claimRequest(o, target, now, Math.max(clockFence(now, random), fences.floor), token);
+    const fence = Math.max(clockFence(now, randomOf(o.clock)), fences.floor);
+    const req = claimRequest(o, target, now, fence, token);
     const step = await tryOnce(o, req, deadlineMs, signal, attempt, fences);
     if (step.kind === "done") return step.result;
     if (step.kind === "again") continue;
@@ -79,7 +87,7 @@ export async function acquire<T extends object>(
     // Jittered back-off, never past the deadline (one last try there).
     const sleepMs = Math.max(
       1,
-      Math.min(Math.round(delayMs * (0.5 + random() / 2)), remainingMs, step.untilMs),
+      Math.min(Math.round(delayMs * (0.5 + randomOf(o.clock) / 2)), remainingMs, step.untilMs),
     );
     onWait({ reason: step.reason, delayMs: sleepMs });
     await o.clock.sleep(sleepMs, signal);
@@ -126,13 +134,11 @@ async function tryOnce<T extends object>(
   attempt: (req: ClaimRequest) => Promise<Attempt<T>>,
   fences: { floor: number; retries: number },
 ): Promise<Step<T>> {
-  const outOfTime = () => deadlineMs - o.clock.now() <= 0 || signal?.aborted === true;
-  const notAcquired = (why: NotAcquired): Step<T> => ({ kind: "done", result: { ok: false, why } });
   let result: Attempt<T>;
   try {
     result = await attempt(req);
   } catch (error) {
-    if (!(error instanceof StoreError) || !error.retryable || outOfTime()) {
+    if (!(error instanceof StoreError) || !error.retryable || outOfTime(o.clock, deadlineMs, signal)) {
       return notAcquired({ kind: "store-error", error });
     }
     return { kind: "wait", reason: "store-error", untilMs: Number.POSITIVE_INFINITY };
@@ -156,9 +162,17 @@ async function tryOnce<T extends object>(
   const policy = refusal.kind === "busy" ? o.busy : o.inFlight;
   const final: NotAcquired =
     refusal.kind === "busy" ? { kind: "busy", holder: refusal.state.position } : { kind: "in-flight" };
-  if (policy !== "wait" || outOfTime()) return notAcquired(final);
+  if (policy !== "wait" || outOfTime(o.clock, deadlineMs, signal)) return notAcquired(final);
   // Not much past the holder's lease end: a crashed holder frees the subject then.
   const untilMs =
     (refusal.state.leaseUntilMs ?? Number.POSITIVE_INFINITY) + o.clockSkewMs + 1 - o.clock.now();
   return { kind: "wait", reason: refusal.kind, untilMs };
+}
+
+function outOfTime(clock: Clock, deadlineMs: number, signal: AbortSignal | undefined): boolean {
+  return deadlineMs - clock.now() <= 0 || signal?.aborted === true;
+}
+
+function notAcquired<T>(why: NotAcquired): Step<T> {
+  return { kind: "done", result: { ok: false, why } };
 }

@@ -452,7 +452,7 @@ async function apply<R>(
 ): Promise<GuardOutcome<R>> {
   const key = keyOf(event);
   const done = finisher<R>(o, trace, key);
-  const computer = fenceComputer(o, event, key, compute);
+  const computer = new FenceComputer(o, event, key, compute);
   const acquired = await acquire(
     o,
     { key, position: event.position, identity: event.identity },
@@ -471,10 +471,10 @@ async function apply<R>(
     },
     (w) => trace({ type: "waiting", key, ...w }),
   );
-  const failed = computer.error();
+  const failed = computer.error;
   if (failed) return done({ status: "failed", error: failed.error, released: false }); // nothing claimed
   if (!acquired.ok) return done(notAcquired<R>(acquired.why, event, "claim"));
-  const c = computer.computed() as Computed<R>;
+  const c = computer.computed as Computed<R>;
   trace({ type: "claimed", key, fence: c.fence, attempt: 1 });
   return done({
     status: "processed",
@@ -490,41 +490,48 @@ interface Computed<R> extends Executed<R> {
   fence: number;
 }
 
-/** `apply`'s compute, run for the fence its request takes (again only when a retry takes another fence). */
-function fenceComputer<R>(
-  o: Resolved,
-  event: GuardedEvent,
-  key: string,
-  compute: (ctx: ApplyContext) => R | Promise<R>,
-) {
-  let computed: Computed<R> | undefined;
-  let computeError: { error: unknown } | undefined;
-  const computeFor = async (fence: number): Promise<Computed<R>> => {
-    if (computed?.fence === fence) return computed;
+/**
+ * `apply`'s compute, run for the fence its request takes (again only when a retry takes another fence). A class, not
+ * closures: `apply` makes one per event.
+ */
+class FenceComputer<R> {
+  computed: Computed<R> | undefined;
+  /** What compute threw: nothing was claimed. */
+  error: { error: unknown } | undefined;
+
+  constructor(
+    private readonly o: Resolved,
+    private readonly event: GuardedEvent,
+    private readonly key: string,
+    private readonly compute: (ctx: ApplyContext) => R | Promise<R>,
+  ) {}
+
+  async computeFor(fence: number): Promise<Computed<R>> {
+    if (this.computed?.fence === fence) return this.computed;
+    const { o, event } = this;
     const writes: AtomicWrite[] = [];
     const ctx: ApplyContext = {
       position: event.position,
       subject: event.subject,
       identity: event.identity,
-      stateKey: key,
+      stateKey: this.key,
       fence,
       atCommit: atCommitFor(o, writes),
     };
     try {
-      const result = await compute(ctx);
-      computed = {
+      const result = await this.compute(ctx);
+      this.computed = {
         fence,
         result,
         stored: storeResult(result, o.storeResult, o.maxStoredResultBytes),
         writes,
       };
-      return computed;
+      return this.computed;
     } catch (error) {
-      computeError = { error };
+      this.error = { error };
       throw error;
     }
-  };
-  return { computeFor, computed: () => computed, error: () => computeError };
+  }
 }
 
 /** Releases the claim after the handler failed (or its commit was refused for good). */

@@ -1,7 +1,7 @@
 import { describe, expect, inject, it } from "vitest";
 import { runCampaign } from "../../src/chaos/campaign.js";
 
-const HISTORIES = 500;
+const HISTORIES = 300;
 
 describe("fault simulator: seeded histories on DynamoDB Local", () => {
   it(`${HISTORIES} histories break no invariant`, async () => {

@@ -12,7 +12,8 @@ const endpoint = () => ["--dynamodb-endpoint", inject("dynamodbEndpoint")];
 const parse = (stdout: string): RunReport =>
   JSON.parse(stdout.trim().split("\n").at(-1) ?? "{}") as RunReport;
 
-describe("eonce run", () => {
+// Side by side: each test spawns its own `eonce run` (its own servers and tables).
+describe.concurrent("eonce run", () => {
   it("runs the records example's Lambda handler with faults: every invariant holds", async () => {
     const t = suffix();
     const { code, stdout, stderr } = await eonce([

@@ -51,7 +51,8 @@ function eonceWithEnv(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 60_000
   });
 }
 
-describe("eonce run reports failures as failures", () => {
+// Side by side: each test spawns its own `eonce run` (its own servers and tables).
+describe.concurrent("eonce run reports failures as failures", () => {
   it("a handler that always throws: its error and line without --logs, every event lost, exit 1", async () => {
     const { code, stdout } = await eonce([
       "run",
@@ -111,7 +112,8 @@ describe("eonce run reports failures as failures", () => {
 });
 
 describe("eonce run over SQS", () => {
-  it("counts dead-lettered only what reached the DLQ; a failed duplicate of a delivered message is just failed", async () => {
+  // The two DLQ tests side by side; the heartbeat test (timing: 1 s ticks against a 2 s timeout) alone after them.
+  it.concurrent("counts dead-lettered only what reached the DLQ; a failed duplicate of a delivered message is just failed", async () => {
     // Every batch is delivered twice and half the runs fail: some copy fails while its twin succeeded.
     // With 1000 receives allowed nothing can reach the DLQ.
     const { code, stdout } = await eonce([
@@ -141,7 +143,7 @@ describe("eonce run over SQS", () => {
     expect(code).toBe(0);
   }, 180_000);
 
-  it("reads the DLQ: messages that exhausted their receives are dead-lettered, and the run fails", async () => {
+  it.concurrent("reads the DLQ: messages that exhausted their receives are dead-lettered, and the run fails", async () => {
     const { code, stdout } = await eonce([
       "run",
       "test/local/fixtures/throwing.ts:handler",
@@ -220,7 +222,7 @@ describe("eonce run over SQS", () => {
   }, 180_000);
 });
 
-describe("eonce run --messages", () => {
+describe.concurrent("eonce run --messages", () => {
   async function replay(source: string, lines: string[], extra: string[] = []) {
     const t = suffix();
     const file = join(dir, `messages-${t}.jsonl`);

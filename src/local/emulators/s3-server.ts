@@ -16,6 +16,7 @@
  *   encoded, so a source encoded the AWS way (encodeURIComponent) is not found: a middleware re-encodes it.
  * - Only the `S3RVER`/`S3RVER` access key is accepted; SigV4 signatures are not verified.
  * - CreateBucket validates names (3-63 chars); `configureBuckets` at start does not.
+ * - PutObject answers once the body is on disk (emulators/s3-durable-put.ts; s3rver answers before).
  * - Object events (raw records, see {@link S3rverEventRecord}) are emitted synchronously before the
  *   response is written, for PutObject, CopyObject, DeleteObject (only if the key existed), POST uploads
  *   and CompleteMultipartUpload (named `ObjectCreated:Post`). DeleteObjects (batch) emits NO events.
@@ -30,6 +31,7 @@ import { S3Client } from "@aws-sdk/client-s3";
 import type S3rver from "s3rver";
 import { LOCAL_REGION } from "../aws-local.js";
 import { conditionalWrites, rejectS3Request } from "./s3-conditional.js";
+import { makePutObjectDurable } from "./s3-durable-put.js";
 
 /** s3rver accepts only its hard-coded key pair (it does not verify SigV4 signatures). */
 export const S3RVER_CREDENTIALS = { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" } as const;
@@ -149,6 +151,7 @@ export async function startS3Server(options: StartS3ServerOptions = {}): Promise
     vhostBuckets: false,
     configureBuckets: (options.buckets ?? []).map((name) => ({ name })),
   });
+  makePutObjectDurable(server.store);
   // Koa composes its middleware when it starts listening, so this runs before s3rver's own.
   server.middleware.unshift(fixRequests, conditionalWrites(options.conditionalWrites));
   rejectListenErrors(server);

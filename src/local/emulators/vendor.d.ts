@@ -22,6 +22,21 @@ declare module "s3rver" {
     }
 
     type S3rverMiddleware = (ctx: S3rverContext, next: () => Promise<void>) => unknown;
+
+    /** The object s3rver's store writes (its `S3Object`). */
+    interface StoredObject {
+      bucket: string;
+      key: string;
+      content: Buffer | NodeJS.ReadableStream;
+      metadata: Record<string, string>;
+    }
+
+    /** s3rver's filesystem store: the methods src/local/emulators/s3-durable-put.ts replaces and calls. */
+    interface FilesystemStore {
+      getResourcePath(bucket: string, key: string | undefined, resource: string): string;
+      putMetadata(bucket: string, key: string, metadata: Record<string, string>, md5: string): Promise<void>;
+      putObject(object: StoredObject): Promise<{ size: number; md5: string }>;
+    }
   }
 
   interface S3rverOptions {
@@ -40,6 +55,7 @@ declare module "s3rver" {
     /** Koa's middleware stack, composed when the server starts listening. */
     middleware: S3rver.S3rverMiddleware[];
     httpServer?: Server;
+    readonly store: S3rver.FilesystemStore;
     run(): Promise<AddressInfo>;
     /** Creates the HTTP server and listens; with a trailing callback it returns the server at once. */
     listen(...args: unknown[]): import("node:http").Server | Promise<import("node:http").Server>;

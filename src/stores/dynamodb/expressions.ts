@@ -93,32 +93,6 @@ export function claimValues(req: ClaimRequest): Item {
 }
 
 /**
- * Sets (or removes) the committed event's payload fingerprint (`#cfp`), its stored result (`#res`) and the
- * omitted-result size (`#rskip`); returns the SET clauses to
- * append and pushes the names to remove.
- */
-export function resultUpdate(
-  req: { result?: string; resultOmittedBytes?: number; fingerprint?: string },
-  values: Item,
-  remove: string[],
-): string {
-  let set = "";
-  if (req.fingerprint !== undefined) {
-    set += ", #cfp = :cfp";
-    values[":cfp"] = S(req.fingerprint);
-  } else remove.push("#cfp");
-  if (req.result !== undefined) {
-    set += ", #res = :res";
-    values[":res"] = S(req.result);
-  } else remove.push("#res");
-  if (req.resultOmittedBytes !== undefined) {
-    set += ", #rskip = :rskip";
-    values[":rskip"] = N(req.resultOmittedBytes);
-  } else remove.push("#rskip");
-  return set;
-}
-
-/**
  * A DynamoDB failure as a `StoreError`. Validation (an item over 400 KB, a transaction over its limits) and a
  * missing table are permanent: retrying the same request cannot succeed.
  */
@@ -154,29 +128,79 @@ export async function claimCountingAttempts(req: ClaimRequest, once: ClaimOnce):
   return { claimed: false, state };
 }
 
-/** An update's parts: the SET clause, the attributes to REMOVE, and the values both use. */
-export interface UpdateParts {
+/**
+ * The clauses of the committed event's payload fingerprint (`#cfp`), stored result (`#res`) and omitted-result size
+ * (`#rskip`), for each combination of them being present (bit 1, 2, 4): SET the present ones, REMOVE the others.
+ */
+function resultClauses(prefix: string, remove: readonly string[]): UpdateClauses[] {
+  return Array.from({ length: 8 }, (_, present) => {
+    let set = prefix;
+    const removed = [...remove];
+    for (const [bit, name] of [
+      [1, "cfp"],
+      [2, "res"],
+      [4, "rskip"],
+    ] as const) {
+      if (present & bit) set += `, #${name} = :${name}`;
+      else removed.push(`#${name}`);
+    }
+    return { set, remove: removed };
+  });
+}
+
+/** A SET clause and the names to REMOVE. */
+export interface UpdateClauses {
   set: string;
-  remove: string[];
-  values: Item;
+  remove: readonly string[];
 }
 
 /**
- * Claim and commit in one update (`apply`): the claimed event becomes the committed one. The attempt counter and the
- * lease are dropped: they are only needed while a claim runs.
+ * Sets the values of the result clauses `req` needs and gives those clauses: one of the prebuilt `byResult`, so that
+ * every request of a shape sends (and a store can cache by) the same strings.
  */
+function withResult(
+  byResult: UpdateClauses[],
+  req: { result?: string; resultOmittedBytes?: number; fingerprint?: string },
+  values: Item,
+): UpdateClauses {
+  let present = 0;
+  if (req.fingerprint !== undefined) {
+    values[":cfp"] = S(req.fingerprint);
+    present |= 1;
+  }
+  if (req.result !== undefined) {
+    values[":res"] = S(req.result);
+    present |= 2;
+  }
+  if (req.resultOmittedBytes !== undefined) {
+    values[":rskip"] = N(req.resultOmittedBytes);
+    present |= 4;
+  }
+  return byResult[present] as UpdateClauses;
+}
+
+/** An update's parts: the SET clause, the attributes to REMOVE, and the values both use. */
+export interface UpdateParts extends UpdateClauses {
+  values: Item;
+}
+
+/** The attempt counter and the lease are dropped at commit: they are only needed while a claim runs. */
+const CLAIM_AND_COMMIT_CLAUSES = resultClauses(
+  "SET #st = :done, #pos = :pos, #eid = :eid, #cpos = :pos, #ceid = :eid, #fence = :fence, #tok = :tok, #exp = :exp",
+  ["#lease", "#att"],
+);
+const COMMIT_CLAUSES = resultClauses("SET #st = :done, #cpos = #pos, #ceid = #eid, #exp = :exp", [
+  "#lease",
+  "#att",
+]);
+
+/** Claim and commit in one update (`apply`): the claimed event becomes the committed one. */
 export function claimAndCommitParts(req: ClaimAndCommitRequest): UpdateParts {
-  const values: Item = {
-    ...claimValues(req),
-    ":done": S("done"),
-    ":tok": S(req.token),
-    ":exp": N(req.expiresAtSeconds),
-  };
-  const remove = ["#lease", "#att"];
-  const set =
-    "SET #st = :done, #pos = :pos, #eid = :eid, #cpos = :pos, #ceid = :eid, #fence = :fence, #tok = :tok, #exp = :exp" +
-    resultUpdate(req, values, remove);
-  return { set, remove, values };
+  const values = claimValues(req);
+  values[":done"] = S("done");
+  values[":tok"] = S(req.token);
+  values[":exp"] = N(req.expiresAtSeconds);
+  return { ...withResult(CLAIM_AND_COMMIT_CLAUSES, req, values), values };
 }
 
 /** The commit of a running claim (condition: COMMIT_CONDITION): its event becomes the committed one. */
@@ -187,10 +211,7 @@ export function commitParts(req: CommitRequest): UpdateParts {
     ":fence": N(req.fence),
     ":exp": N(req.expiresAtSeconds),
   };
-  // The attempt counter is dropped at commit: it is only needed while retrying.
-  const remove = ["#lease", "#att"];
-  const set = `SET #st = :done, #cpos = #pos, #ceid = #eid, #exp = :exp${resultUpdate(req, values, remove)}`;
-  return { set, remove, values };
+  return { ...withResult(COMMIT_CLAUSES, req, values), values };
 }
 
 /** Only the holder of the fence, while its claim runs, may renew, release or commit. */
@@ -234,7 +255,12 @@ export function claimSet(sameIdentity: boolean): string {
  * supersede, an older one), the position is newer than the committed one, and the fence is above the item's.
  */
 export function claimCondition(req: ClaimRequest, exists: "#pk" | "#fence"): string {
-  const holderGone = req.supersede
+  const conditions = CLAIM_CONDITIONS[exists];
+  return req.supersede ? conditions.supersede : conditions.wait;
+}
+
+function claimConditionOf(exists: "#pk" | "#fence", supersede: boolean): string {
+  const holderGone = supersede
     ? "(#st <> :running OR #lease < :expiredBefore OR #pos < :pos)"
     : "(#st <> :running OR #lease < :expiredBefore)";
   return (
@@ -242,6 +268,12 @@ export function claimCondition(req: ClaimRequest, exists: "#pk" | "#fence"): str
     "AND #fence < :fence))"
   );
 }
+
+/** Built once: every claim sends one of these, and a store's expression cache is keyed by them. */
+const CLAIM_CONDITIONS = {
+  "#pk": { wait: claimConditionOf("#pk", false), supersede: claimConditionOf("#pk", true) },
+  "#fence": { wait: claimConditionOf("#fence", false), supersede: claimConditionOf("#fence", true) },
+};
 
 /** One claim write's condition (see claimCountingAttempts): the claim condition, for a new or the same identity. */
 export function claimOnceCondition(

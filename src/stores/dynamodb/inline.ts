@@ -122,6 +122,8 @@ export class InlineDynamoDBStore implements Store.StateStore {
   readonly #rowKey: (stateKey: string) => string;
   /** Writes built by this store: `canFold` accepts only these. */
   readonly #made = new WeakSet<InlineRowWrite>();
+  /** Row update expressions by shape (see #rowUpdate). */
+  readonly #shapes = new Map<string, RowShape>();
 
   constructor(options: InlineDynamoDBStoreOptions) {
     const o = resolveOptions("InlineDynamoDBStore", INLINE_STORE_OPTIONS, options);
@@ -192,8 +194,8 @@ export class InlineDynamoDBStore implements Store.StateStore {
     if (Object.keys(write.set).length === 0 && write.remove.length === 0)
       throw new OptionsError("InlineDynamoDBStore.putRow: no attributes to write");
     const values: Item = { ":fence": N(ctx.fence), ":running": S("running") };
-    const condition = `${dx.FENCED_CONDITION} AND ${rowNotNewer("#pos")}`;
-    const input = this.#update(write.rowKey, clauses("", [], [write], values, "#pos"), condition, values);
+    const parts = { set: "", remove: [], values };
+    const input = this.#rowUpdate(write.rowKey, parts, [write], "#pos", FENCED_ROW_NOT_NEWER);
     try {
       await this.#client.send(new UpdateItemCommand(input));
       return "applied";
@@ -236,13 +238,13 @@ export class InlineDynamoDBStore implements Store.StateStore {
     req: Store.ClaimAndCommitRequest,
     writes: InlineRowWrite[],
   ): Promise<Store.ClaimAndCommitResult | "row-newer"> {
-    const { set, remove, values } = dx.claimAndCommitParts(req);
     const claim = dx.claimCondition(req, "#fence");
-    const input = this.#update(
+    const input = this.#rowUpdate(
       this.rowKeyOf(req.key),
-      clauses(set, remove, writes, values, ":pos"),
+      dx.claimAndCommitParts(req),
+      writes,
+      ":pos",
       writes.length > 0 ? `${claim} AND ${CLAIMED_ROW_NOT_NEWER}` : claim,
-      values,
     );
     try {
       await this.#client.send(new UpdateItemCommand(input));
@@ -267,12 +269,12 @@ export class InlineDynamoDBStore implements Store.StateStore {
     req: Store.CommitRequest,
     writes: InlineRowWrite[],
   ): Promise<Store.CommitResult | "row-newer"> {
-    const { set, remove, values } = dx.commitParts(req);
-    const input = this.#update(
+    const input = this.#rowUpdate(
       this.rowKeyOf(req.key),
-      clauses(set, remove, writes, values, "#pos"),
-      writes.length > 0 ? `${dx.FENCED_CONDITION} AND ${rowNotNewer("#pos")}` : dx.FENCED_CONDITION,
-      values,
+      dx.commitParts(req),
+      writes,
+      "#pos",
+      writes.length > 0 ? FENCED_ROW_NOT_NEWER : dx.FENCED_CONDITION,
     );
     try {
       await this.#client.send(new UpdateItemCommand(input));
@@ -357,75 +359,127 @@ export class InlineDynamoDBStore implements Store.StateStore {
     });
   }
 
-  #update(
+  /** An UpdateItem of state clauses only (the state attributes are named in the expressions: `eo_*` are valid). */
+  #update(row: string, update: string, condition: string, values: Item): UpdateItemCommandInput {
+    const shape = dx.expressionShape(update, condition, NAMES);
+    return this.#input(row, shape, undefined, dx.usedValues(shape, values));
+  }
+
+  /**
+   * An UpdateItem of the state clauses `parts` with the row writes folded in. Its expressions are built once per
+   * shape (the state clauses, the condition and the row's attribute names, a handful per store): this runs on every
+   * `apply`, whose request is otherwise the raw write's.
+   */
+  #rowUpdate(
     row: string,
-    expression: string | Expression,
+    parts: dx.UpdateParts,
+    writes: InlineRowWrite[],
+    position: WritePosition,
     condition: string,
+  ): UpdateItemCommandInput {
+    const attributes = rowAttributes(writes);
+    const key = `${position}\n${parts.set}\n${parts.remove.join()}\n${condition}\n${attributes.key}`;
+    let shape = this.#shapes.get(key);
+    if (!shape) {
+      shape = rowShape(parts, writes.length > 0, attributes, position, condition);
+      if (this.#shapes.size >= MAX_ROW_SHAPES) this.#shapes.clear();
+      this.#shapes.set(key, shape);
+    }
+    const values = dx.usedValues(shape.expression, parts.values);
+    for (let i = 0; i < shape.userValues.length; i++) {
+      const placeholder = shape.userValues[i];
+      const value = attributes.values[i];
+      if (placeholder !== undefined && value !== undefined) values[placeholder] = value;
+    }
+    return this.#input(row, shape.expression, shape.names, values);
+  }
+
+  #input(
+    row: string,
+    shape: dx.ExpressionShape,
+    names: Record<string, string> | undefined,
     values: Item,
   ): UpdateItemCommandInput {
-    const { update, names } = typeof expression === "string" ? { update: expression, names: {} } : expression;
-    // The state attributes are named in the expressions themselves (`eo_*` are valid names): only the user's are
-    // placeholders.
-    const shape = dx.expressionShape(update, condition, NAMES);
     return {
       TableName: this.#table,
       Key: { [this.#key]: S(row) },
       UpdateExpression: shape.update,
       ConditionExpression: shape.condition,
-      ...(shape.names.length > 0 ? { ExpressionAttributeNames: names } : {}),
-      ExpressionAttributeValues: dx.usedValues(shape, values),
+      ...(names !== undefined ? { ExpressionAttributeNames: names } : {}),
+      ExpressionAttributeValues: values,
       ReturnValuesOnConditionCheckFailure: "ALL_OLD",
     };
   }
 }
 
-/**
- * The full update expression: the state clauses plus the row writes' SET and REMOVE clauses, with placeholders
- * `#u0`… for the user's attribute names (any name is allowed there).
- */
-function clauses(
-  set: string,
-  remove: string[],
-  writes: InlineRowWrite[],
-  values: Item,
-  position: WritePosition,
-): Expression {
-  const names: Record<string, string> = {};
-  const sets = set ? [set.replace(/^SET /, "")] : [];
-  // The row remembers whose write it holds, so that an older position's write never replaces it.
-  if (writes.length > 0) sets.push(`#wpos = ${position}`, "#wfence = :fence");
-  const removes = [...remove];
-  // Later writes win on the same attribute.
+/** The row writes' attributes, merged (later writes win), and a key of their shape: which are set, which removed. */
+function rowAttributes(writes: InlineRowWrite[]): {
+  key: string;
+  names: string[];
+  values: (AttributeValue | undefined)[];
+} {
   const merged = new Map<string, AttributeValue | undefined>();
   for (const w of writes) {
-    for (const [name, value] of Object.entries(w.set)) merged.set(name, value);
+    for (const name of Object.keys(w.set)) merged.set(name, w.set[name]);
     for (const name of w.remove) merged.set(name, undefined);
   }
-  let i = 0;
-  for (const [name, value] of merged) {
+  // A write of no attributes still claims the row (`eo_wpos`): an update with writes has another shape.
+  let key = writes.length > 0 ? "w" : "";
+  for (const [name, value] of merged) key += `${value === undefined ? "-" : "+"}${name.length}:${name}`;
+  return { key, names: [...merged.keys()], values: [...merged.values()] };
+}
+
+/** The expressions of a row update and the placeholders of its row attributes (see #rowUpdate). */
+interface RowShape {
+  expression: dx.ExpressionShape;
+  /** The user names' placeholders `#u0`…, if any. */
+  names: Record<string, string> | undefined;
+  /** Per row attribute, the placeholder of its value (`:u0`…; none for an attribute removed). */
+  userValues: (string | undefined)[];
+}
+
+/**
+ * The full update expression, built once per shape: the state clauses plus the row writes' SET and REMOVE clauses,
+ * with placeholders `#u0`… for the user's attribute names (any name is allowed there).
+ */
+function rowShape(
+  parts: dx.UpdateClauses,
+  withWrites: boolean,
+  attributes: { names: string[]; values: (AttributeValue | undefined)[] },
+  position: WritePosition,
+  condition: string,
+): RowShape {
+  const names: Record<string, string> = {};
+  const userValues: (string | undefined)[] = [];
+  const sets = parts.set ? [parts.set.replace(/^SET /, "")] : [];
+  // The row remembers whose write it holds, so that an older position's write never replaces it.
+  if (withWrites) sets.push(`#wpos = ${position}`, "#wfence = :fence");
+  const removes = [...parts.remove];
+  attributes.names.forEach((name, i) => {
     const placeholder = `#u${i}`;
     names[placeholder] = name;
-    if (value === undefined) removes.push(placeholder);
-    else {
+    if (attributes.values[i] === undefined) {
+      removes.push(placeholder);
+      userValues.push(undefined);
+    } else {
       sets.push(`${placeholder} = :u${i}`);
-      values[`:u${i}`] = value;
+      userValues.push(`:u${i}`);
     }
-    i++;
-  }
+  });
   const update = [
     sets.length > 0 ? `SET ${sets.join(", ")}` : "",
     removes.length > 0 ? `REMOVE ${removes.join(", ")}` : "",
   ]
     .filter(Boolean)
     .join(" ");
-  return { update, names };
+  // The state attributes are named in the expressions themselves (`eo_*` are valid names): only the user's are
+  // placeholders.
+  const expression = dx.expressionShape(update, condition, NAMES);
+  return { expression, names: attributes.names.length > 0 ? names : undefined, userValues };
 }
 
-interface Expression {
-  update: string;
-  /** Placeholders of user attribute names. */
-  names: Record<string, string>;
-}
+/** Row shapes a store keeps (a handful in use; a store that sees more starts over). */
+const MAX_ROW_SHAPES = 256;
 
 function applied(writes: InlineRowWrite[]): Store.WriteOutcome[] {
   return writes.map((w) => ({ description: w.description, status: "applied" }));
@@ -470,6 +524,9 @@ function rowNotNewer(position: WritePosition): string {
  * row held), so `#wpos = :pos` already implies `#wfence <= :fence`.
  */
 const CLAIMED_ROW_NOT_NEWER = "(attribute_not_exists(#wpos) OR #wpos <= :pos)";
+
+/** A row write by the holder of the claim (commit, putRow). */
+const FENCED_ROW_NOT_NEWER = `${dx.FENCED_CONDITION} AND ${rowNotNewer("#pos")}`;
 
 /** Whether the row (as refused) holds a newer write than one at `position` by `fence`: rowNotNewer's negation. */
 function rowNewer(item: Item | undefined, position: string, fence: number): boolean {
