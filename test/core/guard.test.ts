@@ -11,7 +11,15 @@ import { positionFromNumber } from "../../src/core/position.js";
 import { stateKey } from "../../src/core/state-key.js";
 import type { StateStore } from "../../src/core/store.js";
 import { MemoryStore } from "../../src/stores/memory.js";
-import { deferred, guardEvent, STORES, type StoreFactory, sleep, useStore } from "../kit/index.js";
+import {
+  deferred,
+  guardEvent,
+  millisecondApartClock,
+  STORES,
+  type StoreFactory,
+  sleep,
+  useStore,
+} from "../kit/index.js";
 
 const p = positionFromNumber;
 const ev = guardEvent;
@@ -373,7 +381,7 @@ describe.runIf(STORES.some((s) => s.name === "dynamodb"))(
     it("new = claim + commit = 2 (effect folded in), duplicate = 1, stale = 1, failed = 2", async () => {
       const requests = t.requests;
       if (!requests) throw new Error("no counter");
-      const g = createGuard({ store: t.store });
+      const g = createGuard({ store: t.store, clock: millisecondApartClock() });
       const s = `bucket/${randomUUID()}`;
       const row = `row-${randomUUID()}`;
       requests.reset();
@@ -401,7 +409,7 @@ describe.runIf(STORES.some((s) => s.name === "dynamodb"))(
     it("apply: new with a DynamoDB effect = 1 (TransactWriteItems), duplicate = 1, stale = 1", async () => {
       const requests = t.requests;
       if (!requests) throw new Error("no counter");
-      const g = createGuard({ store: t.store });
+      const g = createGuard({ store: t.store, clock: millisecondApartClock() });
       const s = `bucket/${randomUUID()}`;
       const row = `row-${randomUUID()}`;
       const compute = (ctx: ApplyContext) => {

@@ -3,7 +3,7 @@
  * fixtures several suites share. Tests import from here; the bench imports the vitest-free modules
  * (events.ts, context.ts) directly.
  */
-export { deferred, sleep } from "./async.js";
+export { deferred, millisecondApartClock, sleep } from "./async.js";
 export { lambdaContext } from "./context.js";
 export { dynamoTables, localDynamoDB, type Tables } from "./dynamodb.js";
 export {

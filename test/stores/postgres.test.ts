@@ -12,7 +12,7 @@ import {
   PostgresStore,
   postgresWrite,
 } from "../../src/stores/postgres/index.js";
-import { guardEvent as ev } from "../kit/index.js";
+import { guardEvent as ev, millisecondApartClock } from "../kit/index.js";
 import { countingPool, createSinkTable, type TestDatabase, testDatabase } from "../kit/postgres.js";
 
 const p = positionFromNumber;
@@ -31,7 +31,7 @@ describe("postgres store: statements per outcome (counted at the pool)", () => {
     const counting = countingPool(db.pool);
     const store = new PostgresStore({ pool: counting.pool, schema: db.schema });
     const sink = new PostgresFencedSink({ pool: db.pool, schema: db.schema, table: "sink" });
-    return { ...counting, guard: createGuard({ store }), sink };
+    return { ...counting, guard: createGuard({ store, clock: millisecondApartClock() }), sink };
   };
 
   it("run: new = claim + one commit transaction; without effects 2 statements; duplicate 1; stale 1", async () => {

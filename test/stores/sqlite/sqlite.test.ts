@@ -13,7 +13,7 @@ import { positionFromNumber } from "../../../src/core/position.js";
 import type { ClaimRequest } from "../../../src/core/state.js";
 import { SqliteFencedSink, SqliteStore } from "../../../src/stores/sqlite/index.js";
 import { statementsOf } from "../../../src/stores/sqlite/store.js";
-import { sleep } from "../../kit/index.js";
+import { millisecondApartClock } from "../../kit/index.js";
 
 /** What the contract suite cannot see: the engine's settings, its errors, and writers in several processes. */
 
@@ -176,15 +176,12 @@ describe("SqliteStore: expiry and several processes", () => {
       return run(sql, params);
     };
     const measure = async (work: () => Promise<unknown>) => {
-      // Fences come from the clock in µs with random sub-millisecond digits: a claim in the same millisecond as the
-      // previous write can draw a lower fence and retry once (one more transaction). A new millisecond rules it out.
-      await sleep(2);
       count.transactions = 0;
       count.statements = 0;
       await work();
       return { ...count };
     };
-    const guard = createGuard({ store, leaseMs: 5000 });
+    const guard = createGuard({ store, leaseMs: 5000, clock: millisecondApartClock() });
     const s = `bucket/${randomUUID()}`;
     const p = positionFromNumber;
     const ev = (n: number) => ({ subject: s, identity: `e${n}`, position: p(n) });
