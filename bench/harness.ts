@@ -56,14 +56,14 @@ export const FULL: Omit<BenchOptions, "endpoint" | "progress" | "only"> = {
 
 /** Small numbers for the test suite: every scenario runs, nothing is long enough to time. */
 export const QUICK: Omit<BenchOptions, "endpoint" | "progress" | "only"> = {
-  events: 200,
+  events: 100,
   reps: 2,
   latencyEvents: 20,
   workers: [1, 4, 16],
   hotKeyVersions: 50,
   hotKeyWorkers: 10,
   stormKeys: 30,
-  warmupEvents: 50,
+  warmupEvents: 20,
   seed: 20261121,
 };
 

@@ -52,7 +52,7 @@ export async function main(argv: string[], io: Io = defaultIo()): Promise<Report
     .name("bench")
     .description("effectively-once vs Powertools idempotency and the usual fixes, on DynamoDB Local")
     .option("--json", "print the compact JSON report (BenchJson in bench/report.ts)")
-    .option("--events <n>", "distinct keys per throughput run (default 10000; quick 200)", positiveInt)
+    .option("--events <n>", "distinct keys per throughput run (default 10000; quick 100)", positiveInt)
     .option("--reps <n>", "latency repetitions (default 5; quick 2)", positiveInt)
     .option("--quick", "small numbers: a smoke run of every scenario")
     .option("--endpoint <url>", "use this DynamoDB Local instead of starting one")
