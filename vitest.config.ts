@@ -1,6 +1,6 @@
 import { defineConfig } from "vitest/config";
 import { BaseSequencer, type TestSpecification } from "vitest/node";
-import { wantsStore } from "./test/kit/store-names.js";
+import { type StoreName, wantsStore } from "./test/kit/store-names.js";
 
 /**
  * Two projects, one run:
@@ -20,11 +20,14 @@ const STORE_SUITES = [
 /** PostgreSQL's own suites (statements, errors, the orders example, chaos): run with the postgres store suites. */
 const POSTGRES_SUITES = [
   "test/stores/postgres.test.ts",
+  "test/stores/postgres-inline.test.ts",
   "test/examples/orders-postgres.test.ts",
   "test/chaos/postgres.test.ts",
 ];
-const wants = (store: "memory" | "dynamodb" | "dynamodb-inline" | "postgres" | "sqlite") =>
-  wantsStore(process.env.EONCE_STORES, store);
+const wants = (store: StoreName) => wantsStore(process.env.EONCE_STORES, store);
+/** The engines behind a server: their store suites run in the integration project. */
+const SERVER_STORES: StoreName[] = ["dynamodb", "dynamodb-inline", "postgres", "postgres-inline"];
+const wantsPostgres = wants("postgres") || wants("postgres-inline");
 
 const INTEGRATION = [
   // CDK synth (aws-cdk-lib alone takes seconds to import per file, esbuild bundling, CloudFormation validation).
@@ -110,11 +113,11 @@ export default defineConfig({
           name: "integration",
           include: [
             ...INTEGRATION,
-            ...(wants("dynamodb") || wants("dynamodb-inline") || wants("postgres") ? STORE_SUITES : []),
-            ...(wants("postgres") ? POSTGRES_SUITES : []),
+            ...(SERVER_STORES.some(wants) ? STORE_SUITES : []),
+            ...(wantsPostgres ? POSTGRES_SUITES : []),
           ],
-          exclude: wants("postgres") ? [] : POSTGRES_SUITES,
-          env: { EONCE_PROJECT_STORES: "dynamodb,dynamodb-inline,postgres", ...QUIET_SDK },
+          exclude: wantsPostgres ? [] : POSTGRES_SUITES,
+          env: { EONCE_PROJECT_STORES: SERVER_STORES.join(","), ...QUIET_SDK },
           // Checks up front what the suite needs from the machine (Chromium, Java), then starts DynamoDB Local.
           globalSetup: ["test/global-setup.ts"],
         },

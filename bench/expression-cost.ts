@@ -3,7 +3,11 @@
  * that write the same row with the inline store's expressions (and shorter variants), sent straight through one
  * SDK client, interleaved, so that the server's per-request floor for each shape can be compared in one process.
  *
- *   tsx bench/expression-cost.ts [--requests 3000] [--concurrency 8] [--rounds 3]
+ * The "what if" shapes are not what any store sends: they bound what a different stored format could gain (a
+ * conditional PutItem of the whole row with its state, which has no update expression to parse; fewer state
+ * attributes with a shorter condition).
+ *
+ *   tsx bench/expression-cost.ts [--requests 3000] [--concurrency 8] [--rounds 3] [--shapes "raw|inline apply, the store"]
  */
 import {
   type AttributeValue,
@@ -29,8 +33,9 @@ const opts = new Command()
   .option("--requests <n>", "requests per shape and round", "3000")
   .option("--concurrency <n>", "requests in flight", "8")
   .option("--rounds <n>", "interleaved rounds", "3")
+  .option("--shapes <prefixes>", "only the shapes whose names start with one of these ('|'-separated)")
   .parse()
-  .opts<{ requests: string; concurrency: string; rounds: string }>();
+  .opts<{ requests: string; concurrency: string; rounds: string; shapes?: string }>();
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
 const local = await startDynamoDBLocal();
@@ -193,7 +198,70 @@ const shapes: Record<string, (table: string) => Shape> = {
     ),
   "inline apply, plain, condition only (no state SET/REMOVE)": (table) => (key, row) =>
     client.send(update(table, key, row, "#st = :done", "", PLAIN_CONDITION, true)),
+  "what if: PutItem of the row with its state, the claim condition": (table) => (key, row) => {
+    const v = stateValues();
+    const state = {
+      st: ":done",
+      pos: ":pos",
+      eid: ":eid",
+      cpos: ":pos",
+      ceid: ":eid",
+      fence: ":fence",
+      tok: ":tok",
+    };
+    const item: Item = { ...row, pk: S(key) };
+    for (const [name, value] of Object.entries({
+      ...state,
+      exp: ":exp",
+      res: ":res",
+      wpos: ":pos",
+      wfence: ":fence",
+    }))
+      item[`eo_${name}`] = v[value] as AttributeValue;
+    const condition = PLAIN_CONDITION.replace(/#(\w+)/g, "eo_$1");
+    const values = Object.fromEntries(
+      Object.entries(v).filter(([k]) => new RegExp(`${k}\\b`).test(condition)),
+    );
+    return client.send(
+      new PutItemCommand({
+        TableName: table,
+        Item: item,
+        ConditionExpression: condition,
+        ExpressionAttributeValues: values,
+        ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+      }),
+    );
+  },
+  "what if: 5 state SETs, a shorter condition": (table) => (key, row) =>
+    client.send(
+      update(
+        table,
+        key,
+        row,
+        "#st = :done, #pos = :pos, #eid = :eid, #fence = :fence, #tok = :tok",
+        "",
+        "attribute_not_exists(#fence) OR (#lease < :expiredBefore AND #pos < :pos AND #fence < :fence)",
+        true,
+      ),
+    ),
+  "what if: 3 state SETs, a shorter condition": (table) => (key, row) =>
+    client.send(
+      update(
+        table,
+        key,
+        row,
+        "#pos = :pos, #fence = :fence, #tok = :tok",
+        "",
+        "attribute_not_exists(#fence) OR (#pos < :pos AND #fence < :fence)",
+        true,
+      ),
+    ),
 };
+if (opts.shapes !== undefined) {
+  const wanted = opts.shapes.split("|");
+  for (const name of Object.keys(shapes)) if (!wanted.some((w) => name.startsWith(w))) delete shapes[name];
+  if (!shapes["raw PutItem"]) throw new Error("--shapes must keep the raw PutItem (the baseline)");
+}
 
 const workers = Number(opts.concurrency);
 const requests = Number(opts.requests);

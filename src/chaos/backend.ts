@@ -1,6 +1,7 @@
 import type { StateRecord } from "../core/state.js";
 import type { AtomicWrite, StateStore } from "../core/store.js";
 import { type MemoryAtomicWrite, MemoryStore } from "../stores/memory.js";
+import type { StoreName } from "./campaign.js";
 import type { TaggedWrite } from "./faulty-store.js";
 
 /** A row of the fenced sink: the position and fence of the write that landed last. */
@@ -24,7 +25,7 @@ export interface EffectTarget {
  * histories share tables, so their subjects carry a namespace).
  */
 export interface Backend {
-  readonly name: "memory" | "dynamodb" | "inline" | "postgres" | "sqlite";
+  readonly name: StoreName;
   readonly store: StateStore;
   /** The sink reports its own landed writes to `onSinkLanded` (memory); else the fault store reports them. */
   readonly sinkReportsItself: boolean;

@@ -16,13 +16,15 @@ import {
 import { inlineBackend } from "./inline-backend.js";
 import type { InvariantId, Violation } from "./observer.js";
 import { type PostgresChaosEnv, postgresBackend, postgresChaosEnv } from "./postgres-backend.js";
+import { postgresInlineBackend } from "./postgres-inline-backend.js";
 import { sqliteBackend } from "./sqlite-backend.js";
 
 /**
- * `dynamodb` and `inline` run on DynamoDB Local (the state table, or inline state in the user's rows); `postgres` on
+ * `dynamodb` and `inline` run on DynamoDB Local (the state table, or inline state in the user's rows); `postgres` and
+ * `postgres-inline` (the state table, or inline state in the user's rows) on
  * the PostgreSQL server (EONCE_POSTGRES_URL, default the local one); `sqlite` in an in-memory database per history.
  */
-export type StoreName = "memory" | "dynamodb" | "inline" | "postgres" | "sqlite";
+export type StoreName = "memory" | "dynamodb" | "inline" | "postgres" | "postgres-inline" | "sqlite";
 
 export interface CampaignOptions {
   histories: number;
@@ -105,7 +107,7 @@ async function dynamoEnv(endpoint: string | undefined) {
 /** A run's server-side environment: DynamoDB tables, or a Postgres schema; none for memory. */
 async function storeEnv(store: StoreName, endpoint: string | undefined) {
   if (store === "dynamodb" || store === "inline") return dynamoEnv(endpoint);
-  if (store !== "postgres") return undefined;
+  if (store !== "postgres" && store !== "postgres-inline") return undefined;
   const postgres = await postgresChaosEnv();
   return { postgres, close: () => postgres.close() };
 }
@@ -149,6 +151,7 @@ function backendFor(
   if (o.store === "memory") return memoryBackend({ onSinkLanded, unfencedSink: o.unfencedSink ?? false });
   if (o.store === "sqlite") return sqliteBackend();
   if (o.store === "postgres") return postgresBackend(o.postgres as PostgresChaosEnv);
+  if (o.store === "postgres-inline") return postgresInlineBackend(o.postgres as PostgresChaosEnv);
   const tables = o.tables as DynamoDBTables;
   return o.store === "inline" ? inlineBackend(tables) : dynamoDBBackend(tables);
 }

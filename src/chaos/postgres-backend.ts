@@ -7,6 +7,7 @@ import { toRecord } from "../stores/postgres/sql.js";
 import { PostgresStore } from "../stores/postgres/store.js";
 import { type Backend, sinkDescription } from "./backend.js";
 import type { TaggedWrite } from "./faulty-store.js";
+import { createInlineChaosTables } from "./postgres-inline-backend.js";
 
 /** The server `--store postgres` uses unless `EONCE_POSTGRES_URL` names another. */
 export const CHAOS_POSTGRES_URL = process.env.EONCE_POSTGRES_URL ?? "postgres://postgres@127.0.0.1:5432/test";
@@ -31,6 +32,7 @@ export async function postgresChaosEnv(url = CHAOS_POSTGRES_URL): Promise<Postgr
     await pool.query(
       `CREATE TABLE ${qualified(schema, "counter")} (id text PRIMARY KEY, n integer NOT NULL, fences bigint[] NOT NULL)`,
     );
+    await createInlineChaosTables({ pool, schema });
   } catch (error) {
     await pool.end();
     throw error;

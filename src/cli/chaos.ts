@@ -35,7 +35,7 @@ export function registerChaos(program: Command): void {
     .option("--seed <n>", "seed of the first history (history i has seed + i)", integer, 1)
     .option(
       "--store <name>",
-      "memory, sqlite, dynamodb or inline (inline state in the user's rows; both start DynamoDB Local themselves), or postgres (EONCE_POSTGRES_URL, default the local server)",
+      "memory, sqlite, dynamodb or inline (inline state in the user's rows; both start DynamoDB Local themselves), or postgres or postgres-inline (EONCE_POSTGRES_URL, default the local server)",
       storeName,
       "memory",
     )
@@ -54,7 +54,7 @@ export function registerChaos(program: Command): void {
     .option("--dynamodb-endpoint <url>", "use this running DynamoDB Local instead of starting one")
     .option(
       "--concurrency <n>",
-      "histories on a server store (dynamodb, inline, postgres) in parallel (default 12)",
+      "histories on a server store (dynamodb, inline, postgres, postgres-inline) in parallel (default 12)",
       integer,
     )
     .action(async (options: ChaosOptions) => {
@@ -253,7 +253,14 @@ function integer(value: string): number {
   return n;
 }
 
-const STORE_NAMES: readonly StoreName[] = ["memory", "sqlite", "dynamodb", "inline", "postgres"];
+const STORE_NAMES: readonly StoreName[] = [
+  "memory",
+  "sqlite",
+  "dynamodb",
+  "inline",
+  "postgres",
+  "postgres-inline",
+];
 
 function storeName(value: string): StoreName {
   const name = STORE_NAMES.find((s) => s === value);

@@ -17,3 +17,17 @@ export function stateKey(subject: string, identity: string, ordered: boolean): s
   }
   return key;
 }
+
+/**
+ * The row of a state key in inline state (the guard's state inside the user's own row): an ordered subject's
+ * key (`o#<subject>`) lives in the row `<subject>`, any other key (unordered: one per identity) in a row of its own
+ * name. One-to-one, so `stateKeyOfInlineRow` inverts it.
+ */
+export function inlineRowKey(stateKey: string): string {
+  return stateKey.startsWith("o#") ? stateKey.slice(2) : stateKey;
+}
+
+/** inlineRowKey's inverse: a `u#` row is its own state key, any other row a subject's (`o#<row>`). */
+export function stateKeyOfInlineRow(row: string): string {
+  return row.startsWith("u#") ? row : `o#${row}`;
+}

@@ -10,15 +10,18 @@ import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
 import { registerState } from "../../src/cli/state.js";
 import { createGuard, type Guard } from "../../src/core/guard.js";
 import { positionFromNumber } from "../../src/core/position.js";
+import { stateKey } from "../../src/core/state-key.js";
 import type { StateStore } from "../../src/core/store.js";
 import { InlineDynamoDBStore } from "../../src/stores/dynamodb/inline.js";
 import { createStateTable, createTableIfMissing } from "../../src/stores/dynamodb/schema.js";
 import { DynamoDBStore } from "../../src/stores/dynamodb/store.js";
+import { InlinePostgresStore } from "../../src/stores/postgres/inline.js";
+import { migrateInline } from "../../src/stores/postgres/inline-schema.js";
 import { migrate } from "../../src/stores/postgres/schema.js";
 import { PostgresStore } from "../../src/stores/postgres/store.js";
 import { SqliteStore } from "../../src/stores/sqlite/store.js";
 import { localDynamoDB } from "../kit/dynamodb.js";
-import { POSTGRES_URL, testDatabase } from "../kit/postgres.js";
+import { POSTGRES_URL, type TestDatabase, testDatabase } from "../kit/postgres.js";
 
 /*
  * `eonce state` on every store kind it connects to, through the commander program in-process (one spawned smoke test
@@ -31,10 +34,23 @@ interface Target {
   flags: string[];
   /** The user's attributes of a row (inline state only: forget must leave them). */
   userRow?(row: string): Promise<Record<string, unknown> | undefined>;
+  /** PostgreSQL kinds: the test database (its schema holds the tables). */
+  db?: TestDatabase;
   close(): Promise<void>;
 }
 
 const REGION = ["--region", "us-east-1"];
+
+const postgresFlags = (store: string, schema: string, table: string) => [
+  "--store",
+  store,
+  "--database-url",
+  POSTGRES_URL,
+  "--schema",
+  schema,
+  "--table",
+  table,
+];
 
 const KINDS: { name: string; make(): Promise<Target> }[] = [
   {
@@ -84,16 +100,25 @@ const KINDS: { name: string; make(): Promise<Target> }[] = [
       await migrate(db.pool, { schema: db.schema, table: "state" });
       return {
         store: new PostgresStore({ pool: db.pool, schema: db.schema, table: "state" }),
-        flags: [
-          "--store",
-          "postgres",
-          "--database-url",
-          POSTGRES_URL,
-          "--schema",
-          db.schema,
-          "--table",
-          "state",
-        ],
+        flags: postgresFlags("postgres", db.schema, "state"),
+        close: () => db.close(),
+      };
+    },
+  },
+  {
+    name: "postgres-inline",
+    async make() {
+      const db = await testDatabase("cli_state_inline");
+      const table = `"${db.schema}"."photos"`;
+      await db.pool.query(`CREATE TABLE ${table} (pk text PRIMARY KEY, caption text)`);
+      await migrateInline(db.pool, { schema: db.schema, table: "photos" });
+      // A row of the user's without state: no command may list or forget it.
+      await db.pool.query(`INSERT INTO ${table} (pk, caption) VALUES ('photos/no-state.jpg', 'a dog')`);
+      return {
+        store: new InlinePostgresStore({ pool: db.pool, schema: db.schema, table: "photos" }),
+        flags: postgresFlags("postgres-inline", db.schema, "photos"),
+        userRow: async (row) => (await db.pool.query(`SELECT * FROM ${table} WHERE pk = $1`, [row])).rows[0],
+        db,
         close: () => db.close(),
       };
     },
@@ -155,10 +180,14 @@ const MINUTE = 60_000;
 
 /** A claim as a crashed (or a live) holder left it, taken `agoMs` ago with a lease of `leaseMs` from then. */
 async function claimAt(store: StateStore, subject: string, pos: number, agoMs: number, leaseMs: number) {
-  const nowMs = Date.now() - agoMs;
+  return claimKey(store, `o#${subject}`, pos, Date.now() - agoMs, leaseMs);
+}
+
+/** A claim of the state key `key` taken at `nowMs` (its fence is that time's), with a lease of `leaseMs`. */
+async function claimKey(store: StateStore, key: string, pos: number, nowMs: number, leaseMs: number) {
   const fence = nowMs * 1000;
   const r = await store.claim({
-    key: `o#${subject}`,
+    key,
     position: p(pos),
     identity: `${p(pos)}:created`,
     nowMs,
@@ -287,6 +316,17 @@ describe.each(KINDS)("eonce state: $name", (kind) => {
     expect(await keys("--limit", "2")).toEqual([key(s.crashed), key(s.live)]);
   });
 
+  it("list: records of the same fence order by state key, an ordered subject's and a dedupe-only event's alike", async () => {
+    // Inline state keeps a subject's record in the row `zz/tie`, which sorts after `u#…`; its state key does not.
+    const at = Date.now() - 10 * 24 * 60 * MINUTE;
+    const unordered = stateKey("a/tie", `${p(1)}:created`, false);
+    await claimKey(t.store, unordered, 1, at, 30_000);
+    await claimKey(t.store, key("zz/tie"), 1, at, 30_000);
+    const r = await state("list", "--json", "--status", "running", "--older-than", "9d");
+    expect(r.code, r.err).toBe(0);
+    expect(json(r).records.map((v) => v.key)).toEqual([key("zz/tie"), unordered]);
+  });
+
   it("release: refused when the fence moved, naming what holds now; released with the fence that holds", async () => {
     const subject = "photos/release-me.jpg";
     const fence = await claimAt(t.store, subject, 5, 0, 10 * MINUTE);
@@ -379,6 +419,68 @@ describe.each(KINDS)("eonce state: $name", (kind) => {
       expect(await store.read(key(subject))).toBeUndefined();
     });
   }
+
+  if (kind.name === "postgres-inline") {
+    it("forget (inline): clears the state columns, keeps the user's row and its write stamp", async () => {
+      const store = t.store as InlinePostgresStore;
+      const subject = "photos/inline-row.jpg";
+      await guard.run(event(subject, 3), async (ctx) => {
+        ctx.atCommit(store.row(ctx, { caption: "a cat" }));
+      });
+      const before = await t.userRow?.(subject);
+      expect(before).toMatchObject({ eo_st: "done", eo_wpos: p(3) });
+      expect((await state("forget", subject, "--yes")).code).toBe(0);
+      const row = (await t.userRow?.(subject)) ?? {};
+      expect(row.caption).toBe("a cat");
+      const stateColumns = Object.keys(row).filter((c) => c.startsWith("eo_") && !c.startsWith("eo_w"));
+      expect(stateColumns.filter((c) => row[c] !== null)).toEqual([]);
+      expect({ wpos: row.eo_wpos, wfence: row.eo_wfence }).toEqual({
+        wpos: p(3),
+        wfence: before?.eo_wfence,
+      });
+      expect(await store.read(key(subject))).toBeUndefined();
+      // The committed position went with the state, but the stamp still fences the row: an older event runs and
+      // commits, and its row write is stale.
+      const older = await guard.run(event(subject, 2), async (ctx) => {
+        ctx.atCommit(store.row(ctx, { caption: "older" }));
+      });
+      expect(older).toMatchObject({ status: "processed", writes: [{ status: "stale" }] });
+      expect((await t.userRow?.(subject))?.caption).toBe("a cat");
+    });
+
+    it("forget (inline): a row without state is not found, and stays as it was", async () => {
+      const subject = "photos/no-state.jpg";
+      const before = await t.userRow?.(subject);
+      expect(before?.caption).toBe("a dog");
+      const r = await state("forget", subject, "--yes", "--json");
+      expect(r.code).toBe(1);
+      expect(json(r)).toEqual({ error: "not-found", key: key(subject) });
+      expect(await t.userRow?.(subject)).toEqual(before);
+    });
+
+    it("--key-column: state in a table keyed by another column", async () => {
+      const db = t.db as TestDatabase;
+      await db.pool.query(`CREATE TABLE "${db.schema}"."orders" (id text PRIMARY KEY, caption text)`);
+      const options = { pool: db.pool, schema: db.schema, table: "orders", keyColumn: "id" };
+      await migrateInline(db.pool, options);
+      const subject = "orders/42";
+      const processed = await createGuard({ store: new InlinePostgresStore(options) }).run(
+        event(subject, 4),
+        async () => "shipped",
+      );
+      expect(processed.status).toBe("processed");
+      const orders = postgresFlags("postgres-inline", db.schema, "orders");
+      const got = await cli(["get", subject, "--json", ...orders, "--key-column", "id"]);
+      expect(got.code, got.err).toBe(0);
+      expect(json(got)).toMatchObject({ key: key(subject), status: "done", position: p(4) });
+      const listed = await cli(["list", "--json", ...orders, "--key-column", "id"]);
+      expect(json(listed).records.map((v) => v.key)).toEqual([key(subject)]);
+      // The default key column, pk, is not in that table.
+      const without = await cli(["get", subject, ...orders]);
+      expect(without.code).toBe(2);
+      expect(without.err).toMatch(/column "pk" does not exist/);
+    });
+  }
 });
 
 describe("eonce state: usage and connection errors exit 2", () => {
@@ -397,6 +499,26 @@ describe("eonce state: usage and connection errors exit 2", () => {
     ],
     ["DynamoDB without --table", ["list"], /--store dynamodb needs --table/],
     ["SQLite without --file", ["list", "--store", "sqlite"], /--store sqlite needs --file/],
+    [
+      "inline PostgreSQL without --table",
+      ["list", "--store", "postgres-inline"],
+      /--store postgres-inline needs --table/,
+    ],
+    [
+      "a key column for another store",
+      ["list", "--store", "postgres", "--key-column", "id"],
+      /--key-column is not for --store postgres/,
+    ],
+    [
+      "a key attribute for inline PostgreSQL",
+      ["list", "--store", "postgres-inline", "--table", "t", "--key-attribute", "id"],
+      /--key-attribute is not for --store postgres-inline/,
+    ],
+    [
+      "a reserved key column",
+      ["list", "--store", "postgres-inline", "--table", "t", "--key-column", "eo_fence"],
+      /keyColumn must be a plain SQL identifier outside the reserved prefix eo_/,
+    ],
     [
       "a missing SQLite file",
       ["list", ...sqlite, join(tmpdir(), `none-${randomUUID()}.db`)],

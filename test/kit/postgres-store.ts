@@ -1,6 +1,9 @@
+import { InlinePostgresStore } from "../../src/stores/postgres/inline.js";
+import { migrateInline } from "../../src/stores/postgres/inline-schema.js";
 import { migrate } from "../../src/stores/postgres/schema.js";
 import { PostgresFencedSink } from "../../src/stores/postgres/sink.js";
 import { PostgresStore } from "../../src/stores/postgres/store.js";
+import { inlineRows } from "./inline-rows.js";
 import { createSinkTable, losingPool, testDatabase } from "./postgres.js";
 import type { StoreUnderTest } from "./stores.js";
 
@@ -39,6 +42,66 @@ export async function postgresStoreUnderTest(): Promise<StoreUnderTest> {
       if (!row) return undefined;
       const columns = Object.entries(row.j as Record<string, unknown>).filter(([, v]) => v !== null);
       return { attributes: columns.map(([k]) => k).sort(), bytes: Number(row.bytes) };
+    },
+    close: () => db.close(),
+  };
+}
+
+/**
+ * The postgres-inline engine: inline state in the `eo_*` columns of a user table (`rows`), whose own columns are
+ * the test sink's (`value`, `src_pos`, `src_fence`). As for inline DynamoDB (stores.ts), a test's sink row is the
+ * state key's own row.
+ */
+export async function postgresInlineStoreUnderTest(): Promise<StoreUnderTest> {
+  const db = await testDatabase();
+  await createSinkTable(db.pool, db.schema, "rows");
+  await migrateInline(db.pool, { schema: db.schema, table: "rows" });
+  const lost = losingPool(db.pool);
+  // Prepared statements here, plain ones in the state table's engine: the contract suite runs both.
+  const store = new InlinePostgresStore({
+    pool: lost.pool,
+    schema: db.schema,
+    table: "rows",
+    preparedStatements: true,
+  });
+  const { rowFor, stateKeyOf } = inlineRows((k) => store.rowKeyOf(k));
+  const columns = (ctx: { position: string | undefined; fence: number }, value: string) => ({
+    value,
+    src_pos: ctx.position ?? "",
+    src_fence: ctx.fence,
+  });
+  const rowOf = async (row: string) =>
+    (await db.pool.query(`SELECT * FROM "${db.schema}".rows WHERE pk = $1`, [row])).rows[0];
+  return {
+    name: "postgres-inline",
+    store,
+    sink: {
+      rowPerStateKey: true,
+      rowFor,
+      atomic: (ctx, row, value) => store.row({ stateKey: stateKeyOf(row) }, columns(ctx, value)),
+      put: (ctx, row, value) =>
+        store.putRow({ stateKey: stateKeyOf(row), fence: ctx.fence }, columns(ctx, value)),
+      read: async (row) => {
+        const r = await rowOf(row);
+        // The row also holds the state: no value means no row write landed.
+        if (r?.value == null) return undefined;
+        return { value: String(r.value), srcPos: String(r.src_pos), srcFence: Number(r.src_fence) };
+      },
+    },
+    forget: async (key) => {
+      await db.pool.query(`DELETE FROM "${db.schema}".rows WHERE pk = $1`, [store.rowKeyOf(key)]);
+    },
+    loseResponses: (count) => lost.lose(count),
+    rawItem: async (key) => {
+      const r = await rowOf(store.rowKeyOf(key));
+      if (!r) return undefined;
+      const state = Object.entries(r as Record<string, unknown>).filter(
+        ([k, v]) => k.startsWith("eo_") && v !== null,
+      );
+      return {
+        attributes: state.map(([k]) => k).sort(),
+        bytes: Buffer.byteLength(JSON.stringify(Object.fromEntries(state))),
+      };
     },
     close: () => db.close(),
   };

@@ -2,7 +2,14 @@
  * The store engines the store and guard suites run on, and the `EONCE_STORES` filter. No imports: vitest.config.ts
  * reads it too.
  */
-export const STORE_NAMES = ["dynamodb", "dynamodb-inline", "memory", "postgres", "sqlite"] as const;
+export const STORE_NAMES = [
+  "dynamodb",
+  "dynamodb-inline",
+  "memory",
+  "postgres",
+  "postgres-inline",
+  "sqlite",
+] as const;
 export type StoreName = (typeof STORE_NAMES)[number];
 
 /** `"a, b"` → `["a", "b"]`; unset → undefined (no filter). */

@@ -16,7 +16,8 @@ import { DynamoDBStore } from "../../src/stores/dynamodb/store.js";
 import { type MemoryAtomicWrite, MemoryStore } from "../../src/stores/memory.js";
 import { SqliteFencedSink, SqliteStore } from "../../src/stores/sqlite/index.js";
 import { localDynamoDB } from "./dynamodb.js";
-import { postgresStoreUnderTest } from "./postgres-store.js";
+import { inlineRows } from "./inline-rows.js";
+import { postgresInlineStoreUnderTest, postgresStoreUnderTest } from "./postgres-store.js";
 import { type StoreName, selectStoreNames } from "./store-names.js";
 
 /** A fenced target row that can be written atomically with a commit, per engine. */
@@ -117,18 +118,13 @@ export const ALL_STORES: StoreFactory[] = [
       const store = new InlineDynamoDBStore({ client, tableName });
       // The sink hooks are row writes: the test's value with the writing claim's position and fence, as the fenced
       // sink stores them, so a read shows which claim's write landed. A test's row name is the state key's row
-      // (`rowFor`); `stateKeys` maps it back for the write, which the store checks against the commit's key.
-      const stateKeys = new Map<string, string>();
+      // (`rowFor`), mapped back for the write (inline-rows.ts).
+      const { rowFor, stateKeyOf } = inlineRows((k) => store.rowKeyOf(k));
       const attributes = (ctx: { position: string | undefined; fence: number }, value: string) => ({
         value,
         srcPos: ctx.position ?? "",
         srcFence: ctx.fence,
       });
-      const stateKeyOf = (row: string) => {
-        const k = stateKeys.get(row);
-        if (k === undefined) throw new Error(`inline harness: ${row} is not a rowFor() row`);
-        return k;
-      };
       const rowOf = (row: string) =>
         client.send(
           new GetItemCommand({ TableName: tableName, Key: { pk: { S: row } }, ConsistentRead: true }),
@@ -139,11 +135,7 @@ export const ALL_STORES: StoreFactory[] = [
         requests,
         sink: {
           rowPerStateKey: true,
-          rowFor: (stateKey) => {
-            const row = store.rowKeyOf(stateKey);
-            stateKeys.set(row, stateKey);
-            return row;
-          },
+          rowFor,
           atomic: (ctx, row, value) => store.row({ stateKey: stateKeyOf(row) }, attributes(ctx, value)),
           put: (ctx, row, value) =>
             store.putRow({ stateKey: stateKeyOf(row), fence: ctx.fence }, attributes(ctx, value)),
@@ -212,6 +204,7 @@ export const ALL_STORES: StoreFactory[] = [
     },
   },
   { name: "postgres", make: postgresStoreUnderTest },
+  { name: "postgres-inline", make: postgresInlineStoreUnderTest },
   {
     name: "sqlite",
     async make() {

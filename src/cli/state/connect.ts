@@ -3,6 +3,7 @@ import type { StateAdmin } from "../../core/state-admin.js";
 import { DynamoDBStateAdmin } from "../../stores/dynamodb/admin.js";
 import { InlineStateAdmin } from "../../stores/dynamodb/inline-admin.js";
 import { PostgresStateAdmin } from "../../stores/postgres/admin.js";
+import { InlinePostgresStateAdmin } from "../../stores/postgres/inline-admin.js";
 import { SqliteStateAdmin } from "../../stores/sqlite/admin.js";
 import { defaultDriver, openConnection } from "../../stores/sqlite/connection.js";
 import { dynamoDBClientFor } from "../aws-connection.js";
@@ -25,6 +26,7 @@ export async function openAdmin(o: ResolvedConnection): Promise<StateAdmin> {
         : new InlineStateAdmin({ client, tableName, keyAttribute: o.keyAttribute });
     }
     case "postgres":
+    case "postgres-inline":
       return openPostgres(o);
     case "sqlite": {
       const file = o.file as string; // resolveConnection requires it
@@ -55,11 +57,18 @@ async function openPostgres(o: ResolvedConnection): Promise<StateAdmin> {
   try {
     ({ Pool } = (await import("pg")).default);
   } catch (cause) {
-    throw new StateUsageError("--store postgres needs node-postgres: npm i pg", { cause });
+    throw new StateUsageError(`--store ${o.store} needs node-postgres: npm i pg`, { cause });
   }
   const pool = new Pool({ ...(o.databaseUrl ? { connectionString: o.databaseUrl } : {}), max: 2 });
   try {
-    return new PostgresStateAdmin({ pool, schema: o.schema, table: o.table });
+    if (o.store === "postgres") return new PostgresStateAdmin({ pool, schema: o.schema, table: o.table });
+    // resolveConnection requires the table.
+    return new InlinePostgresStateAdmin({
+      pool,
+      schema: o.schema,
+      table: o.table as string,
+      keyColumn: o.keyColumn,
+    });
   } catch (error) {
     await pool.end();
     throw error;

@@ -5,7 +5,13 @@ import { AWS_CONNECTION_FIELDS, type AwsConnection } from "../aws-connection.js"
 import type { FlagSpec } from "../options.js";
 
 /** The store kinds `eonce state` connects to: every shipped store but the in-process memory store. */
-export const STATE_STORE_KINDS = ["dynamodb", "dynamodb-inline", "postgres", "sqlite"] as const;
+export const STATE_STORE_KINDS = [
+  "dynamodb",
+  "dynamodb-inline",
+  "postgres",
+  "postgres-inline",
+  "sqlite",
+] as const;
 export type StateStoreKind = (typeof STATE_STORE_KINDS)[number];
 
 /** Where the state is: the store kind and how to reach it. Each kind takes only its own options. */
@@ -14,8 +20,10 @@ export interface StateConnectionOptions extends AwsConnection {
   store?: StateStoreKind;
   /** DynamoDB: the state table (required); inline: the user's table (required); SQL: default `eonce_state`. */
   table?: string;
-  /** Inline state: the table's hash key attribute. Default `pk`. */
+  /** Inline state on DynamoDB: the table's hash key attribute. Default `pk`. */
   keyAttribute?: string;
+  /** Inline state on PostgreSQL: the table's key column. Default `pk`. */
+  keyColumn?: string;
   /** PostgreSQL connection string; default node-postgres's PG* environment variables. */
   databaseUrl?: string;
   /** PostgreSQL schema. Default `public`. */
@@ -27,10 +35,11 @@ export interface StateConnectionOptions extends AwsConnection {
 export const STATE_CONNECTION_OPTIONS = opt.schemaFor<StateConnectionOptions>()({
   store: opt.oneOf(STATE_STORE_KINDS, { default: "dynamodb", doc: "the state store's kind" }),
   table: opt.string({
-    doc: "state table (DynamoDB: required; dynamodb-inline: your table; SQL: default eonce_state)",
+    doc: "state table (DynamoDB: required; inline kinds: your table, required; SQL: default eonce_state)",
   }),
   ...AWS_CONNECTION_FIELDS,
   keyAttribute: opt.string({ doc: "dynamodb-inline: the table's hash key attribute (default pk)" }),
+  keyColumn: opt.string({ doc: "postgres-inline: the table's key column (default pk)" }),
   databaseUrl: opt.string({
     doc: "PostgreSQL connection string (default: the PG* environment variables)",
   }),
@@ -43,6 +52,7 @@ export const CONNECTION_FLAGS: { [K in keyof typeof STATE_CONNECTION_OPTIONS]?: 
   endpoint: { value: "<url>" },
   databaseUrl: { value: "<url>" },
   keyAttribute: { value: "<name>" },
+  keyColumn: { value: "<name>" },
   file: { value: "<path>" },
 };
 
@@ -53,6 +63,7 @@ const OWN: Record<StateStoreKind, readonly (keyof StateConnectionOptions)[]> = {
   dynamodb: ["endpoint", "region"],
   "dynamodb-inline": ["endpoint", "region", "keyAttribute"],
   postgres: ["databaseUrl", "schema"],
+  "postgres-inline": ["databaseUrl", "schema", "keyColumn"],
   sqlite: ["file"],
 };
 
@@ -60,10 +71,14 @@ const FLAG: Record<string, string> = {
   endpoint: "--endpoint",
   region: "--region",
   keyAttribute: "--key-attribute",
+  keyColumn: "--key-column",
   databaseUrl: "--database-url",
   schema: "--schema",
   file: "--file",
 };
+
+/** The kinds without a default table: DynamoDB's state table, and the user's table of inline state. */
+const NEEDS_TABLE: readonly StateStoreKind[] = ["dynamodb", "dynamodb-inline", "postgres-inline"];
 
 /** Eager checks: values, then the rules that relate them (an option of another kind is a mistake, not ignored). */
 export function resolveConnection(what: string, options: StateConnectionOptions): ResolvedConnection {
@@ -76,7 +91,7 @@ export function resolveConnection(what: string, options: StateConnectionOptions)
       `${flag} is not for --store ${o.store}`,
     );
   }
-  if (o.store === "dynamodb" || o.store === "dynamodb-inline")
+  if (NEEDS_TABLE.includes(o.store))
     opt.optionsRule(what, o.table !== undefined, `--store ${o.store} needs --table <name>`);
   if (o.store === "sqlite") opt.optionsRule(what, o.file !== undefined, "--store sqlite needs --file <path>");
   return o;

@@ -10,6 +10,7 @@ import { marshall } from "@aws-sdk/util-dynamodb";
 import { OptionsError, StoreError, UnsupportedAtomicWriteError } from "../../core/errors.js";
 import { func, resolveOptions, schemaFor, string } from "../../core/options.js";
 import { type ClaimRequest, claimAllowed, isOwnClaim, landedAs, type StateRecord } from "../../core/state.js";
+import { inlineRowKey, stateKeyOfInlineRow } from "../../core/state-key.js";
 import type * as Store from "../../core/store.js";
 import * as dx from "./expressions.js";
 import { type Item, N, S } from "./expressions.js";
@@ -130,7 +131,7 @@ export class InlineDynamoDBStore implements Store.StateStore {
     this.#client = o.client;
     this.#table = o.tableName;
     this.#key = o.keyAttribute;
-    this.#rowKey = o.rowKey ?? defaultRowKey;
+    this.#rowKey = o.rowKey ?? inlineRowKey;
   }
 
   get tableName(): string {
@@ -485,14 +486,8 @@ function applied(writes: InlineRowWrite[]): Store.WriteOutcome[] {
   return writes.map((w) => ({ description: w.description, status: "applied" }));
 }
 
-function defaultRowKey(stateKey: string): string {
-  return stateKey.startsWith("o#") ? stateKey.slice(2) : stateKey;
-}
-
-/** defaultRowKey's inverse: a `u#` row is its own state key, any other row a subject's (`o#<row>`). */
-export function stateKeyOfRow(row: string): string {
-  return row.startsWith("u#") ? row : `o#${row}`;
-}
+/** The row's state key (`inlineRowKey`'s inverse), for the admin's listing. */
+export const stateKeyOfRow = stateKeyOfInlineRow;
 
 export function hasState(item: Item | undefined): item is Item {
   return item !== undefined && item[NAMES["#fence"]]?.N !== undefined;

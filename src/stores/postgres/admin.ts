@@ -9,9 +9,48 @@ import { PostgresStore, type PostgresStoreOptions } from "./store.js";
 const LISTED = `state_key, status, position, identity, fence, token, lease_until_ms, committed_position,
   committed_identity, result_omitted_bytes, committed_fingerprint, attempts, expires_at`;
 
-/** The admin order (src/core/state-admin.ts adminRank) in SQL: $1 now (ms). */
-const RANK = `CASE WHEN status = 'running' AND COALESCE(lease_until_ms, 0) <= $1 THEN 0
-  WHEN status = 'running' THEN 1 WHEN status = 'released' THEN 2 ELSE 3 END`;
+/** The state columns the admin's statements filter and order on: the state table's, or inline state's. */
+export interface AdminColumns {
+  status: string;
+  leaseUntilMs: string;
+  fence: string;
+  /** The state key, as an expression (inline state derives it from the row's key). */
+  stateKey: string;
+}
+
+const STATE_TABLE_COLUMNS: AdminColumns = {
+  status: "status",
+  leaseUntilMs: "lease_until_ms",
+  fence: "fence",
+  stateKey: "state_key",
+};
+
+/**
+ * `list`'s statement, filtered, ordered (src/core/state-admin.ts compareForAdmin) and limited on the server:
+ * `where` narrows the rows; the parameters are listParams'.
+ */
+export function listStatement(table: string, selected: string, c: AdminColumns, where = "true"): string {
+  const rank = `CASE WHEN ${c.status} = 'running' AND COALESCE(${c.leaseUntilMs}, 0) <= $1 THEN 0
+  WHEN ${c.status} = 'running' THEN 1 WHEN ${c.status} = 'released' THEN 2 ELSE 3 END`;
+  return `SELECT ${selected} FROM ${table}
+WHERE ${where} AND ($2::text IS NULL OR ${c.status} = $2) AND ($3::bigint IS NULL OR ${c.fence} < $3)
+ORDER BY ${rank}, ${c.fence}, (${c.stateKey}) COLLATE "C" LIMIT $4`;
+}
+
+/** $1 now (ms), $2 status, $3 the fence a claim before `claimedBeforeMs` is below, $4 limit. */
+export function listParams(query: StateQuery): unknown[] {
+  return [
+    query.nowMs,
+    query.status ?? null,
+    query.claimedBeforeMs === undefined ? null : fenceAt(query.claimedBeforeMs),
+    query.limit,
+  ];
+}
+
+/** A lease that holds on the locked row `old` at $2 (ms): `forget` leaves that row alone (leaseLive in SQL). */
+export function liveLeaseCondition(c: AdminColumns): string {
+  return `old.${c.status} = 'running' AND COALESCE(old.${c.leaseUntilMs}, 0) > $2`;
+}
 
 /**
  * The operator's view of a PostgreSQL state table (src/core/state-admin.ts). `list` is one SELECT that filters,
@@ -33,15 +72,8 @@ export class PostgresStateAdmin implements StateAdmin {
     const table = this.store.tableName;
     try {
       const out = await this.#pool.query(
-        `SELECT ${LISTED} FROM ${table}
-WHERE ($2::text IS NULL OR status = $2) AND ($3::bigint IS NULL OR fence < $3)
-ORDER BY ${RANK}, fence, state_key COLLATE "C" LIMIT $4`,
-        [
-          query.nowMs,
-          query.status ?? null,
-          query.claimedBeforeMs === undefined ? null : fenceAt(query.claimedBeforeMs),
-          query.limit,
-        ],
+        listStatement(table, LISTED, STATE_TABLE_COLUMNS),
+        listParams(query),
       );
       return out.rows.map(toRecord);
     } catch (error) {
@@ -56,7 +88,7 @@ ORDER BY ${RANK}, fence, state_key COLLATE "C" LIMIT $4`,
         `WITH old AS (SELECT * FROM ${table} WHERE state_key = $1 FOR UPDATE),
 del AS (
   DELETE FROM ${table} AS t USING old WHERE t.state_key = old.state_key
-    AND NOT (old.status = 'running' AND COALESCE(old.lease_until_ms, 0) > $2)
+    AND NOT (${liveLeaseCondition(STATE_TABLE_COLUMNS)})
   RETURNING 1
 )
 SELECT (SELECT count(*) FROM del) AS landed, old.* FROM (SELECT 1) AS one LEFT JOIN old ON true`,

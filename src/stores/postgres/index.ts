@@ -3,6 +3,14 @@
 export { isPostgresAtomicWrite, type PostgresAtomicWrite, postgresWrite } from "./atomic-write.js";
 export { isRetryablePostgresError } from "./errors.js";
 export {
+  INLINE_POSTGRES_COLUMNS,
+  type InlinePostgresRowSource,
+  type InlinePostgresRowWrite,
+  InlinePostgresStore,
+  type InlinePostgresStoreOptions,
+} from "./inline.js";
+export { type InlineTableOptions, migrateInline } from "./inline-schema.js";
+export {
   deleteExpired,
   migrate,
   type PostgresClient,

@@ -1,4 +1,5 @@
-import type { StateRecord, StateStatus } from "../../core/state.js";
+import { type ClaimRequest, landedClaim, type StateRecord, type StateStatus } from "../../core/state.js";
+import type { ClaimResult } from "../../core/store.js";
 
 /**
  * The store's statements. Each step is one statement that locks the key's row (`FOR UPDATE` in the `old` CTE),
@@ -43,7 +44,12 @@ export interface Decided {
 const SELECT_DECIDED = `SELECT (SELECT count(*) FROM ins) + (SELECT count(*) FROM upd) AS landed, ${COLUMNS.map((c) => `old.${c}`).join(", ")}
 FROM (SELECT 1) AS one LEFT JOIN old ON true`;
 
-const LOCK_OLD = (table: string) => `WITH old AS (SELECT * FROM ${table} WHERE state_key = $1 FOR UPDATE)`;
+/**
+ * The locked row, its columns named: a column added to the table later (by `migrate` in a newer version) does not
+ * change the statement's result, which a prepared statement on a live connection would refuse.
+ */
+const LOCK_OLD = (table: string) =>
+  `WITH old AS (SELECT ${COLUMNS.join(", ")} FROM ${table} WHERE state_key = $1 FOR UPDATE)`;
 
 /**
  * The claim condition of src/core/state.ts on the locked row: no live holder (or, with supersede, an older one),
@@ -129,34 +135,74 @@ export const RENEW_SET = "lease_until_ms = $3, expires_at = GREATEST(COALESCE(ol
 
 export const RELEASE_SET = "status = 'released', lease_until_ms = NULL";
 
+/** A claim statement's decision as the contract's result: the attempt counts on for the same identity. */
+export function claimResult(
+  d: Omit<Decided, "old"> & { old: StateRecord | undefined },
+  req: ClaimRequest,
+): ClaimResult {
+  const { landed, old } = d;
+  if (landed) {
+    const attempt = old?.identity === req.identity ? old.attempts + 1 : 1;
+    return { claimed: true, fence: req.fence, attempt, leaseUntilMs: req.leaseUntilMs, previous: old };
+  }
+  const state = old as StateRecord;
+  // A retry of a claim that landed (its response was lost): ours.
+  return landedClaim(state, req) ?? { claimed: false, state };
+}
+
 /** `SELECT_DECIDED`'s row as a decision. */
 export function decided(row: Record<string, unknown> | undefined): Decided {
   if (!row) throw new Error("unreachable: the decided row is always returned");
   return { landed: Number(row.landed) > 0, old: row.state_key == null ? undefined : toRecord(row) };
 }
 
-/** A state row (bigint columns arrive as strings) as the store contract's record; NULL columns are left out. */
-export function toRecord(row: Record<string, unknown>): StateRecord {
-  const num = (v: unknown) => (v == null ? undefined : Number(v));
-  const str = (v: unknown) => (v == null ? undefined : String(v));
+/** The column of each StateRecord field: the state table's, or inline state's `eo_*` (inline-sql.ts). */
+export type StateColumns = Record<Exclude<keyof StateRecord, "key">, string>;
+
+const STATE_TABLE_COLUMNS: StateColumns = {
+  status: "status",
+  position: "position",
+  identity: "identity",
+  fence: "fence",
+  attempts: "attempts",
+  token: "token",
+  leaseUntilMs: "lease_until_ms",
+  committedPosition: "committed_position",
+  committedIdentity: "committed_identity",
+  result: "result",
+  resultOmittedBytes: "result_omitted_bytes",
+  committedFingerprint: "committed_fingerprint",
+  expiresAtSeconds: "expires_at",
+};
+
+/** The numeric fields: bigint columns arrive as strings. */
+const NUMERIC = new Set<keyof StateColumns>([
+  "fence",
+  "attempts",
+  "leaseUntilMs",
+  "resultOmittedBytes",
+  "expiresAtSeconds",
+]);
+
+/** A row's state columns `c` as the store contract's record; NULL columns are left out. */
+export function recordFromColumns(key: string, row: Record<string, unknown>, c: StateColumns): StateRecord {
   const record: StateRecord = {
-    key: String(row.state_key),
-    status: String(row.status) as StateStatus,
-    position: String(row.position),
-    identity: String(row.identity),
-    fence: Number(row.fence),
-    attempts: Number(row.attempts ?? 0),
+    key,
+    status: String(row[c.status]) as StateStatus,
+    position: String(row[c.position]),
+    identity: String(row[c.identity]),
+    fence: Number(row[c.fence]),
+    attempts: Number(row[c.attempts] ?? 0),
   };
-  const optional = {
-    token: str(row.token),
-    leaseUntilMs: num(row.lease_until_ms),
-    committedPosition: str(row.committed_position),
-    committedIdentity: str(row.committed_identity),
-    result: str(row.result),
-    resultOmittedBytes: num(row.result_omitted_bytes),
-    committedFingerprint: str(row.committed_fingerprint),
-    expiresAtSeconds: num(row.expires_at),
-  };
-  for (const [k, v] of Object.entries(optional)) if (v !== undefined) Object.assign(record, { [k]: v });
+  for (const field of Object.keys(c) as (keyof StateColumns)[]) {
+    const v = row[c[field]];
+    if (field in record || v == null) continue;
+    Object.assign(record, { [field]: NUMERIC.has(field) ? Number(v) : String(v) });
+  }
   return record;
+}
+
+/** A state table row as the store contract's record. */
+export function toRecord(row: Record<string, unknown>): StateRecord {
+  return recordFromColumns(String(row.state_key), row, STATE_TABLE_COLUMNS);
 }

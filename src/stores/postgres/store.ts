@@ -1,11 +1,12 @@
 import { StoreError, UnsupportedAtomicWriteError } from "../../core/errors.js";
-import { integer, resolveOptions, schemaFor } from "../../core/options.js";
-import { type ClaimRequest, isOwnClaim, landedAs, landedClaim, type StateRecord } from "../../core/state.js";
+import { boolean, integer, resolveOptions, schemaFor } from "../../core/options.js";
+import { type ClaimRequest, isOwnClaim, landedAs, type StateRecord } from "../../core/state.js";
 import type * as Store from "../../core/store.js";
 import { unknownWrites } from "../../core/store.js";
 import { DYNAMODB_MAX_RESULT_BYTES } from "../dynamodb/limits.js";
 import { isPostgresAtomicWrite, type PostgresAtomicWrite } from "./atomic-write.js";
 import { postgresStoreError } from "./errors.js";
+import { runStatement } from "./prepared.js";
 import {
   DEFAULT_SCHEMA,
   DEFAULT_STATE_TABLE,
@@ -18,6 +19,7 @@ import {
 import {
   COMMIT_SET,
   claimAndCommitSql,
+  claimResult,
   claimSql,
   type Decided,
   decided,
@@ -36,6 +38,12 @@ export interface PostgresStoreOptions {
   table?: string;
   /** Largest stored result; default the DynamoDB store's, so a pipeline behaves alike on either. */
   maxResultBytes?: number;
+  /**
+   * Named (server-prepared) statements for the store's own statements: parsed and planned once per connection
+   * (bench/postgres-inline.ts). Default false: behind RDS Proxy they pin the connection, and PgBouncer's transaction
+   * pooling supports them only from 1.21 (`max_prepared_statements`). Turn on for a direct connection.
+   */
+  preparedStatements?: boolean;
 }
 
 const POSTGRES_STORE_OPTIONS = schemaFor<PostgresStoreOptions>()({
@@ -43,6 +51,7 @@ const POSTGRES_STORE_OPTIONS = schemaFor<PostgresStoreOptions>()({
   schema: identifier(DEFAULT_SCHEMA),
   table: identifier(DEFAULT_STATE_TABLE),
   maxResultBytes: integer({ min: 1, default: DYNAMODB_MAX_RESULT_BYTES }),
+  preparedStatements: boolean({ default: false }),
 });
 
 /** A statement run once more when the row appeared between its snapshot and its insert (see sql.ts). */
@@ -61,6 +70,7 @@ export class PostgresStore implements Store.StateStore {
   readonly maxResultBytes: number;
   readonly #pool: PostgresPool;
   readonly #table: string;
+  readonly #prepared: boolean;
   readonly #sql: { claim: string; apply: string; commit: string; renew: string; release: string };
 
   constructor(options: PostgresStoreOptions) {
@@ -68,6 +78,7 @@ export class PostgresStore implements Store.StateStore {
     this.#pool = o.pool;
     this.#table = qualified(o.schema, o.table);
     this.maxResultBytes = o.maxResultBytes;
+    this.#prepared = o.preparedStatements;
     this.#sql = {
       claim: claimSql(this.#table),
       apply: claimAndCommitSql(this.#table),
@@ -83,17 +94,10 @@ export class PostgresStore implements Store.StateStore {
   }
 
   async claim(req: ClaimRequest): Promise<Store.ClaimResult> {
-    const { landed, old } = await this.#decide("claim", req.key, {
-      sql: this.#sql.claim,
-      params: claimParams(req),
-    });
-    if (landed) {
-      const attempt = old?.identity === req.identity ? old.attempts + 1 : 1;
-      return { claimed: true, fence: req.fence, attempt, leaseUntilMs: req.leaseUntilMs, previous: old };
-    }
-    const state = old as StateRecord;
-    // A retry of a claim that landed (its response was lost): ours.
-    return landedClaim(state, req) ?? { claimed: false, state };
+    return claimResult(
+      await this.#decide("claim", req.key, { sql: this.#sql.claim, params: claimParams(req) }),
+      req,
+    );
   }
 
   async claimAndCommit(req: Store.ClaimAndCommitRequest): Promise<Store.ClaimAndCommitResult> {
@@ -178,7 +182,7 @@ export class PostgresStore implements Store.StateStore {
 
   async #single(op: string, key: string, s: Statement): Promise<Decided> {
     try {
-      return decided((await this.#pool.query(s.sql, s.params)).rows[0]);
+      return decided((await runStatement(this.#pool, s.sql, s.params, this.#prepared)).rows[0]);
     } catch (error) {
       throw postgresStoreError(op, key, error);
     }
@@ -198,7 +202,7 @@ export class PostgresStore implements Store.StateStore {
     try {
       client = await this.#pool.connect();
       await client.query("BEGIN");
-      const decision = decided((await client.query(s.sql, s.params)).rows[0]);
+      const decision = decided((await runStatement(client, s.sql, s.params, this.#prepared)).rows[0]);
       if (!decision.landed) {
         await client.query("ROLLBACK");
         return { ...decision, writes: [] };

@@ -1,0 +1,351 @@
+import { OptionsError, StoreError, UnsupportedAtomicWriteError } from "../../core/errors.js";
+import { boolean, func, integer, required, resolveOptions, schemaFor, string } from "../../core/options.js";
+import { type ClaimRequest, isOwnClaim, landedAs, type StateRecord } from "../../core/state.js";
+import { inlineRowKey } from "../../core/state-key.js";
+import type * as Store from "../../core/store.js";
+import { unknownWrites } from "../../core/store.js";
+import { DYNAMODB_MAX_RESULT_BYTES } from "../dynamodb/limits.js";
+import { postgresStoreError } from "./errors.js";
+import {
+  INLINE_COLUMN_NAMES,
+  INLINE_RELEASE_SET,
+  INLINE_RENEW_SET,
+  InlineStatements,
+  inlineRecord,
+} from "./inline-sql.js";
+import { runStatement } from "./prepared.js";
+import { DEFAULT_SCHEMA, identifier, type PostgresPool, poolField, qualified, quote } from "./schema.js";
+import { claimResult } from "./sql.js";
+
+/** The prefix of the state columns in the user's table (`eo_*`, as the inline DynamoDB store's attributes). */
+export const INLINE_POSTGRES_PREFIX = "eo_";
+
+export interface InlinePostgresStoreOptions {
+  /** A `pg.Pool`; every step is one statement on it (no transaction is opened). */
+  pool: PostgresPool;
+  /** Default `public`. */
+  schema?: string;
+  /** The user's table: one row per subject, with the state columns `migrateInline` adds. */
+  table: string;
+  /** The table's primary key (or unique) column. Default `pk`. Any type the row keys (strings) convert to. */
+  keyColumn?: string;
+  /**
+   * The row a state key lives in; must be one-to-one. Default: `o#<subject>` → `<subject>` (ordered events: the
+   * subject's row), any other key (unordered events: one per identity) → the state key itself.
+   */
+  rowKey?: (stateKey: string) => string;
+  /** Largest stored result; default the DynamoDB store's, so a pipeline behaves alike on either. */
+  maxResultBytes?: number;
+  /**
+   * Named (server-prepared) statements: parsed and planned once per connection, about twice the events per second
+   * (bench/postgres-inline.ts). Default false: behind RDS Proxy they pin the connection, and PgBouncer's transaction
+   * pooling supports them only from 1.21 (`max_prepared_statements`). Turn on for a direct connection.
+   */
+  preparedStatements?: boolean;
+}
+
+const INLINE_POSTGRES_OPTIONS = schemaFor<InlinePostgresStoreOptions>()({
+  pool: poolField,
+  schema: identifier(DEFAULT_SCHEMA),
+  table: required(identifier()),
+  keyColumn: string({
+    default: "pk",
+    pattern: new RegExp(`^(?!${INLINE_POSTGRES_PREFIX})[A-Za-z_][A-Za-z0-9_]{0,62}$`),
+    expected: `a plain SQL identifier outside the reserved prefix ${INLINE_POSTGRES_PREFIX}`,
+  }),
+  rowKey: func<(stateKey: string) => string>(),
+  maxResultBytes: integer({ min: 1, default: DYNAMODB_MAX_RESULT_BYTES }),
+  preparedStatements: boolean({ default: false }),
+});
+
+/** The user columns of the row of one state key, written with that key's commit (`InlinePostgresStore.row`). */
+export interface InlinePostgresRowWrite extends Store.AtomicWrite {
+  readonly engine: "postgres-inline";
+  readonly table: string;
+  readonly rowKey: string;
+  /** Column → value (node-postgres converts it: objects become JSON); `null` or `undefined` set NULL. */
+  readonly columns: Readonly<Record<string, unknown>>;
+}
+
+/** What a row write needs from the guard's context: the state key (the row). */
+export interface InlinePostgresRowSource {
+  stateKey: string;
+}
+
+/** A row write's column names and values, merged over several writes (later ones win). */
+interface RowColumns {
+  names: string[];
+  values: unknown[];
+}
+
+type Decided = { landed: boolean; wrote: boolean; old: StateRecord | undefined };
+
+/** A statement run once more when the row appeared between its snapshot and its insert (see inline-sql.ts). */
+const RACE_RETRIES = 5;
+
+/** Statements a store keeps per set of written columns (a handful in use; a store that sees more starts over). */
+const MAX_SHAPES = 256;
+
+/**
+ * Inline state on PostgreSQL: the guard's state lives in `eo_*` columns of the user's own table (`migrateInline`
+ * adds them), so a handler whose only effect is its row pays **one statement per event** with `guard.apply`: claim,
+ * row and commit together, no transaction. `guard.run` is two (claim, then commit with the row). Duplicates and
+ * stale deliveries are one refused statement that returns the row's state. The statements are in inline-sql.ts.
+ *
+ * As with `InlineDynamoDBStore`, the only effect it folds is its own row write (`row(ctx, columns)`) for the row of
+ * the committing state key; every row write is fenced by the position and fence of the write the row holds, so an
+ * older event that took an expired claim over cannot replace a newer event's work (its commit lands, its write is
+ * reported `stale`). A claim of a new key inserts a row with the key and the state only: the table's other columns
+ * must be nullable or have defaults, or the rows must exist before their first event.
+ */
+export class InlinePostgresStore implements Store.StateStore {
+  readonly engine = "postgres-inline";
+  readonly maxResultBytes: number;
+  readonly #pool: PostgresPool;
+  readonly #table: string;
+  readonly #keyColumn: string;
+  readonly #rowKey: (stateKey: string) => string;
+  readonly #prepared: boolean;
+  readonly #sql: InlineStatements;
+  readonly #fixed: { claim: string; apply: string; commit: string; renew: string; release: string };
+  /** Statements by written columns (see #shaped). */
+  readonly #shapes = new Map<string, string>();
+  /** Writes built by this store: `canFold` accepts only these. */
+  readonly #made = new WeakSet<InlinePostgresRowWrite>();
+
+  constructor(options: InlinePostgresStoreOptions) {
+    const o = resolveOptions("InlinePostgresStore", INLINE_POSTGRES_OPTIONS, options);
+    this.#pool = o.pool;
+    this.#table = qualified(o.schema, o.table);
+    this.#keyColumn = o.keyColumn;
+    this.#rowKey = o.rowKey ?? inlineRowKey;
+    this.#prepared = o.preparedStatements;
+    this.maxResultBytes = o.maxResultBytes;
+    this.#sql = new InlineStatements(this.#table, o.keyColumn);
+    this.#fixed = {
+      claim: this.#sql.claim(),
+      apply: this.#sql.claimAndCommit(undefined),
+      commit: this.#sql.commit(undefined),
+      renew: this.#sql.fenced(INLINE_RENEW_SET),
+      release: this.#sql.fenced(INLINE_RELEASE_SET),
+    };
+  }
+
+  /** The qualified table, e.g. `"public"."orders"`. */
+  get tableName(): string {
+    return this.#table;
+  }
+
+  get keyColumn(): string {
+    return this.#keyColumn;
+  }
+
+  /** The row (its key column's value) that holds the state of `stateKey`. */
+  rowKeyOf(stateKey: string): string {
+    const row = this.#rowKey(stateKey);
+    if (typeof row !== "string" || row.length === 0)
+      throw new OptionsError(`InlinePostgresStore: rowKey gave no row for ${stateKey}`);
+    return row;
+  }
+
+  /**
+   * The user columns of the event's row, written with its commit (`ctx.atCommit(store.row(ctx, {...}))`). `null` or
+   * `undefined` set NULL. The key column and `eo_*` names are refused; names must be plain SQL identifiers.
+   */
+  row(ctx: InlinePostgresRowSource, columns: Record<string, unknown>): InlinePostgresRowWrite {
+    if (typeof ctx?.stateKey !== "string")
+      throw new OptionsError("InlinePostgresStore.row: needs the guard context (its stateKey)");
+    if (typeof columns !== "object" || columns === null)
+      throw new OptionsError("InlinePostgresStore.row: columns must be an object");
+    for (const name of Object.keys(columns)) {
+      if (name === this.#keyColumn || name.startsWith(INLINE_POSTGRES_PREFIX))
+        throw new OptionsError(
+          `InlinePostgresStore.row: column "${name}" is the key or reserved (${INLINE_POSTGRES_PREFIX}*)`,
+        );
+      quote(name); // a plain identifier, or OptionsError
+    }
+    const rowKey = this.rowKeyOf(ctx.stateKey);
+    const write: InlinePostgresRowWrite = {
+      engine: "postgres-inline",
+      description: `row ${this.#table}/${rowKey}`,
+      table: this.#table,
+      rowKey,
+      columns: { ...columns },
+    };
+    this.#made.add(write);
+    return write;
+  }
+
+  /**
+   * The row write now, in its own statement, while `ctx` holds the claim (`guard.run` progress): applied only if the
+   * claim's fence still holds and the row holds no newer write, else `stale`. Not atomic with the commit.
+   */
+  async putRow(
+    ctx: InlinePostgresRowSource & { fence: number },
+    columns: Record<string, unknown>,
+  ): Promise<"applied" | "stale"> {
+    const write = this.row(ctx, columns);
+    const row = rowColumns([write]);
+    if (row.names.length === 0) throw new OptionsError("InlinePostgresStore.putRow: no columns to write");
+    const sql = this.#shaped("put", row.names, () => this.#sql.putRow(row.names));
+    const out = await this.#run("putRow", ctx.stateKey, sql, [write.rowKey, ctx.fence, ...row.values]);
+    return out.landed && out.wrote ? "applied" : "stale";
+  }
+
+  canFold(write: Store.AtomicWrite): boolean {
+    return write.engine === "postgres-inline" && this.#made.has(write as InlinePostgresRowWrite);
+  }
+
+  async claim(req: ClaimRequest): Promise<Store.ClaimResult> {
+    return claimResult(await this.#decide("claim", req.key, this.#fixed.claim, claimParams(this, req)), req);
+  }
+
+  async claimAndCommit(req: Store.ClaimAndCommitRequest): Promise<Store.ClaimAndCommitResult> {
+    const writes = this.#rowWrites(req.key, req.writes);
+    const row = writes.length > 0 ? rowColumns(writes) : undefined;
+    const params = claimParams(this, req);
+    params[5] = req.result ?? null; // $6: the result (apply holds no lease)
+    params.push(req.resultOmittedBytes ?? null, req.fingerprint ?? null, ...(row?.values ?? []));
+    const sql = row
+      ? this.#shaped("apply", row.names, () => this.#sql.claimAndCommit(row.names))
+      : this.#fixed.apply;
+    const out = await this.#decide("claimAndCommit", req.key, sql, params);
+    if (out.landed) return { claimed: true, writes: outcomes(writes, out.wrote) };
+    const state = out.old as StateRecord;
+    // A retry of a claim-and-commit that landed.
+    if (isOwnClaim(state, req) && state.status === "done")
+      return { claimed: true, writes: unknownWrites(writes) };
+    return { claimed: false, state };
+  }
+
+  async commit(req: Store.CommitRequest): Promise<Store.CommitResult> {
+    const writes = this.#rowWrites(req.key, req.writes);
+    const row = writes.length > 0 ? rowColumns(writes) : undefined;
+    const params = [
+      this.rowKeyOf(req.key),
+      req.fence,
+      req.expiresAtSeconds,
+      req.result ?? null,
+      req.resultOmittedBytes ?? null,
+      req.fingerprint ?? null,
+      ...(row?.values ?? []),
+    ];
+    const sql = row
+      ? this.#shaped("commit", row.names, () => this.#sql.commit(row.names))
+      : this.#fixed.commit;
+    const out = await this.#run("commit", req.key, sql, params);
+    if (out.landed) return { committed: true, writes: outcomes(writes, out.wrote) };
+    // A retry of a commit that landed: only the holder of this fence could have committed it.
+    if (landedAs(out.old, req.fence, "done")) return { committed: true, writes: unknownWrites(writes) };
+    return { committed: false, state: out.old };
+  }
+
+  async renew(req: Store.RenewRequest): Promise<Store.FencedResult> {
+    const params = [this.rowKeyOf(req.key), req.fence, req.leaseUntilMs, req.expiresAtSeconds];
+    const out = await this.#run("renew", req.key, this.#fixed.renew, params);
+    return out.landed ? { ok: true } : { ok: false, state: out.old };
+  }
+
+  async release(req: Store.FencedRequest): Promise<Store.FencedResult> {
+    const out = await this.#run("release", req.key, this.#fixed.release, [this.rowKeyOf(req.key), req.fence]);
+    // A retry of a release that landed.
+    if (out.landed || landedAs(out.old, req.fence, "released")) return { ok: true };
+    return { ok: false, state: out.old };
+  }
+
+  async read(key: string): Promise<StateRecord | undefined> {
+    const row = this.rowKeyOf(key);
+    try {
+      const out = await this.#pool.query(this.#sql.read(), [row]);
+      // A row without state (written by something else) holds no claim.
+      return inlineRecord(key, out.rows[0]);
+    } catch (error) {
+      throw postgresStoreError("read", key, error);
+    }
+  }
+
+  /** A statement that writes `columns`, built once per set of them. */
+  #shaped(op: string, columns: readonly string[], build: () => string): string {
+    const key = `${op}\n${columns.join("\n")}`;
+    let sql = this.#shapes.get(key);
+    if (sql === undefined) {
+      sql = build();
+      if (this.#shapes.size >= MAX_SHAPES) this.#shapes.clear();
+      this.#shapes.set(key, sql);
+    }
+    return sql;
+  }
+
+  /**
+   * A claiming statement: a row that appeared after the statement's snapshot decides nothing (no row, nothing
+   * landed), so it runs again.
+   */
+  async #decide(op: string, key: string, sql: string, params: unknown[]): Promise<Decided> {
+    for (let i = 0; i < RACE_RETRIES; i++) {
+      const out = await this.#run(op, key, sql, params);
+      if (out.landed || out.old) return out;
+    }
+    throw new StoreError(
+      `PostgreSQL inline ${op} of ${key}: the row kept changing under the statement; retry`,
+    );
+  }
+
+  async #run(op: string, key: string, sql: string, params: unknown[]): Promise<Decided> {
+    let row: Record<string, unknown> | undefined;
+    try {
+      row = (await runStatement(this.#pool, sql, params, this.#prepared)).rows[0];
+    } catch (error) {
+      throw postgresStoreError(op, key, error);
+    }
+    if (!row) throw new Error("unreachable: the decided row is always returned");
+    return { landed: Number(row.landed) > 0, wrote: row.wrote !== false, old: inlineRecord(key, row) };
+  }
+
+  /** The commit's row writes, checked: built by this store, for the committing key's own row. */
+  #rowWrites(key: string, writes: readonly Store.AtomicWrite[] | undefined): InlinePostgresRowWrite[] {
+    const row = this.rowKeyOf(key);
+    return (writes ?? []).map((w) => {
+      if (!this.canFold(w))
+        throw new UnsupportedAtomicWriteError(`InlinePostgresStore cannot fold a ${w.engine} write`);
+      const r = w as InlinePostgresRowWrite;
+      if (r.rowKey !== row) {
+        throw new UnsupportedAtomicWriteError(
+          `InlinePostgresStore folds only the committing subject's own row (${row}), not ${r.rowKey}`,
+        );
+      }
+      return r;
+    });
+  }
+}
+
+/** The claim's parameters, in the order of inline-sql.ts's claim statement ($1 is the row, not the state key). */
+function claimParams(store: InlinePostgresStore, req: ClaimRequest): unknown[] {
+  return [
+    store.rowKeyOf(req.key),
+    req.position,
+    req.identity,
+    req.fence,
+    req.token,
+    req.leaseUntilMs,
+    req.expiresAtSeconds,
+    req.nowMs - req.leaseGraceMs,
+    req.supersede,
+  ];
+}
+
+/** The writes' columns, merged (later writes win), in a stable order so that a shape's statement is reused. */
+function rowColumns(writes: readonly InlinePostgresRowWrite[]): RowColumns {
+  const merged = new Map<string, unknown>();
+  for (const w of writes)
+    for (const [name, value] of Object.entries(w.columns)) merged.set(name, value ?? null);
+  const names = [...merged.keys()];
+  return { names, values: names.map((n) => merged.get(n)) };
+}
+
+function outcomes(writes: readonly InlinePostgresRowWrite[], wrote: boolean): Store.WriteOutcome[] {
+  const status = wrote ? "applied" : "stale";
+  return writes.map((w) => ({ description: w.description, status }));
+}
+
+/** The state columns in the user's table, for documentation and checks. */
+export const INLINE_POSTGRES_COLUMNS: readonly string[] = INLINE_COLUMN_NAMES;
