@@ -279,6 +279,30 @@ describe.each(STORES)("store contract: $name", (factory) => {
     expect((await t.store.read(k2))?.status).toBe("done");
   });
 
+  it("a newer event's direct write whose commit never came is not replaced by an older event that took over", async () => {
+    const k = key();
+    const target = t.sink.rowFor(k);
+    const start = Date.now();
+    const dog = request(k, { ...at(2), nowMs: start, leaseUntilMs: start + 100 });
+    claimed(await t.store.claim(dog));
+    expect(await t.sink.put({ position: p(2), fence: dog.fence }, target, "dog")).toBe("applied");
+    // The dog's run dies before its commit; after its lease the older cat takes the claim over.
+    const cat = request(k, { ...at(1), nowMs: start + 1000 });
+    claimed(await t.store.claim(cat));
+    expect(await t.sink.put({ position: p(1), fence: cat.fence }, target, "cat")).toBe("stale");
+    const committed = await t.store.commit(
+      commitOf(k, cat.fence, 1, {
+        writes: [t.sink.atomic({ position: p(1), fence: cat.fence }, target, "cat")],
+      }),
+    );
+    expect(committed).toEqual({
+      committed: true,
+      writes: [{ description: expect.any(String), status: "stale" }],
+    });
+    expect(await t.sink.read(target)).toMatchObject({ value: "dog", srcPos: p(2), srcFence: dog.fence });
+    expect(await t.store.read(k)).toMatchObject({ status: "done", committedPosition: p(1) });
+  });
+
   it("claimAndCommit: one request that claims at its fence, applies writes and commits; refusals as for claim", async () => {
     const k = key();
     const target = t.sink.rowFor(k);
