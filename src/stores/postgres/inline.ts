@@ -15,7 +15,7 @@ import {
 } from "./inline-sql.js";
 import { runStatement } from "./prepared.js";
 import { DEFAULT_SCHEMA, identifier, type PostgresPool, poolField, qualified, quote } from "./schema.js";
-import { claimResult } from "./sql.js";
+import { claimAndCommitParams, claimParams, claimResult, commitParams } from "./sql.js";
 
 /** The prefix of the state columns in the user's table (`eo_*`, as the inline DynamoDB store's attributes). */
 export const INLINE_POSTGRES_PREFIX = "eo_";
@@ -197,15 +197,17 @@ export class InlinePostgresStore implements Store.StateStore {
   }
 
   async claim(req: ClaimRequest): Promise<Store.ClaimResult> {
-    return claimResult(await this.#decide("claim", req.key, this.#fixed.claim, claimParams(this, req)), req);
+    return claimResult(
+      await this.#decide("claim", req.key, this.#fixed.claim, claimParams(req, this.rowKeyOf(req.key))),
+      req,
+    );
   }
 
   async claimAndCommit(req: Store.ClaimAndCommitRequest): Promise<Store.ClaimAndCommitResult> {
-    const writes = this.#rowWrites(req.key, req.writes);
+    const rowKey = this.rowKeyOf(req.key);
+    const writes = this.#rowWrites(rowKey, req.writes);
     const row = writes.length > 0 ? rowColumns(writes) : undefined;
-    const params = claimParams(this, req);
-    params[5] = req.result ?? null; // $6: the result (apply holds no lease)
-    params.push(req.resultOmittedBytes ?? null, req.fingerprint ?? null, ...(row?.values ?? []));
+    const params = [...claimAndCommitParams(req, rowKey), ...(row?.values ?? [])];
     const sql = row
       ? this.#shaped("apply", row.names, () => this.#sql.claimAndCommit(row.names))
       : this.#fixed.apply;
@@ -219,17 +221,10 @@ export class InlinePostgresStore implements Store.StateStore {
   }
 
   async commit(req: Store.CommitRequest): Promise<Store.CommitResult> {
-    const writes = this.#rowWrites(req.key, req.writes);
+    const rowKey = this.rowKeyOf(req.key);
+    const writes = this.#rowWrites(rowKey, req.writes);
     const row = writes.length > 0 ? rowColumns(writes) : undefined;
-    const params = [
-      this.rowKeyOf(req.key),
-      req.fence,
-      req.expiresAtSeconds,
-      req.result ?? null,
-      req.resultOmittedBytes ?? null,
-      req.fingerprint ?? null,
-      ...(row?.values ?? []),
-    ];
+    const params = [...commitParams(req, rowKey), ...(row?.values ?? [])];
     const sql = row
       ? this.#shaped("commit", row.names, () => this.#sql.commit(row.names))
       : this.#fixed.commit;
@@ -301,9 +296,8 @@ export class InlinePostgresStore implements Store.StateStore {
     return { landed: Number(row.landed) > 0, wrote: row.wrote !== false, old: inlineRecord(key, row) };
   }
 
-  /** The commit's row writes, checked: built by this store, for the committing key's own row. */
-  #rowWrites(key: string, writes: readonly Store.AtomicWrite[] | undefined): InlinePostgresRowWrite[] {
-    const row = this.rowKeyOf(key);
+  /** The commit's row writes, checked: built by this store, for the committing key's own row (`row`). */
+  #rowWrites(row: string, writes: readonly Store.AtomicWrite[] | undefined): InlinePostgresRowWrite[] {
     return (writes ?? []).map((w) => {
       if (!this.canFold(w))
         throw new UnsupportedAtomicWriteError(`InlinePostgresStore cannot fold a ${w.engine} write`);
@@ -316,21 +310,6 @@ export class InlinePostgresStore implements Store.StateStore {
       return r;
     });
   }
-}
-
-/** The claim's parameters, in the order of inline-sql.ts's claim statement ($1 is the row, not the state key). */
-function claimParams(store: InlinePostgresStore, req: ClaimRequest): unknown[] {
-  return [
-    store.rowKeyOf(req.key),
-    req.position,
-    req.identity,
-    req.fence,
-    req.token,
-    req.leaseUntilMs,
-    req.expiresAtSeconds,
-    req.nowMs - req.leaseGraceMs,
-    req.supersede,
-  ];
 }
 
 /** The writes' columns, merged (later writes win), in a stable order so that a shape's statement is reused. */

@@ -15,15 +15,15 @@ const MAX_NAMES = 1024;
 export function runStatement(
   target: PostgresPool | PostgresClient,
   sql: string,
-  params: readonly unknown[],
+  params: unknown[],
   prepared: boolean,
 ): Promise<QueryResult> {
-  if (!prepared) return target.query(sql, [...params]);
+  if (!prepared) return target.query(sql, params);
   let name = NAMES.get(sql);
   if (name === undefined) {
     name = `eonce_${createHash("sha1").update(sql).digest("hex").slice(0, 20)}`;
     if (NAMES.size >= MAX_NAMES) NAMES.clear();
     NAMES.set(sql, name);
   }
-  return target.query({ name, text: sql, values: [...params] });
+  return target.query({ name, text: sql, values: params });
 }

@@ -1,5 +1,5 @@
 import { type ClaimRequest, landedClaim, type StateRecord, type StateStatus } from "../../core/state.js";
-import type { ClaimResult } from "../../core/store.js";
+import type { ClaimAndCommitRequest, ClaimResult, CommitRequest } from "../../core/store.js";
 
 /**
  * The store's statements. Each step is one statement that locks the key's row (`FOR UPDATE` in the `old` CTE),
@@ -134,6 +134,44 @@ export const COMMIT_SET = `status = 'done', committed_position = old.position, c
 export const RENEW_SET = "lease_until_ms = $3, expires_at = GREATEST(COALESCE(old.expires_at, 0), $4)";
 
 export const RELEASE_SET = "status = 'released', lease_until_ms = NULL";
+
+/**
+ * The claim's parameters, in the order of the claim statements (here and in inline-sql.ts): `row` is $1, the state
+ * key in the state table, the user's row key in inline state.
+ */
+export function claimParams(req: ClaimRequest, row: string): unknown[] {
+  return [
+    row,
+    req.position,
+    req.identity,
+    req.fence,
+    req.token,
+    req.leaseUntilMs,
+    req.expiresAtSeconds,
+    req.nowMs - req.leaseGraceMs,
+    req.supersede,
+  ];
+}
+
+/** Claim and commit's parameters: the claim's, with $6 the result (apply holds no lease), $10 and $11 added. */
+export function claimAndCommitParams(req: ClaimAndCommitRequest, row: string): unknown[] {
+  const params = claimParams(req, row);
+  params[5] = req.result ?? null;
+  params.push(req.resultOmittedBytes ?? null, req.fingerprint ?? null);
+  return params;
+}
+
+/** The commit's parameters ($1 as for the claim): $2 fence, $3 expires at, $4 result, $5 omitted bytes, $6 fingerprint. */
+export function commitParams(req: CommitRequest, row: string): unknown[] {
+  return [
+    row,
+    req.fence,
+    req.expiresAtSeconds,
+    req.result ?? null,
+    req.resultOmittedBytes ?? null,
+    req.fingerprint ?? null,
+  ];
+}
 
 /** A claim statement's decision as the contract's result: the attempt counts on for the same identity. */
 export function claimResult(

@@ -18,9 +18,12 @@ import {
 } from "./schema.js";
 import {
   COMMIT_SET,
+  claimAndCommitParams,
   claimAndCommitSql,
+  claimParams,
   claimResult,
   claimSql,
+  commitParams,
   type Decided,
   decided,
   fencedSql,
@@ -95,16 +98,14 @@ export class PostgresStore implements Store.StateStore {
 
   async claim(req: ClaimRequest): Promise<Store.ClaimResult> {
     return claimResult(
-      await this.#decide("claim", req.key, { sql: this.#sql.claim, params: claimParams(req) }),
+      await this.#decide("claim", req.key, { sql: this.#sql.claim, params: claimParams(req, req.key) }),
       req,
     );
   }
 
   async claimAndCommit(req: Store.ClaimAndCommitRequest): Promise<Store.ClaimAndCommitResult> {
     const writes = postgresWrites(req.writes);
-    const params = claimParams(req);
-    params[5] = req.result ?? null; // $6: the result (apply holds no lease)
-    params.push(req.resultOmittedBytes ?? null, req.fingerprint ?? null);
+    const params = claimAndCommitParams(req, req.key);
     const out = await this.#decide("claimAndCommit", req.key, { sql: this.#sql.apply, params }, writes);
     if (out.landed) return { claimed: true, writes: out.writes };
     const state = out.old as StateRecord;
@@ -116,14 +117,7 @@ export class PostgresStore implements Store.StateStore {
 
   async commit(req: Store.CommitRequest): Promise<Store.CommitResult> {
     const writes = postgresWrites(req.writes);
-    const params = [
-      req.key,
-      req.fence,
-      req.expiresAtSeconds,
-      req.result ?? null,
-      req.resultOmittedBytes ?? null,
-      req.fingerprint ?? null,
-    ];
+    const params = commitParams(req, req.key);
     const out = await this.#decide("commit", req.key, { sql: this.#sql.commit, params }, writes);
     if (out.landed) return { committed: true, writes: out.writes };
     // A retry of a commit that landed: only the holder of this fence could have committed it.
@@ -223,21 +217,6 @@ export class PostgresStore implements Store.StateStore {
       client?.release();
     }
   }
-}
-
-/** The claim's parameters, in the order of sql.ts's claim statement. */
-function claimParams(req: ClaimRequest): unknown[] {
-  return [
-    req.key,
-    req.position,
-    req.identity,
-    req.fence,
-    req.token,
-    req.leaseUntilMs,
-    req.expiresAtSeconds,
-    req.nowMs - req.leaseGraceMs,
-    req.supersede,
-  ];
 }
 
 function postgresWrites(writes: readonly Store.AtomicWrite[] | undefined): PostgresAtomicWrite[] {
