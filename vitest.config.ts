@@ -21,6 +21,7 @@ const STORE_SUITES = [
 const POSTGRES_SUITES = [
   "test/stores/postgres.test.ts",
   "test/stores/postgres-inline.test.ts",
+  "test/stores/postgres-migrate.test.ts",
   "test/examples/orders-postgres.test.ts",
   "test/chaos/postgres.test.ts",
 ];
@@ -54,6 +55,8 @@ const INTEGRATION = [
   "test/examples/**/*.test.ts",
   "test/sinks/dynamodb-effects.test.ts",
   "test/sinks/dynamodb-fenced.test.ts",
+  "test/sinks/dynamodb-expressions.property.test.ts",
+  "test/sinks/fenced-rule.property.test.ts",
   "test/sinks/s3-fenced.test.ts",
   "test/stores/inline.test.ts",
   "test/audit/table.test.ts",

@@ -41,6 +41,17 @@ export interface Backend {
   readState(key: string): Promise<{ state: StateRecord | undefined; bytes: number | undefined }>;
   /** Deletes a state item, as TTL does. */
   forget(key: string): Promise<void>;
+  /**
+   * SQL servers: `workers` cold starts at once beside live traffic, each with a pool of its own (as Lambda instances
+   * have), each running the engine's migration of the live table (nothing missing: it must take no lock) and then of
+   * one fresh table (a first deploy: they race to create it). Rejects with what a migration threw.
+   */
+  coldStart?(workers: number): Promise<void>;
+  /**
+   * SQL servers: a long reader (a report, pg_dump, a session idle in transaction): a transaction that has read the
+   * live table and holds its lock until the function returned is called, or `ms` (real) have passed.
+   */
+  holdReader?(ms: number): Promise<() => Promise<void>>;
 }
 
 /**

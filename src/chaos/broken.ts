@@ -91,3 +91,14 @@ export const BROKEN_STORES: Record<string, { what: string; wrap: StoreWrapper }>
     ),
   },
 };
+
+/**
+ * Inline row mappings that are not one-to-one (`npm run chaos -- --store inline|postgres-inline --break <name>`), to
+ * show that the simulator's adversarial subjects catch one (src/chaos/names.ts).
+ */
+export const BROKEN_ROW_KEYS: Record<string, { what: string; rowKey: (stateKey: string) => string }> = {
+  "colliding-row-keys": {
+    what: "an ordered subject's row is its subject as it is, so a subject spelled like an unordered event's key (u#<len>#<subject><identity>) shares that event's row",
+    rowKey: (key) => (key.startsWith("o#") ? key.slice(2) : key),
+  },
+};

@@ -44,6 +44,8 @@ export interface CampaignOptions {
   wrapStore?: StoreWrapper;
   /** Tests: a sink that ignores position and fence (memory). */
   unfencedSink?: boolean;
+  /** Tests: the inline stores map state keys to rows with this (a broken mapping, BROKEN_ROW_KEYS). */
+  rowKey?: (stateKey: string) => string;
   onProgress?: (done: number, total: number) => void;
   /**
    * Tests: stop after the history for which this returns true (a broken store caught): the histories after it
@@ -145,15 +147,18 @@ export async function runSeed(
 }
 
 function backendFor(
-  o: { store: StoreName; tables?: DynamoDBTables; postgres?: PostgresChaosEnv; unfencedSink?: boolean },
+  o: Pick<CampaignOptions, "store" | "unfencedSink" | "rowKey"> & {
+    tables?: DynamoDBTables;
+    postgres?: PostgresChaosEnv;
+  },
   onSinkLanded: (subject: string, pos: string, fence: number) => void,
 ): Backend {
   if (o.store === "memory") return memoryBackend({ onSinkLanded, unfencedSink: o.unfencedSink ?? false });
   if (o.store === "sqlite") return sqliteBackend();
   if (o.store === "postgres") return postgresBackend(o.postgres as PostgresChaosEnv);
-  if (o.store === "postgres-inline") return postgresInlineBackend(o.postgres as PostgresChaosEnv);
+  if (o.store === "postgres-inline") return postgresInlineBackend(o.postgres as PostgresChaosEnv, o.rowKey);
   const tables = o.tables as DynamoDBTables;
-  return o.store === "inline" ? inlineBackend(tables) : dynamoDBBackend(tables);
+  return o.store === "inline" ? inlineBackend(tables, o.rowKey) : dynamoDBBackend(tables);
 }
 
 function emptySummary(): CampaignSummary {

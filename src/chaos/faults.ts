@@ -27,7 +27,11 @@ export type FaultKind =
   /** The source delivers a message twice. */
   | "duplicate"
   /** A message is delivered out of its enqueue order. */
-  | "reorder";
+  | "reorder"
+  /** SQL servers: workers cold-start at once beside live traffic, each running the engine's migrations. */
+  | "cold-start"
+  /** SQL servers: a long transaction holds a lock on the live table while a cold start runs. */
+  | "reader";
 
 export type FaultCounts = Partial<Record<FaultKind, number>>;
 

@@ -4,10 +4,12 @@ import { stateKey } from "../core/state-key.js";
 import type { StateStore } from "../core/store.js";
 import type { Backend } from "./backend.js";
 import type { Chooser } from "./chooser.js";
+import { ColdStarts } from "./cold-start.js";
 import { type Worker, workerLoop } from "./delivery.js";
 import { type FaultConfig, type FaultCounts, FaultInjector } from "./faults.js";
 import { FaultyStore, type WorkerState } from "./faulty-store.js";
 import { checkFinal } from "./invariants.js";
+import { simNames } from "./names.js";
 import { Observer, type Violation } from "./observer.js";
 import { Source } from "./source.js";
 import { VirtualScheduler } from "./virtual-time.js";
@@ -147,6 +149,8 @@ export interface Run {
   readonly source: Source;
   readonly deliveries: Delivery[];
   readonly knownIssues: Set<KnownIssue>;
+  /** SQL servers: cold starts (migrations) beside live traffic, at a chosen step (cold-start.ts). */
+  readonly coldStarts: ColdStarts | undefined;
   /** Guard calls so far (numbering them), whether a delivery ended since the last sample, workers done. */
   calls: number;
   sampleDue: boolean;
@@ -164,6 +168,7 @@ export async function runHistory(cfg: HistoryConfig, deps: HistoryDeps): Promise
     afterStep: () => afterStep(run, deps.sampleEvery),
   });
   const completed = finished && run.settled === workers.length;
+  await run.coldStarts?.settle();
   await sample(run);
   const { observer, backend, events, deliveries, keys, sinkSubjects } = run;
   await checkFinal({
@@ -202,7 +207,7 @@ function setUp(cfg: HistoryConfig, deps: HistoryDeps) {
   if (spread > 0) faults.count(beyondSkew ? "skew-beyond" : "skew-within");
   const backend = deps.backend((s, p, f) => observer.sinkLanded(s, p, f));
   const shared = deps.wrapStore ? deps.wrapStore(backend.store, (key) => backend.forget(key)) : backend.store;
-  const events = simEvents(cfg, deps.namespace ? `${deps.namespace}/` : "");
+  const events = simEvents(cfg, deps.namespace ? `${deps.namespace}/` : "", chooser);
   const source = new Source(sim, chooser, faults, cfg.source);
   for (const e of events) source.send(e.index, chooser.int(0, cfg.faults.reorderWindowMs));
   for (let i = 0; i < cfg.extraCopies && events.length > 0; i++) source.send(0);
@@ -219,6 +224,7 @@ function setUp(cfg: HistoryConfig, deps: HistoryDeps) {
     source,
     deliveries: [],
     knownIssues: new Set(),
+    coldStarts: ColdStarts.plan({ backend, sim, observer, faults }, chooser),
     calls: 0,
     sampleDue: true,
     settled: 0,
@@ -226,14 +232,15 @@ function setUp(cfg: HistoryConfig, deps: HistoryDeps) {
   return { run, beyondSkew, shared };
 }
 
-/** Ordered subjects (positions 1..n), then the dedupe-only events of one subject. */
-function simEvents(cfg: HistoryConfig, ns: string): SimEvent[] {
+/** Ordered subjects (positions 1..n), then the dedupe-only events, named by simNames (adversarial names). */
+function simEvents(cfg: HistoryConfig, ns: string, chooser: Chooser): SimEvent[] {
+  const names = simNames(cfg, ns, chooser);
   const events: SimEvent[] = [];
-  for (let s = 0; s < cfg.subjects; s++)
+  for (const subject of names.ordered)
     for (let i = 1; i <= cfg.eventsPerSubject; i++)
-      events.push(simEvent(events.length, `${ns}s${s}`, `v${i}`, positionFromNumber(i)));
-  for (let i = 0; i < cfg.dedupeEvents; i++)
-    events.push(simEvent(events.length, `${ns}d`, `m${i}`, undefined));
+      events.push(simEvent(events.length, ns, subject, `v${i}`, positionFromNumber(i)));
+  for (const { subject, identity } of names.dedupe)
+    events.push(simEvent(events.length, ns, subject, identity, undefined));
   return events;
 }
 
@@ -276,6 +283,7 @@ async function sample(run: Run): Promise<void> {
 }
 
 async function afterStep(run: Run, every: HistoryDeps["sampleEvery"]): Promise<void> {
+  await run.coldStarts?.afterStep();
   if (every === "step" || run.sampleDue) {
     run.sampleDue = false;
     await sample(run);
@@ -320,14 +328,21 @@ function result(run: Run, beyondSkew: boolean, completed: boolean): HistoryResul
   };
 }
 
-function simEvent(index: number, subject: string, identity: string, position: string | undefined): SimEvent {
+/** The counter's id is the event's index (in the namespace): subjects and identities may hold any text. */
+function simEvent(
+  index: number,
+  ns: string,
+  subject: string,
+  identity: string,
+  position: string | undefined,
+): SimEvent {
   return {
     index,
     subject,
     identity,
     position,
     key: stateKey(subject, identity, position !== undefined),
-    counterId: `${subject}#${identity}`,
+    counterId: `${ns}c${index}`,
     acknowledged: false,
   };
 }

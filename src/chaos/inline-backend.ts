@@ -18,13 +18,17 @@ const COUNT_PREFIX = "count.";
 /**
  * Inline state (`InlineDynamoDBStore`): the guard's state lives as `eo_*` attributes in the user's own row, and
  * the only effect it folds is that row's write. So both effects live in the event's row: the sink is the subject's
- * row (`sinkPos`, `sinkFence`), and the counter is an attribute per application, `count.<identity>.<fence>`
+ * row (`sinkPos`, `sinkFence`), and the counter is an attribute per application, `count.<counter id>.<fence>`
  * (a row write can only set values, so an increment would hide a second application; a fence is never handed out
  * twice, and one fence commits at most once, so every application leaves its own attribute). A direct sink write is
  * `putRow`: applied only while the claim's fence holds. On DynamoDB Local, in the DynamoDB run's own table.
  */
-export function inlineBackend(t: DynamoDBTables): Backend {
-  const store = new InlineDynamoDBStore({ client: t.client, tableName: t.inline });
+export function inlineBackend(t: DynamoDBTables, rowKey?: (stateKey: string) => string): Backend {
+  const store = new InlineDynamoDBStore({
+    client: t.client,
+    tableName: t.inline,
+    ...(rowKey ? { rowKey } : {}),
+  });
   const rowOf = async (key: string) =>
     (
       await t.client.send(
@@ -35,7 +39,7 @@ export function inlineBackend(t: DynamoDBTables): Backend {
         }),
       )
     ).Item ?? {};
-  const counterAttribute = (e: EffectTarget) => `${COUNT_PREFIX}${e.identity}.`;
+  const counterAttribute = (e: EffectTarget) => `${COUNT_PREFIX}${e.counterId}.`;
   const ctx = (e: EffectTarget, fence: number) => ({ stateKey: e.key, fence });
   return {
     name: "inline",

@@ -99,11 +99,17 @@ const ACKNOWLEDGED_BY: Record<AcknowledgedStatus, "this" | "newer" | "either"> =
 
 /** I4: acknowledged only what someone committed (this event, or a newer one of its subject). */
 function checkAcknowledged(f: FinalInput, c: Committed): void {
+  // Events processed with every write stale: their commit landed without its effect (inline state keeps the counter
+  // in the row, whose newer work refused it), so their duplicates are backed by the newer work, as they were.
+  const superseded = new Set(f.deliveries.filter((d) => d.superseded).map((d) => d.event));
   for (const d of f.deliveries) {
     if (!d.acknowledged) continue;
     const e = f.events[d.event] as SimEvent;
     // Processed with every write stale: its targets hold newer work, which must have committed (or this did).
-    const by = d.superseded ? "either" : ACKNOWLEDGED_BY[d.status as AcknowledgedStatus];
+    const by =
+      d.superseded || (d.status === "duplicate" && superseded.has(d.event))
+        ? "either"
+        : ACKNOWLEDGED_BY[d.status as AcknowledgedStatus];
     const ok =
       (by !== "newer" && committed(c, e)) || (by !== "this" && by !== undefined && newerCommitted(c, e));
     if (!ok)
@@ -145,8 +151,12 @@ async function checkSinks(f: FinalInput, c: Committed): Promise<void> {
   }
 }
 
-/** I2 for dedupe-only events: a committed one's item says done. */
+/**
+ * I2 for dedupe-only events: a committed one's item says done. I4 per state key: an acknowledged one's own item
+ * (inline state: its own row) holds its commit, not another event's (a row shared by two state keys loses one).
+ */
 async function checkDedupeItems(f: FinalInput, c: Committed): Promise<void> {
+  const acknowledged = new Set(f.deliveries.filter((d) => d.acknowledged).map((d) => d.event));
   for (const e of f.events) {
     if (e.position !== undefined || !committed(c, e)) continue;
     const { state } = await f.backend.readState(e.key);
@@ -155,6 +165,12 @@ async function checkDedupeItems(f: FinalInput, c: Committed): Promise<void> {
         "I2",
         true,
         `dedupe item ${e.key} is ${state?.status ?? "gone"} after its event committed`,
+      );
+    else if (acknowledged.has(e.index) && state.committedIdentity !== e.identity)
+      f.observer.violate(
+        "I4",
+        true,
+        `${e.subject}/${e.identity} acknowledged, but its item ${e.key} holds the commit of ${state.committedIdentity}`,
       );
   }
 }

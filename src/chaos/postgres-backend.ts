@@ -7,6 +7,7 @@ import { toRecord } from "../stores/postgres/sql.js";
 import { PostgresStore } from "../stores/postgres/store.js";
 import { type Backend, sinkDescription } from "./backend.js";
 import type { TaggedWrite } from "./faulty-store.js";
+import { coldStarts, holdReader } from "./postgres-cold-start.js";
 import { createInlineChaosTables } from "./postgres-inline-backend.js";
 
 /** The server `--store postgres` uses unless `EONCE_POSTGRES_URL` names another. */
@@ -16,6 +17,8 @@ export const CHAOS_POSTGRES_URL = process.env.EONCE_POSTGRES_URL ?? "postgres://
 export interface PostgresChaosEnv {
   pool: Pool;
   schema: string;
+  /** A pool of its own on the same server (a cold start's, a long reader's): they must not starve `pool`. */
+  newPool(max: number): Pool;
   close(): Promise<void>;
 }
 
@@ -40,6 +43,7 @@ export async function postgresChaosEnv(url = CHAOS_POSTGRES_URL): Promise<Postgr
   return {
     pool,
     schema,
+    newPool: (max) => new pg.Pool({ connectionString: url, max }),
     close: async () => {
       await pool.query(`DROP SCHEMA ${quote(schema)} CASCADE`);
       await pool.end();
@@ -97,5 +101,15 @@ export function postgresBackend(env: PostgresChaosEnv): Backend {
     forget: async (key) => {
       await pool.query(`DELETE FROM ${qualified(schema, "state")} WHERE state_key = $1`, [key]);
     },
+    coldStart: (workers) => {
+      const fresh = `cold_${randomUUID().replaceAll("-", "").slice(0, 12)}`;
+      return coldStarts(
+        env,
+        workers,
+        (p) => migrate(p, { schema, table: "state" }),
+        (p) => migrate(p, { schema, table: fresh }),
+      );
+    },
+    holdReader: (ms) => holdReader(env, "state", ms),
   };
 }

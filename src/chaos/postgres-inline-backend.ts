@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { stateKey } from "../core/state-key.js";
 import { INLINE_POSTGRES_COLUMNS, InlinePostgresStore } from "../stores/postgres/inline.js";
 import { migrateInline } from "../stores/postgres/inline-schema.js";
@@ -5,6 +6,7 @@ import { qualified, quote } from "../stores/postgres/schema.js";
 import type { Backend, EffectTarget } from "./backend.js";
 import type { TaggedWrite } from "./faulty-store.js";
 import type { PostgresChaosEnv } from "./postgres-backend.js";
+import { coldStarts, holdReader } from "./postgres-cold-start.js";
 
 /** The user table of inline state in a run's schema. */
 const ROWS = "inline_rows";
@@ -45,9 +47,15 @@ END $$`);
  * event's row, the sink as the subject's row and the counter as a logged row write (above); a direct sink write is
  * `putRow`. Every statement is real; the scheduler waits for each.
  */
-export function postgresInlineBackend(env: PostgresChaosEnv): Backend {
+export function postgresInlineBackend(env: PostgresChaosEnv, rowKey?: (stateKey: string) => string): Backend {
   const { pool, schema } = env;
-  const store = new InlinePostgresStore({ pool, schema, table: ROWS, preparedStatements: true });
+  const store = new InlinePostgresStore({
+    pool,
+    schema,
+    table: ROWS,
+    preparedStatements: true,
+    ...(rowKey ? { rowKey } : {}),
+  });
   const rowOf = async (key: string): Promise<Record<string, unknown> | undefined> =>
     (await pool.query(`SELECT * FROM ${qualified(schema, ROWS)} WHERE pk = $1`, [store.rowKeyOf(key)]))
       .rows[0];
@@ -87,5 +95,20 @@ export function postgresInlineBackend(env: PostgresChaosEnv): Backend {
       const clear = INLINE_POSTGRES_COLUMNS.map((c) => `${c} = NULL`).join(", ");
       await pool.query(`UPDATE ${qualified(schema, ROWS)} SET ${clear} WHERE pk = $1`, [store.rowKeyOf(key)]);
     },
+    coldStart: (workers) => inlineColdStart(env, workers),
+    holdReader: (ms) => holdReader(env, ROWS, ms),
   };
+}
+
+/** Cold starts of inline state: the fresh table is the user's (their deploy made it); they add the state columns. */
+async function inlineColdStart(env: PostgresChaosEnv, workers: number): Promise<void> {
+  const { pool, schema } = env;
+  const fresh = `cold_${randomUUID().replaceAll("-", "").slice(0, 12)}`;
+  await pool.query(`CREATE TABLE ${qualified(schema, fresh)} (pk text PRIMARY KEY, sink_pos text)`);
+  await coldStarts(
+    env,
+    workers,
+    (p) => migrateInline(p, { schema, table: ROWS }),
+    (p) => migrateInline(p, { schema, table: fresh }),
+  );
 }

@@ -3,7 +3,7 @@ import { realpathSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import cliProgress from "cli-progress";
 import { Command, CommanderError, InvalidArgumentError } from "commander";
-import { BROKEN_STORES } from "../chaos/broken.js";
+import { BROKEN_ROW_KEYS, BROKEN_STORES } from "../chaos/broken.js";
 import { type CampaignSummary, replay, runCampaign, type StoreName } from "../chaos/campaign.js";
 import { EXHAUSTIVE_CASES, explore, replayPath } from "../chaos/exhaustive.js";
 import { INVARIANTS, type Violation } from "../chaos/observer.js";
@@ -45,7 +45,7 @@ export function registerChaos(program: Command): void {
     .option("--replay-path <case:choices>", "replay one exhaustive history (as printed for its violations)")
     .option(
       "--break <name>",
-      `wrap the store in a deliberately broken one: ${Object.keys(BROKEN_STORES).join(", ")}`,
+      `wrap the store in a deliberately broken one: ${Object.keys(BROKEN_STORES).join(", ")}; or, on the inline stores, map rows with a broken mapping: ${Object.keys(BROKEN_ROW_KEYS).join(", ")}`,
     )
     .option(
       "--unfenced-sink",
@@ -70,11 +70,15 @@ export function registerChaos(program: Command): void {
 
 function common(o: ChaosOptions) {
   const broken = o.break ? BROKEN_STORES[o.break] : undefined;
-  if (o.break && !broken) throw new Error(`unknown --break ${o.break}`);
+  const rows = o.break ? BROKEN_ROW_KEYS[o.break] : undefined;
+  if (o.break && !broken && !rows) throw new Error(`unknown --break ${o.break}`);
+  if (rows && o.store !== "inline" && o.store !== "postgres-inline")
+    throw new Error(`--break ${o.break} needs --store inline or postgres-inline`);
   return {
     store: o.store,
     ...(o.dynamodbEndpoint ? { endpoint: o.dynamodbEndpoint } : {}),
     ...(broken ? { wrapStore: broken.wrap } : {}),
+    ...(rows ? { rowKey: rows.rowKey } : {}),
     ...(o.unfencedSink ? { unfencedSink: true } : {}),
   };
 }

@@ -18,6 +18,7 @@ import {
   LIST_FLAGS,
   resolveConnection,
   STATE_CONNECTION_OPTIONS,
+  STATE_FORGET_OPTIONS,
   STATE_LIST_OPTIONS,
   STATE_RELEASE_OPTIONS,
 } from "./state/options.js";
@@ -72,7 +73,9 @@ const DESCRIPTIONS = {
   get: "print the state record of a subject or state key",
   list: "list state records, held or stuck first: running with an expired lease, running, released, done",
   release: "release a running claim, only while it still holds --fence (the store's conditional release)",
-  forget: "delete a record so that the next delivery runs again (refused while a live lease holds it)",
+  forget:
+    "delete a record so that the next delivery runs again (refused while a lease holds it, until --clock-skew-ms " +
+    "after its end; --force deletes anyway)",
 } as const;
 
 type Flags = Record<string, unknown>;
@@ -163,12 +166,14 @@ function registerRelease(state: Command, io: StateIo): void {
 
 function registerForget(state: Command, io: StateIo): void {
   const { command, act } = subcommand(state, io, "forget");
+  const forgetOptions = addSchemaOptions(command, STATE_FORGET_OPTIONS);
   command
     .argument("<subject|key>", TARGET)
     .option("--yes", "delete it (without: say what would be deleted, and exit 2)")
     .option("--json", "print the deleted record as JSON")
     .action((text: string, flags: Flags) =>
       act(flags, () => {
+        const options = resolveOptions("eonce state forget", STATE_FORGET_OPTIONS, forgetOptions(flags));
         const target = targetOf(text);
         return async (admin, nowMs) => {
           if (!flags.yes) {
@@ -178,7 +183,7 @@ function registerForget(state: Command, io: StateIo): void {
               : "(no record: nothing to delete)";
             throw new StateUsageError(`would delete ${target.key} ${what}; add --yes to delete it`);
           }
-          const view = await forgetState(admin, target, nowMs);
+          const view = await forgetState(admin, target, { ...options, nowMs });
           if (flags.json) return JSON.stringify({ forgotten: true, record: view });
           return `forgot ${target.key} (${describeHolder(view)}): the next delivery runs again`;
         };

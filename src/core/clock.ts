@@ -1,3 +1,5 @@
+import { onAbort } from "./abort.js";
+
 /**
  * Time as the guard sees it: reading the clock and sleeping. Injected so that the fault simulator can run the
  * protocol on virtual time (and skew one worker's clock) without changing a line of the guard.
@@ -21,15 +23,16 @@ export function clockReading(now: () => number): Clock {
   return { now, sleep: realSleep };
 }
 
+/** `signal` may be shared by a whole batch's back-off sleeps: subscribed through abort.ts, one listener for all. */
 function realSleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     if (signal?.aborted) return resolve();
     const timer = setTimeout(done, Math.max(0, ms));
+    const unsubscribe = signal ? onAbort(signal, done) : () => {};
     function done() {
       clearTimeout(timer);
-      signal?.removeEventListener("abort", done);
+      unsubscribe();
       resolve();
     }
-    signal?.addEventListener("abort", done, { once: true });
   });
 }

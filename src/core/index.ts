@@ -80,4 +80,4 @@ export {
   type StateStatus,
   UNORDERED_POSITION,
 } from "./state.js";
-export { MAX_STATE_KEY_BYTES, stateKey } from "./state-key.js";
+export { inlineRowKey, MAX_STATE_KEY_BYTES, stateKey, stateKeyOfInlineRow } from "./state-key.js";

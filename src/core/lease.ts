@@ -1,3 +1,4 @@
+import { onAbort } from "./abort.js";
 import type { Clock } from "./clock.js";
 import { LeaseLostError, LeaseUnconfirmedError } from "./errors.js";
 import type { StateStore } from "./store.js";
@@ -43,8 +44,8 @@ export function holdLease(
     if (!controller.signal.aborted) controller.abort(reason);
     stopped.abort();
   };
-  const onOuterAbort = () => abort(outer?.reason);
-  outer?.addEventListener("abort", onOuterAbort, { once: true });
+  // The outer signal is the invocation's, shared by every record of a batch: one listener for all (abort.ts).
+  const unsubscribe = outer ? onAbort(outer, () => abort(outer.reason)) : () => {};
   // The outer signal may have aborted while the claim was in flight: no event will come for that.
   if (outer?.aborted) abort(outer.reason);
   const held: HeldLease = { key, fence, untilMs: confirmedUntilMs, stopped: stopped.signal, abort };
@@ -55,7 +56,7 @@ export function holdLease(
     signal: controller.signal,
     stop() {
       stopped.abort();
-      outer?.removeEventListener("abort", onOuterAbort);
+      unsubscribe();
     },
   };
 }

@@ -1,4 +1,5 @@
-import type { StateRecord, StateStatus } from "./state.js";
+import { boolean, integer, required, resolveOptions, schemaFor } from "./options.js";
+import { leaseExpired, type StateRecord, type StateStatus } from "./state.js";
 import type { StateStore } from "./store.js";
 
 /**
@@ -17,10 +18,11 @@ export interface StateAdmin {
    */
   list(query: StateQuery): Promise<StateRecord[]>;
   /**
-   * Deletes the record of `key` in one conditional request, refused while a live lease holds it (status running,
-   * lease ending after `nowMs`). The fence is not reused after a deletion: claims take their fences from the clock.
+   * Deletes the record of `key` in one conditional request, refused while a lease may still hold it by its holder's
+   * clock (forgetRefused: status running, lease ending after forgetLeaseBoundMs), unless `force`. The fence is not
+   * reused after a deletion: claims take their fences from the clock.
    */
-  forget(key: string, nowMs: number): Promise<ForgetResult>;
+  forget(key: string, options: ForgetOptions): Promise<ForgetResult>;
   /** Ends the connection (client, pool or file). */
   close(): Promise<void>;
 }
@@ -39,9 +41,78 @@ export type ForgetResult =
   | { forgotten: true; state: StateRecord }
   | { forgotten: false; state?: StateRecord };
 
-/** A lease that still holds at `nowMs`: no claim may take the record, and `forget` refuses it. */
+/** A lease that still holds at `nowMs` by the reader's clock (what `get` and `list` show). */
 export function leaseLive(state: StateRecord, nowMs: number): boolean {
   return state.status === "running" && (state.leaseUntilMs ?? 0) > nowMs;
+}
+
+/** How `forget` decides on a running record. */
+export interface ForgetOptions {
+  /** The operator's clock (epoch ms). */
+  nowMs: number;
+  /**
+   * The most that the operator's clock may run ahead of the holder's. A lease counts as ended only this long after
+   * its end, as the guard waits before a takeover (src/core/state.ts leaseExpired), so an operator whose clock is
+   * ahead never forgets a claim its holder still treats as live. Default FORGET_CLOCK_SKEW_MS.
+   */
+  clockSkewMs?: number;
+  /** Delete whatever the lease says: for an operator who knows the holder is gone. Default false. */
+  force?: boolean;
+}
+
+/**
+ * The guard's default clockSkewMs (min(1000, leaseMs / 10), src/core/guard.ts) for its default lease, and the largest
+ * it is for any lease. A guard configured with a larger clockSkewMs needs the same value here.
+ */
+export const FORGET_CLOCK_SKEW_MS = 1000;
+
+export const FORGET_OPTIONS = schemaFor<ForgetOptions>()({
+  nowMs: required(integer({ min: 0 })),
+  clockSkewMs: integer({
+    min: 0,
+    default: FORGET_CLOCK_SKEW_MS,
+    doc: "the most the clocks of this machine and the holder may differ: a lease holds this long after its end",
+  }),
+  force: boolean({
+    default: false,
+    doc: "delete even while a lease holds the record (its holder is known gone)",
+  }),
+});
+
+/** Checks the options eagerly (an OptionsError) and fills the defaults. */
+export function resolveForgetOptions(options: ForgetOptions): Required<ForgetOptions> {
+  return resolveOptions("forget", FORGET_OPTIONS, options);
+}
+
+/**
+ * Whether `forget` refuses `state`: a running record whose lease has not ended for a claimer on the operator's
+ * clock — the guard's own takeover rule (leaseExpired: lease + grace < now), with clockSkewMs as the grace — unless
+ * `force`. The one check of every engine's admin: the SQLite and memory admins call it; the DynamoDB and PostgreSQL
+ * admins run it inside their conditional delete as `lease > forgetLeaseBoundMs(options)`.
+ */
+export function forgetRefused(state: StateRecord, options: ForgetOptions): boolean {
+  const o = resolveForgetOptions(options);
+  if (o.force || state.status !== "running") return false;
+  return !leaseExpired(state, { nowMs: o.nowMs, leaseGraceMs: o.clockSkewMs });
+}
+
+/**
+ * forgetRefused as a bound on the (integer) lease end, for a condition a store evaluates: refused exactly when
+ * `status = running AND lease > bound` (a missing lease counts as 0). `force` gives a bound no lease reaches.
+ */
+export function forgetLeaseBoundMs(options: ForgetOptions): number {
+  const o = resolveForgetOptions(options);
+  if (o.force) return Number.MAX_SAFE_INTEGER;
+  // lease + grace < now  <=>  lease < now - grace  <=>  lease <= ceil(now - grace) - 1
+  return Math.ceil(o.nowMs - o.clockSkewMs) - 1;
+}
+
+/** How long until `forget` of `state` is no longer refused (0: it is not). */
+export function forgetWaitMs(state: StateRecord, options: ForgetOptions): number {
+  if (!forgetRefused(state, options)) return 0;
+  const o = resolveForgetOptions(options);
+  // The least whole wait after which lease + grace < now + wait.
+  return Math.floor((state.leaseUntilMs ?? 0) + o.clockSkewMs - o.nowMs) + 1;
 }
 
 /**

@@ -1,4 +1,5 @@
 import type { Context } from "aws-lambda";
+import { onAbort } from "../core/abort.js";
 import { LambdaDeadlineError } from "./errors.js";
 
 export interface Deadline {
@@ -27,7 +28,8 @@ export function lambdaDeadline(context: Partial<Context> | undefined, marginMs: 
 
 /**
  * A signal that aborts when any input does, including inputs that are aborted already (a listener
- * added to an aborted signal never fires). `dispose` removes the listeners.
+ * added to an aborted signal never fires). `dispose` (in `finally`) unsubscribes. The inputs include the
+ * invocation's deadline signal, shared by the whole batch: subscribed through core/abort.ts, one listener for all.
  */
 export function anySignal(...signals: AbortSignal[]): { signal: AbortSignal; dispose(): void } {
   const controller = new AbortController();
@@ -36,11 +38,7 @@ export function anySignal(...signals: AbortSignal[]): { signal: AbortSignal; dis
     controller.abort(already.reason);
     return { signal: controller.signal, dispose() {} };
   }
-  const listeners = signals.map((s) => {
-    const onAbort = () => controller.abort(s.reason);
-    s.addEventListener("abort", onAbort, { once: true });
-    return () => s.removeEventListener("abort", onAbort);
-  });
+  const listeners = signals.map((s) => onAbort(s, () => controller.abort(s.reason)));
   return {
     signal: controller.signal,
     dispose: () => {

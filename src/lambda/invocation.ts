@@ -10,7 +10,7 @@ import { parseInvocation } from "../sources/parse-invocation.js";
 import type { DeliveryUnit } from "../sources/types.js";
 import { anySignal, type Deadline, lambdaDeadline } from "./deadline.js";
 import { DeliveryFailedError } from "./errors.js";
-import { groupLanes, runLanes } from "./lanes.js";
+import { groupLanes, type Lane, runLanes } from "./lanes.js";
 import type { EventHandler, HandledEvent, HandlerContext, ResolvedOptions } from "./options.js";
 import { type HeartbeatRun, type SqsSender, VisibilityHeartbeat } from "./visibility-heartbeat.js";
 
@@ -52,7 +52,16 @@ type Item =
   | { kind: "test"; event: S3TestEvent }
   | { kind: "event"; event: HandledEvent; guarded: GuardedEvent };
 
-type Plan = { unit: DeliveryUnit; index: number; error?: MalformedEventError; items: Item[] };
+type Plan = {
+  unit: DeliveryUnit;
+  index: number;
+  error?: MalformedEventError;
+  items: Item[];
+  /** SQS: the message id, group and queue ARN, read leniently when the record's metadata is broken. */
+  messageId?: string;
+  group?: string;
+  arn?: string;
+};
 
 const isSqsEnvelope = (e: EnvelopeKind) => e !== "s3" && e !== "eventbridge";
 
@@ -90,7 +99,7 @@ export class InvocationRunner {
     });
     const units = this.#parse(input, trigger, inv);
     const sqs = units.every((u) => isSqsEnvelope(u.delivery.envelope));
-    const reports = await this.#execute(units, { handler, inv, context, sqs });
+    const reports = await this.#execute(units, { handler, inv, context, sqs, input });
     return this.#respond(reports, input, inv, sqs);
   }
 
@@ -126,11 +135,21 @@ export class InvocationRunner {
       const id = unit.delivery.sqs?.messageId;
       if (id !== undefined && !ok) heartbeat?.done(id);
     };
+    const defer = (plan: Plan, reason: string) => {
+      const obs = inv.delivery(plan.unit.delivery);
+      obs.received();
+      obs.deferred(`not processed: ${reason}`);
+      reports[plan.index] = report(plan.unit, false, [{ status: "deferred" }]);
+      done(plan.unit, false);
+    };
     try {
       heartbeat = sqs ? this.#startHeartbeat(units, inv) : undefined;
-      const plans = units.map((unit, index) => this.#plan(unit, index));
-      const fifo = sqs && units.some((u) => u.delivery.sqs?.messageGroupId !== undefined || isFifoArn(u));
-      const lanes = groupLanes(plans, (p) => laneKey(p, fifo), fifo);
+      const plans = units.map((unit, index) => ({
+        ...this.#plan(unit, index),
+        ...sqsOrderOf(unit, env.input),
+      }));
+      const { lanes, blocked } = planLanes(plans, sqs);
+      for (const b of blocked) defer(b.plan, b.reason);
       await runLanes(
         lanes,
         this.#o.concurrency,
@@ -143,15 +162,7 @@ export class InvocationRunner {
           }
           return reports[plan.index]?.ok ?? false;
         },
-        (plan) => {
-          const obs = inv.delivery(plan.unit.delivery);
-          obs.received();
-          obs.deferred(
-            `not processed: an earlier message of group ${plan.unit.delivery.sqs?.messageGroupId ?? "?"} failed in this batch`,
-          );
-          reports[plan.index] = report(plan.unit, false, [{ status: "deferred" }]);
-          done(plan.unit, false);
-        },
+        (plan) => defer(plan, `an earlier message of group ${plan.group ?? "?"} failed in this batch`),
       );
     } finally {
       await heartbeat?.stop();
@@ -374,6 +385,8 @@ interface UnitEnv<R> {
   deadline: Deadline;
   context: Context | undefined;
   sqs: boolean;
+  /** The raw invocation, read leniently for records whose metadata failed validation. */
+  input: unknown;
 }
 
 function report<R>(unit: DeliveryUnit, ok: boolean, events: EventReport<R>[]): DeliveryReport<R> {
@@ -390,23 +403,77 @@ function report<R>(unit: DeliveryUnit, ok: boolean, events: EventReport<R>[]): D
 }
 
 function laneKey(plan: Plan, fifo: boolean): string {
-  if (fifo) {
-    const group = plan.unit.delivery.sqs?.messageGroupId;
-    return group === undefined ? `#${plan.index}` : `g:${group}`;
-  }
+  if (fifo) return plan.group === undefined ? `#${plan.index}` : `g:${plan.group}`;
   const first = plan.items.find((i) => i.kind === "event");
   return first?.kind === "event" ? `s:${first.guarded.subject}` : `#${plan.index}`;
 }
 
-function isFifoArn(unit: DeliveryUnit): boolean {
-  return unit.delivery.sqs?.eventSourceArn.endsWith(".fifo") ?? false;
+/**
+ * Lanes by subject, or on a FIFO batch by message group. A FIFO record whose group cannot be read (its metadata is
+ * broken) fails, and cannot be placed in its group's order: every FIFO record after it in the batch is `blocked`
+ * (deferred, never run), since any of them may be of its group (docs/lambda.md: after a failure, the rest of
+ * the group is not run).
+ */
+function planLanes(
+  plans: Plan[],
+  sqs: boolean,
+): { lanes: Lane<Plan>[]; blocked: { plan: Plan; reason: string }[] } {
+  const fifo = sqs && plans.some((p) => p.group !== undefined || isFifoArn(p.arn));
+  if (!fifo) return { lanes: groupLanes(plans, (p) => laneKey(p, false), false), blocked: [] };
+  // Its queue cannot be read either: the batch is FIFO, and Lambda batches come from one queue.
+  const mayBeFifo = (p: Plan) => p.group !== undefined || p.arn === undefined || isFifoArn(p.arn);
+  const barrier = plans.find((p) => !p.unit.delivery.sqs && p.group === undefined && mayBeFifo(p));
+  if (!barrier) return { lanes: groupLanes(plans, (p) => laneKey(p, true), true), blocked: [] };
+  const name = barrier.messageId ?? `record ${barrier.index}`;
+  const reason = `${name}, earlier in this FIFO batch, failed with no readable message group (it may be this one's)`;
+  const after = (p: Plan) => p.index > barrier.index && mayBeFifo(p);
+  return {
+    lanes: groupLanes(
+      plans.filter((p) => !after(p)),
+      (p) => laneKey(p, true),
+      true,
+    ),
+    blocked: plans.filter(after).map((plan) => ({ plan, reason })),
+  };
+}
+
+function isFifoArn(arn: string | undefined): boolean {
+  return arn?.endsWith(".fifo") ?? false;
+}
+
+/** A record of the raw invocation, for the fields of one whose metadata failed validation. */
+function rawRecord(input: unknown, index: number): Record<string, unknown> | undefined {
+  const records = (input as { Records?: unknown })?.Records;
+  const record: unknown = Array.isArray(records) ? records[index] : undefined;
+  return typeof record === "object" && record !== null ? (record as Record<string, unknown>) : undefined;
+}
+
+function ownString(value: unknown, name: string): string | undefined {
+  if (typeof value !== "object" || value === null || !Object.hasOwn(value, name)) return undefined;
+  const field = (value as Record<string, unknown>)[name];
+  return typeof field === "string" && field.length > 0 ? field : undefined;
 }
 
 /** The messageId of a record whose metadata failed validation, read leniently for the batch report. */
 function rawMessageId(input: unknown, index: number): string | undefined {
-  const records = (input as { Records?: unknown })?.Records;
-  const record = Array.isArray(records) ? (records[index] as { messageId?: unknown } | undefined) : undefined;
-  return typeof record?.messageId === "string" && record.messageId.length > 0 ? record.messageId : undefined;
+  return ownString(rawRecord(input, index), "messageId");
+}
+
+/**
+ * An SQS record's message id, group and queue ARN: from its metadata, or read leniently from the raw record when
+ * the metadata failed validation (a record that lost its group would leave its group's order).
+ */
+function sqsOrderOf(unit: DeliveryUnit, input: unknown): Pick<Plan, "messageId" | "group" | "arn"> {
+  const sqs = unit.delivery.sqs;
+  if (sqs)
+    return { messageId: sqs.messageId, group: sqs.messageGroupId, arn: sqs.eventSourceArn || undefined };
+  if (!isSqsEnvelope(unit.delivery.envelope)) return {};
+  const record = rawRecord(input, unit.delivery.recordIndex);
+  return {
+    messageId: ownString(record, "messageId"),
+    group: ownString(record?.attributes, "MessageGroupId"),
+    arn: ownString(record, "eventSourceARN"),
+  };
 }
 
 function requireKey(name: string, value: unknown): asserts value is string {

@@ -7,7 +7,7 @@ import {
   type SQSClient,
 } from "@aws-sdk/client-sqs";
 import { boolean, custom, integer, resolveOptions, schemaFor, string } from "../core/options.js";
-import { LOCAL_REGION } from "./aws-local.js";
+import { LOCAL_CREDENTIALS, LOCAL_REGION } from "./aws-local.js";
 import { type AsyncInvokeOptions, AsyncInvoker } from "./delivery/async-invoke.js";
 import {
   BucketNotifications,
@@ -19,7 +19,7 @@ import { S3NotificationFactory } from "./delivery/s3-notifications.js";
 import { SqsEventSource, type SqsEventSourceOptions } from "./delivery/sqs-event-source.js";
 import { type DynamoDBLocal, dynamoDBClient, startDynamoDBLocal } from "./emulators/dynamodb-local.js";
 import { requireServers } from "./emulators/requirements.js";
-import { type LocalS3Server, S3RVER_CREDENTIALS, startS3Server } from "./emulators/s3-server.js";
+import { type LocalS3Server, startS3Server } from "./emulators/s3-server.js";
 import { onShutdownSignal } from "./emulators/shutdown.js";
 import { type LocalSqsServer, startSqsServer } from "./emulators/sqs-server.js";
 import type { Activity } from "./sim/activity.js";
@@ -217,8 +217,9 @@ export class LocalRuntime {
 
   /**
    * Environment variables that point an unchanged handler's default AWS SDK clients at the local
-   * servers: per-service endpoint URLs, the one key pair s3rver accepts (the others accept any), the
-   * region, checksums only when required (s3rver cannot store aws-chunked bodies), and no IMDS lookups.
+   * servers: per-service endpoint URLs, the runtime's own key pair and region (aws-local.ts: a DynamoDB Local
+   * without `-sharedDb` shows a client only the tables of its key pair and region), checksums only when required
+   * (s3rver cannot store aws-chunked bodies), and no IMDS lookups.
    */
   env(): Record<string, string> {
     return LocalRuntime.envFor({
@@ -233,8 +234,8 @@ export class LocalRuntime {
     const env: Record<string, string> = {
       AWS_REGION: LOCAL_REGION,
       AWS_DEFAULT_REGION: LOCAL_REGION,
-      AWS_ACCESS_KEY_ID: S3RVER_CREDENTIALS.accessKeyId,
-      AWS_SECRET_ACCESS_KEY: S3RVER_CREDENTIALS.secretAccessKey,
+      AWS_ACCESS_KEY_ID: LOCAL_CREDENTIALS.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: LOCAL_CREDENTIALS.secretAccessKey,
       AWS_REQUEST_CHECKSUM_CALCULATION: "WHEN_REQUIRED",
       AWS_RESPONSE_CHECKSUM_VALIDATION: "WHEN_REQUIRED",
       AWS_EC2_METADATA_DISABLED: "true",

@@ -1,17 +1,22 @@
 import {
-  type AttributeValue,
   ConditionalCheckFailedException,
   type DynamoDBClient,
   GetItemCommand,
   type Put,
   PutItemCommand,
-  UpdateItemCommand,
 } from "@aws-sdk/client-dynamodb";
 import { marshall, unmarshall } from "@aws-sdk/util-dynamodb";
 import { OptionsError, StoreError } from "../core/errors.js";
 import { oneOf, resolveOptions, schemaFor, string } from "../core/options.js";
+import { UNORDERED_POSITION } from "../core/state.js";
 import type { DynamoDBAtomicWrite } from "../stores/dynamodb/atomic-write.js";
 import { DYNAMODB_TABLE_FIELDS } from "../stores/dynamodb/options.js";
+import {
+  attributeItem,
+  DYNAMODB_MAX_HASH_KEY_BYTES,
+  DYNAMODB_MAX_SORT_KEY_BYTES,
+  keyValueProblem,
+} from "../stores/dynamodb/values.js";
 import { describeKey } from "./dynamodb-update.js";
 import { type FenceSource, fencedPosition, type SinkWriteStatus } from "./fence.js";
 
@@ -31,9 +36,11 @@ export interface DynamoDBFencedSinkOptions {
   /** Where the writing claim's fence is kept (tie-break between two runs of one event). Default `srcFence`. */
   fenceAttribute?: string;
   /**
-   * A row without a position attribute was written by something else (a backfill, another writer). `overwrite`
-   * (default): it counts as older than any event, so the first fenced write replaces it and fences it from then on.
-   * `keep`: it is never overwritten, and the write is reported `stale`.
+   * A row with neither the position nor the fence attribute was written by something else (a backfill, another
+   * writer). `overwrite` (default): it counts as older than any event, so the first fenced write replaces it and
+   * fences it from then on. `keep`: it is never overwritten, and the write is reported `stale`. Rows the sink wrote
+   * always follow the rule, whatever this says (a row with a fence but no position, as tombstones without a position
+   * were once written, holds the empty position).
    */
   unfencedRows?: "overwrite" | "keep";
 }
@@ -58,12 +65,13 @@ export type RowKey = KeyValue | Record<string, KeyValue>;
  * claim), so a late or zombie run can never overwrite newer work. One row must be written by one
  * subject only: positions are only comparable within a subject.
  *
- * Edges, defined:
- * - a row without a position (written by something else): see `unfencedRows`;
- * - events without a position write the empty position, which every positioned write overwrites; between two
- *   of them the later claim wins (fences come from the claimer's clock: see src/core/state.ts);
- * - a removal without a position (`tombstone` with no position) marks the row deleted where it stands, keeping the
- *   row's position, so a newer positioned write still replaces it and an older one still cannot.
+ * One rule for every write, put or tombstone: it carries (position, fence) and lands only over a row holding an
+ * older one (a lower position, or the same position and a lower fence). Edges, defined:
+ * - events without a position write the empty position, which sorts before every real one: any positioned write
+ *   wins over them, and between two of them the later claim wins (fences come from the claimer's clock: see
+ *   src/core/state.ts). A removal without a position is such a write too: it removes a row written without a
+ *   position by an older claim, and is `stale` over a positioned row;
+ * - a row written by something else (no position, no fence): see `unfencedRows`.
  */
 export class DynamoDBFencedSink {
   readonly #client: DynamoDBClient;
@@ -93,17 +101,30 @@ export class DynamoDBFencedSink {
   putRequest(ctx: FenceSource, item: Record<string, unknown>): Put {
     this.#keyOf(item); // the item must carry its whole key
     const position = fencedPosition(SINK, ctx);
-    const unfenced = this.#overwriteUnfenced ? " OR attribute_not_exists(#p)" : "";
     return {
       TableName: this.#table,
-      Item: marshall(
-        { ...item, [this.#pos]: position, [this.#fence]: ctx.fence },
-        { removeUndefinedValues: true, convertClassInstanceToMap: true },
-      ) as Record<string, AttributeValue>,
-      ConditionExpression: `attribute_not_exists(#k)${unfenced} OR #p < :p OR (#p = :p AND (attribute_not_exists(#f) OR #f < :f))`,
+      // Checked when built: a value DynamoDB refuses throws OptionsError here, never at the commit.
+      Item: attributeItem(`${SINK}: item`, { ...item, [this.#pos]: position, [this.#fence]: ctx.fence }),
+      ConditionExpression: this.#olderRow(position),
       ExpressionAttributeNames: { "#k": this.#key, "#p": this.#pos, "#f": this.#fence },
       ExpressionAttributeValues: { ":p": { S: position }, ":f": { N: String(ctx.fence) } },
     };
+  }
+
+  /**
+   * The row holds an older stamp than (`position`, :f): none, a foreign row (with `unfencedRows: "overwrite"`), a
+   * lower position, or the same position and a lower fence. A row with a fence but no position holds the empty
+   * position: any positioned write is newer, a positionless one only from a later claim.
+   */
+  #olderRow(position: string): string {
+    const foreign = this.#overwriteUnfenced
+      ? " OR (attribute_not_exists(#p) AND attribute_not_exists(#f))"
+      : "";
+    const noPosition =
+      position === UNORDERED_POSITION
+        ? " OR (attribute_not_exists(#p) AND #f < :f)"
+        : " OR (attribute_not_exists(#p) AND attribute_exists(#f)) OR #p < :p";
+    return `attribute_not_exists(#k)${foreign}${noPosition} OR (#p = :p AND (attribute_not_exists(#f) OR #f < :f))`;
   }
 
   /** A fenced put now, in its own request. `stale` when the row already holds newer work. */
@@ -137,8 +158,9 @@ export class DynamoDBFencedSink {
   }
 
   /**
-   * For a removal event: a tombstone keeps the position, so an older create arriving late cannot
-   * resurrect the row (a plain DeleteItem would forget the position).
+   * For a removal event: a put of the key and `attributes` with `deleted: true`. The tombstone keeps the position, so
+   * an older create arriving late cannot resurrect the row (a plain DeleteItem would forget the position). It is
+   * fenced as any put: without a position it is the empty position's write (see the class comment).
    */
   async tombstone(
     ctx: FenceSource,
@@ -146,37 +168,7 @@ export class DynamoDBFencedSink {
     attributes: Record<string, unknown> = {},
   ): Promise<SinkWriteStatus> {
     const keyAttributes = this.#keyOf(typeof key === "object" ? key : { [this.#key]: key });
-    if (ctx.position !== undefined) return this.put(ctx, { ...attributes, ...keyAttributes, deleted: true });
-    // No position: delete what stands, at its position, if no later claim wrote it since.
-    fencedPosition(SINK, ctx);
-    const values = marshall(
-      { ...attributes, deleted: true },
-      { removeUndefinedValues: true, convertClassInstanceToMap: true },
-    );
-    const names: Record<string, string> = { "#f": this.#fence };
-    const exprValues: Record<string, AttributeValue> = { ":f": { N: String(ctx.fence) } };
-    const sets = ["#f = :f"];
-    Object.entries(values).forEach(([name, value], i) => {
-      names[`#a${i}`] = name;
-      exprValues[`:a${i}`] = value as AttributeValue;
-      sets.push(`#a${i} = :a${i}`);
-    });
-    try {
-      await this.#client.send(
-        new UpdateItemCommand({
-          TableName: this.#table,
-          Key: marshall(keyAttributes),
-          UpdateExpression: `SET ${sets.join(", ")}`,
-          ConditionExpression: "attribute_not_exists(#f) OR #f < :f",
-          ExpressionAttributeNames: names,
-          ExpressionAttributeValues: exprValues,
-        }),
-      );
-      return "applied";
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return "stale";
-      throw new StoreError(`fenced tombstone in ${this.#table} failed`, { cause: error });
-    }
+    return this.put(ctx, { ...attributes, ...keyAttributes, deleted: true });
   }
 
   async get(key: RowKey): Promise<Record<string, unknown> | undefined> {
@@ -187,24 +179,26 @@ export class DynamoDBFencedSink {
     return out.Item ? unmarshall(out.Item) : undefined;
   }
 
-  /** The key attributes of `item` (hash, and sort on a composite key): each a non-empty string or a number. */
+  /**
+   * The key attributes of `item` (hash, and sort on a composite key): each a non-empty string (a hash key up to 2 KB,
+   * a sort key up to 1 KB) or a number.
+   */
   #keyOf(item: Record<string, unknown>): Record<string, KeyValue> {
     const names = this.#sortKey === undefined ? [this.#key] : [this.#key, this.#sortKey];
     const key: Record<string, KeyValue> = {};
-    for (const name of names) {
+    names.forEach((name, i) => {
       const value = item[name];
-      if (
-        !(
-          (typeof value === "string" && value.length > 0) ||
-          (typeof value === "number" && Number.isFinite(value))
-        )
-      ) {
+      const problem = keyValueProblem(
+        value,
+        i === 0 ? DYNAMODB_MAX_HASH_KEY_BYTES : DYNAMODB_MAX_SORT_KEY_BYTES,
+      );
+      if (problem) {
         throw new OptionsError(
-          `DynamoDBFencedSink: item needs a string or number "${name}" (a key attribute)`,
+          `${SINK}: item needs a string or number "${name}" (a key attribute): it ${problem}`,
         );
       }
-      key[name] = value;
-    }
+      key[name] = value as KeyValue;
+    });
     return key;
   }
 }

@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import {
   GetObjectCommand,
   type GetObjectCommandOutput,
@@ -12,8 +11,11 @@ import { custom, integer, oneOf, required, resolveOptions, schemaFor } from "../
 import type { Position } from "../core/position.js";
 import { UNORDERED_POSITION } from "../core/state.js";
 import { type FenceSource, fencedPosition, type SinkWriteStatus } from "./fence.js";
+import { bodyBytes, contentDigest, type S3SinkBody } from "./s3-body.js";
 
 export type { FenceSource, SinkWriteStatus } from "./fence.js";
+export type { S3SinkBody } from "./s3-body.js";
+export { S3SinkBodyTooLargeError } from "./s3-body.js";
 
 const SINK = "S3FencedSink";
 
@@ -28,7 +30,15 @@ export interface S3FencedSinkOptions {
   maxConflictRetries?: number;
   /** First back-off after a conflict, doubled each time with full jitter (capped at 1 s). Default 20. */
   conflictBackoffMs?: number;
+  /**
+   * The most a stream body (`Readable`, web `ReadableStream`, `Blob`) may hold: the sink reads it into memory once,
+   * before its first request, so that every attempt sends the same bytes. Longer: S3SinkBodyTooLargeError, nothing
+   * written. Default 16 MiB; at most 4 GiB (Node's largest Buffer; S3's single PUT takes up to 5 GB).
+   */
+  maxStreamBodyBytes?: number;
 }
+
+const MIB = 1024 * 1024;
 
 const S3_SINK_OPTIONS = schemaFor<S3FencedSinkOptions>()({
   client: required(
@@ -37,6 +47,7 @@ const S3_SINK_OPTIONS = schemaFor<S3FencedSinkOptions>()({
   unfencedObjects: oneOf(["overwrite", "keep"], { default: "overwrite" }),
   maxConflictRetries: integer({ min: 0, max: 100, default: 5 }),
   conflictBackoffMs: integer({ min: 1, max: 10_000, default: 20 }),
+  maxStreamBodyBytes: integer({ min: 1, max: 4096 * MIB, default: 16 * MIB }),
 });
 
 /** User metadata names the sink owns (S3 sends them as `x-amz-meta-eo-*`). */
@@ -44,12 +55,15 @@ export const S3_SINK_METADATA = {
   position: "eo-pos",
   fence: "eo-fence",
   deleted: "eo-deleted",
+  /** SHA-256 of the content type, user metadata and bytes of a put (see `contentDigest` in src/sinks/s3-body.ts). */
+  digest: "eo-digest",
 } as const;
 
 export interface S3SinkObject {
   bucket: string;
   key: string;
-  body: PutObjectCommandInput["Body"];
+  /** Read into memory before the first request (streams up to `maxStreamBodyBytes`): a retry sends it again. */
+  body: S3SinkBody;
   contentType?: string;
   /** User metadata, stored as is; names starting with `eo-` belong to the sink. */
   metadata?: Record<string, string>;
@@ -90,10 +104,11 @@ export class S3SinkConflictError extends StoreError {
   }
 }
 
-/** The object as the decision sees it: its ETag (for If-Match) and the stamp in its metadata. */
+/** The object as the decision sees it: its ETag (for If-Match), the stamp and the digest in its metadata. */
 interface Current {
   etag: string;
   stamp: (S3SinkStamp & { deleted: boolean }) | undefined;
+  digest: string | undefined;
 }
 
 interface Attempt {
@@ -116,23 +131,32 @@ interface Attempt {
  * Requests: new key 1 HEAD + 1 PUT; existing key 1 HEAD + 1 PUT; stale 1 HEAD; each conflict one more of each.
  * One key must be written by one subject only: positions are only comparable within a subject.
  *
+ * Retries send the same bytes: a body is read into memory before the first request (a stream up to
+ * `maxStreamBodyBytes`, else S3SinkBodyTooLargeError), since a stream sent again once drained would store an empty
+ * object (a stream is read even when the write turns out `stale`; its own errors are thrown as they are). A put
+ * stamps `eo-digest` (SHA-256 of content type, user metadata and bytes), and a write finds its own work from the
+ * stamp alone, `applied` with nothing written: a put whose position and digest are there (and, without a position,
+ * its fence: the empty position is every such event's), a tombstone whose fence is there. That covers a PUT whose
+ * response was lost (the SDK sends it again, and S3 answers 412: the object is no longer the one HEAD saw) and, for
+ * a positioned put, a retry after a run crashed past its PUT.
+ *
  * Edges, defined as in the DynamoDB sink:
  * - an object without the sink's metadata (written by something else): see `unfencedObjects`;
- * - events without a position write the empty position, which every positioned write overwrites; between two of
- *   them the later claim wins;
- * - a tombstone without a position marks the object deleted where it stands, keeping its position, so a newer
- *   positioned write still replaces it and an older one still cannot.
+ * - events without a position, puts and tombstones alike, write the empty position, which every positioned write
+ *   overwrites; between two of them the later claim wins.
  *
  * ETags are content hashes (MD5 of the body for single-part uploads without SSE-KMS), so If-Match cannot tell two
  * objects with the same bytes apart: if between this write's HEAD and PUT another writer replaces the object with
- * a newer one whose body is byte-identical to the one HEAD saw, this older write still lands. Tombstones carry
- * their stamp in their body so that they never share an ETag.
+ * a newer one whose body is byte-identical to the one HEAD saw (a rerun of an event without a position rewrites
+ * its bytes), this older write still lands. Tombstones carry their stamp in their body so that they never share an
+ * ETag.
  */
 export class S3FencedSink {
   readonly #client: S3Client;
   readonly #overwriteUnfenced: boolean;
   readonly #maxRetries: number;
   readonly #backoffMs: number;
+  readonly #maxStreamBodyBytes: number;
 
   constructor(options: S3FencedSinkOptions) {
     const o = resolveOptions(SINK, S3_SINK_OPTIONS, options);
@@ -140,23 +164,34 @@ export class S3FencedSink {
     this.#overwriteUnfenced = o.unfencedObjects === "overwrite";
     this.#maxRetries = o.maxConflictRetries;
     this.#backoffMs = o.conflictBackoffMs;
+    this.#maxStreamBodyBytes = o.maxStreamBodyBytes;
   }
 
-  /** A fenced PutObject. `stale` when the key already holds newer work (nothing is written). */
+  /**
+   * A fenced PutObject. `stale` when the key already holds newer work (nothing is written). The body is read into
+   * memory first (streams up to `maxStreamBodyBytes`), so that every attempt sends the same bytes.
+   */
   async put(ctx: FenceSource, object: S3SinkObject): Promise<SinkWriteStatus> {
     const mine = stampOf(ctx);
     const metadata = userMetadata(object.metadata);
-    const md5 = contentEtag(object.body);
+    const target = { bucket: object.bucket, key: object.key, limitBytes: this.#maxStreamBodyBytes };
+    const body = await bodyBytes(object.body, target);
+    const digest = contentDigest(body, object.contentType, metadata);
     return this.#write(object, {
       decide: (current) => {
-        const same = current?.stamp && !current.stamp.deleted && current.stamp.position === mine.position;
-        if (same && md5 !== undefined && current?.etag === md5) return "present";
+        const stamp = current?.stamp;
+        const same =
+          stamp && !stamp.deleted && stamp.position === mine.position && current?.digest === digest;
+        // What this write would write is there: its own after a lost response (S3 answered the SDK's resend 412),
+        // or, for a positioned event, an earlier run's. Events without a position share the empty one: a rerun
+        // leaving an earlier claim's fence would let another event's older claim replace it.
+        if (same && (mine.position !== UNORDERED_POSITION || stamp.fence === mine.fence)) return "present";
         return this.#older(current, mine) ? mine : undefined;
       },
       request: (stamp) => ({
-        Body: object.body,
+        Body: body,
         ContentType: object.contentType,
-        Metadata: { ...metadata, ...stampMetadata(stamp) },
+        Metadata: { ...metadata, ...stampMetadata(stamp), [S3_SINK_METADATA.digest]: digest },
       }),
     });
   }
@@ -170,11 +205,12 @@ export class S3FencedSink {
     const mine = stampOf(ctx);
     return this.#write(location, {
       decide: (current) => {
-        if (ctx.position !== undefined) return this.#older(current, mine) ? mine : undefined;
-        // No position: delete what stands, at its position, unless a later claim wrote it.
-        if (!current?.stamp) return this.#overwriteUnfenced || !current ? mine : undefined;
-        const older = current.stamp.fence < mine.fence;
-        return older ? { position: current.stamp.position, fence: mine.fence } : undefined;
+        const stamp = current?.stamp;
+        // This claim's tombstone is there: its own, after a lost response (a fence belongs to one claim).
+        if (stamp?.deleted && stamp.fence === mine.fence && stamp.position === mine.position)
+          return "present";
+        // The one rule, as for puts: without a position, the empty position.
+        return this.#older(current, mine) ? mine : undefined;
       },
       request: (stamp) => ({
         Body: JSON.stringify({ deleted: true, ...stamp }),
@@ -236,6 +272,7 @@ export class S3FencedSink {
       return {
         etag: head.ETag,
         stamp: stamp && { ...stamp, deleted: metadata[S3_SINK_METADATA.deleted] === "true" },
+        digest: metadata[S3_SINK_METADATA.digest],
       };
     } catch (error) {
       if (isNotFound(error)) return undefined;
@@ -314,13 +351,4 @@ function backoff(baseMs: number, tries: number): number {
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-/**
- * The ETag S3 gives a single-part upload of `body` (its quoted MD5), for bodies held in memory; undefined for
- * streams. With SSE-KMS the ETag is no MD5: it then never matches, and the object is written as usual.
- */
-function contentEtag(body: S3SinkObject["body"]): string | undefined {
-  if (typeof body !== "string" && !(body instanceof Uint8Array)) return undefined;
-  return `"${createHash("md5").update(body).digest("hex")}"`;
 }

@@ -148,6 +148,11 @@ export class MemoryStore implements Store.StateStore {
     this.#items.delete(key);
   }
 
+  /** Every record, copies (for MemoryStateAdmin in memory-admin.ts). */
+  records(): StateRecord[] {
+    return [...this.#items.values()].map((r) => ({ ...r }));
+  }
+
   canFold(write: Store.AtomicWrite): boolean {
     return isMemoryWrite(write);
   }

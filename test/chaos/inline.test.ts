@@ -1,5 +1,5 @@
 import { describe, expect, inject, it } from "vitest";
-import { BROKEN_STORES } from "../../src/chaos/broken.js";
+import { BROKEN_ROW_KEYS, BROKEN_STORES } from "../../src/chaos/broken.js";
 import { type CampaignSummary, runCampaign } from "../../src/chaos/campaign.js";
 import type { InvariantId } from "../../src/chaos/observer.js";
 
@@ -49,4 +49,19 @@ describe("fault simulator: seeded histories on inline state (InlineDynamoDBStore
     },
     120_000,
   );
+
+  // The adversarial subjects (src/chaos/names.ts) find a row mapping that is not one-to-one: an ordered subject
+  // spelled like a dedupe event's key shares its row, and the dedupe event is lost (I1) or overwritten (I4).
+  it("catches colliding-row-keys (I1 or I4)", async () => {
+    const s = await runCampaign({
+      histories: 200,
+      seed: 5,
+      store: "inline",
+      endpoint: inject("dynamodbEndpoint"),
+      rowKey: BROKEN_ROW_KEYS["colliding-row-keys"]?.rowKey,
+      stopWhen: (sum) => sum.unexplained > 0,
+    });
+    expect(s.unexplained).toBeGreaterThan(0);
+    expect([...invariantsOf(s)].some((i) => i === "I1" || i === "I4")).toBe(true);
+  }, 120_000);
 });

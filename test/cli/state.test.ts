@@ -147,8 +147,11 @@ interface CliResult {
   err: string;
 }
 
-/** `eonce state …` in-process: commander's own errors (usage) exit 2, as in src/cli/main.ts. */
-async function cli(args: string[]): Promise<CliResult> {
+/**
+ * `eonce state …` in-process: commander's own errors (usage) exit 2, as in src/cli/main.ts. `nowMs`: the operator's
+ * clock reads that (a clock that runs ahead of the holder's), else the process's.
+ */
+async function cli(args: string[], nowMs?: number): Promise<CliResult> {
   const r: CliResult = { code: -1, out: "", err: "" };
   const out = (s: string) => {
     r.out += s;
@@ -163,7 +166,7 @@ async function cli(args: string[]): Promise<CliResult> {
     exit: (code) => {
       r.code = code;
     },
-    now: () => Date.now(),
+    now: () => nowMs ?? Date.now(),
   });
   try {
     await program.parseAsync(["state", ...args], { from: "user" });
@@ -380,6 +383,38 @@ describe.each(KINDS)("eonce state: $name", (kind) => {
     expect(await t.store.read(key(crashed))).toBeUndefined();
   });
 
+  it("forget: a lease that ended 200 ms ago by the operator's clock is refused within the clock skew grace; --force deletes", async () => {
+    // The holder's lease ends at `endMs`; the operator's clock reads 200 ms past it (it may run ahead of the holder's).
+    const claimedMs = Date.now();
+    const endMs = claimedMs + 30_000;
+    const operatorMs = endMs + 200;
+    const subject = "photos/forget-skew.jpg";
+    const fence = await claimKey(t.store, key(subject), 4, claimedMs, 30_000);
+    const refused = await cli(["forget", subject, "--yes", "--json", ...t.flags], operatorMs);
+    expect(refused.code, refused.err).toBe(1);
+    // The guard's default grace (1000 ms) less the 200 ms since the lease ended, plus the millisecond past it.
+    expect(refused.err).toContain(
+      `the lease of ${key(subject)} ended 200 ms ago by this clock (fence ${fence}: running`,
+    );
+    expect(refused.err).toContain("a lease holds until 1000 ms after its end (--clock-skew-ms): wait 801 ms");
+    expect(refused.err).toContain(`eonce state release ${subject} --fence ${fence}`);
+    expect(refused.err).toContain("--force");
+    expect(await t.store.read(key(subject))).toMatchObject({ status: "running", fence });
+
+    // A grace of 100 ms (the operator knows the clocks agree that closely) no longer covers it.
+    const narrow = await cli(["forget", subject, "--yes", "--clock-skew-ms", "100", ...t.flags], operatorMs);
+    expect(narrow.code, narrow.err).toBe(0);
+    expect(await t.store.read(key(subject))).toBeUndefined();
+
+    // --force deletes under a lease with minutes left: the operator knows its holder is gone.
+    const liveSubject = "photos/forget-force.jpg";
+    const liveFence = await claimAt(t.store, liveSubject, 4, 0, 10 * MINUTE);
+    const forced = await state("forget", liveSubject, "--yes", "--force", "--json");
+    expect(forced.code, forced.err).toBe(0);
+    expect(json(forced)).toMatchObject({ forgotten: true, record: { fence: liveFence, lease: "live" } });
+    expect(await t.store.read(key(liveSubject))).toBeUndefined();
+  });
+
   it("forget: without --yes says what it would delete (exit 2) and deletes nothing", async () => {
     const r = await state("forget", s.released);
     expect(r.code).toBe(2);
@@ -533,6 +568,11 @@ describe("eonce state: usage and connection errors exit 2", () => {
     ["a bad --limit", ["list", ...sqlite, "x.db", "--limit", "0"], /must be an integer from 1/],
     ["a bad --status", ["list", ...sqlite, "x.db", "--status", "stuck"], /argument 'stuck' is invalid/],
     ["release without --fence", ["release", "a/b", ...sqlite, "x.db"], /fence is required/],
+    [
+      "a negative --clock-skew-ms",
+      ["forget", "a/b", "--yes", ...sqlite, "x.db", "--clock-skew-ms", "-1"],
+      /must be a non-negative integer/,
+    ],
     [
       "a bad PostgreSQL name",
       ["list", "--store", "postgres", "--table", "a;b"],

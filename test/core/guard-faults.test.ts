@@ -1,6 +1,11 @@
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { InvalidPositionError, LeaseUnconfirmedError, StoreError } from "../../src/core/errors.js";
+import {
+  InvalidPositionError,
+  LeaseUnconfirmedError,
+  OptionsError,
+  StoreError,
+} from "../../src/core/errors.js";
 import { createGuard, type GuardOptions } from "../../src/core/guard.js";
 import { isAcknowledged } from "../../src/core/outcomes.js";
 import { positionFromNumber } from "../../src/core/position.js";
@@ -105,22 +110,30 @@ describe.each(STORES)("guard under faults on $name", (factory) => {
   }, 60_000);
 
   it.runIf(factory.name === "dynamodb")(
-    "2. an effect the store refuses for good (an item over 400 KB) fails and releases cleanly; the retry claims",
+    "2. an effect the store refuses for good (a transaction over 4 MB) fails and releases cleanly; the retry claims",
     async () => {
       const s = subject();
       const row = `row-${randomUUID()}`;
+      // Each write fits an item; together they pass a transaction's 4 MB, which only the commit can see.
       const out = await guard().run(ev(s, 1), async (ctx) => {
-        ctx.atCommit(t.sink.atomic(ctx, row, "y".repeat(500_000)));
-        return "too big to land";
+        for (let i = 0; i < 11; i++) ctx.atCommit(t.sink.atomic(ctx, `${row}-${i}`, "x".repeat(390_000)));
+        return "refused";
       });
       expect(out).toMatchObject({ status: "failed", released: true });
       expect(out.status === "failed" && out.error).toBeInstanceOf(StoreError);
       expect(out.status === "failed" && (out.error as StoreError).retryable).toBe(false);
+      // An item over 400 KB is refused when built, before the commit: the handler fails, the claim is released.
+      const big = await guard().run(ev(s, 1), async (ctx) => {
+        ctx.atCommit(t.sink.atomic(ctx, row, "y".repeat(500_000)));
+        return "too big to land";
+      });
+      expect(big).toMatchObject({ status: "failed", released: true });
+      expect(big.status === "failed" && big.error).toBeInstanceOf(OptionsError);
       const retry = await guard().run(ev(s, 1), async (ctx) => {
         ctx.atCommit(t.sink.atomic(ctx, row, "fits"));
         return "landed";
       });
-      expect(retry).toMatchObject({ status: "processed", attempt: 2, writes: [{ status: "applied" }] });
+      expect(retry).toMatchObject({ status: "processed", attempt: 3, writes: [{ status: "applied" }] });
       expect(await t.sink.read(row)).toMatchObject({ value: "fits" });
     },
   );

@@ -108,6 +108,8 @@ describe.each(FORMS)("$name form", (form) => {
     const handler = form.wrap(
       "sqs",
       async (_event, ctx) => {
+        // A slow first claim (a cold client on a busy machine) can take longer than the lease: aborted already.
+        if (ctx.signal.aborted) throw ctx.signal.reason;
         await new Promise((_, reject) =>
           ctx.signal.addEventListener("abort", () => reject(ctx.signal.reason)),
         );
@@ -389,6 +391,77 @@ describe.each(FORMS)("$name form", (form) => {
       messageGroupId: "A",
     });
     expect(o.metrics()).toMatchObject({ processed: 4, failed: 1, deferred: 1 });
+  });
+
+  describe("FIFO: a record whose SQS metadata is broken", () => {
+    const arn = "arn:aws:sqs:us-east-1:000000000000:orders.fifo";
+    const fifoBatch = (run: string, records: [string, string][]) =>
+      sqsEvent(
+        ...records.map(([group, name]) =>
+          sqsRecord(
+            { orderId: `${run}-${name}`, name },
+            { groupId: group, eventSourceARN: arn, messageId: `${name}-${run}` },
+          ),
+        ),
+      );
+    const recordingHandler = (ran: string[]) =>
+      form.wrap(
+        "sqs",
+        async (e) => {
+          ran.push((JSON.parse((e as MessageEvent).body) as { name: string }).name);
+        },
+        { store: tables.store, messages: "accept", subject: (m) => body(m).orderId },
+      );
+
+    it("without a receipt handle keeps its group: the group's later records are deferred, never run", async () => {
+      const o = captureOutput();
+      const run = uid();
+      const event = fifoBatch(run, [
+        ["G", "m1"],
+        ["G", "m2"],
+        ["G", "m3"],
+      ]);
+      (event.Records[1] as { receiptHandle?: string }).receiptHandle = undefined;
+      const ran: string[] = [];
+      const response = (await recordingHandler(ran)(event, lambdaContext())) as SQSBatchResponse;
+      expect(response.batchItemFailures.map((f) => f.itemIdentifier)).toEqual([`m2-${run}`, `m3-${run}`]);
+      expect(ran).toEqual(["m1"]);
+      expect(messages(o).filter((m) => m.startsWith("deferred "))).toEqual([
+        `deferred m3-${run}: not processed: an earlier message of group G failed in this batch`,
+      ]);
+      expect(o.metrics()).toMatchObject({ processed: 1, malformed: 1, deferred: 1 });
+    });
+
+    it("whose group cannot be read fails every FIFO record after it, of any group; earlier ones run", async () => {
+      const o = captureOutput();
+      const run = uid();
+      const event = fifoBatch(run, [
+        ["H", "h1"],
+        ["G", "m1"],
+        ["G", "m2"],
+        ["G", "m3"],
+        ["H", "h2"],
+      ]);
+      const broken = event.Records[2] as { receiptHandle?: string; attributes?: unknown };
+      broken.receiptHandle = undefined;
+      broken.attributes = "not an object"; // no group to read
+      const ran: string[] = [];
+      const response = (await recordingHandler(ran)(event, lambdaContext())) as SQSBatchResponse;
+      expect(response.batchItemFailures.map((f) => f.itemIdentifier)).toEqual([
+        `m2-${run}`,
+        `m3-${run}`,
+        `h2-${run}`,
+      ]);
+      expect(ran.sort()).toEqual(["h1", "m1"]);
+      const deferred = messages(o).filter((m) => m.startsWith("deferred "));
+      expect(deferred).toHaveLength(2);
+      for (const line of deferred) {
+        expect(line).toContain(
+          `m2-${run}, earlier in this FIFO batch, failed with no readable message group`,
+        );
+      }
+      expect(o.metrics()).toMatchObject({ processed: 2, malformed: 1, deferred: 2 });
+    });
   });
 
   for (const heartbeat of [true, false]) {
@@ -789,6 +862,43 @@ describe.each(FORMS)("$name form", (form) => {
       expect(o.metrics()).toMatchObject({ malformed: 1 });
     }
   });
+});
+
+describe("large SQS batches share one invocation signal", () => {
+  for (const size of [10, 100]) {
+    it(`a batch of ${size} records, all holding leases at once, emits no MaxListenersExceededWarning`, async () => {
+      const o = captureOutput();
+      const warnings: Error[] = [];
+      const onWarning = (w: Error) => warnings.push(w);
+      process.on("warning", onWarning);
+      try {
+        // Every handler waits until all have started: every lease and handler signal is live at the same time.
+        let started = 0;
+        let allStarted!: () => void;
+        const all = new Promise<void>((resolve) => {
+          allStarted = resolve;
+        });
+        const handler = sqsHandler(
+          async (_event, ctx) => {
+            if (++started === size) allStarted();
+            await Promise.race([all, sleep(5_000)]);
+            return ctx.signal.aborted;
+          },
+          { store: tables.store, concurrency: size, messages: "accept", heartbeatMs: 20, leaseMs: 3_000 },
+        ) as Wrapped;
+        const batch = sqsEvent(...Array.from({ length: size }, (_, i) => sqsRecord({ n: i })));
+        const response = (await handler(batch, lambdaContext())) as SQSBatchResponse;
+        // Warnings are emitted on the next tick.
+        await sleep(10);
+        expect(response).toEqual({ batchItemFailures: [] });
+        expect(started).toBe(size);
+        expect(o.metrics()).toMatchObject({ processed: size });
+        expect(warnings.map((w) => `${w.name}: ${w.message}`)).toEqual([]);
+      } finally {
+        process.off("warning", onWarning);
+      }
+    });
+  }
 });
 
 describe("middy form: misuse", () => {

@@ -2,9 +2,11 @@ import { randomUUID } from "node:crypto";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { pictures } from "../../examples/images/pictures.js";
 import type { RunReport } from "../../src/cli/run/run-handler.js";
+import { type DynamoDBLocal, startDynamoDBLocal } from "../../src/local/emulators/dynamodb-local.js";
+import { scanTable } from "../../src/local/emulators/scan-table.js";
 import { eonce } from "./cli-helpers.js";
 
 const suffix = () => randomUUID().slice(0, 8);
@@ -114,4 +116,69 @@ describe.concurrent("eonce run", () => {
     expect(i1?.detail).toMatch(/more than one row/);
     expect(code).toBe(1);
   }, 240_000);
+});
+
+/**
+ * A DynamoDB Local started by hand, without `-sharedDb`, keeps one database per access key and region: the runtime
+ * (which creates the tables) and the handler must use the same key pair and region.
+ */
+describe("eonce run --dynamodb-endpoint on a DynamoDB Local without -sharedDb", () => {
+  let ddb: DynamoDBLocal;
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), "eonce-unshared-"));
+    ddb = await startDynamoDBLocal({ sharedDb: false, startTimeoutMs: 90_000 });
+  }, 120_000);
+  afterAll(async () => {
+    await ddb?.stop();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  const run = async (t: string, extra: string[] = []) => {
+    const file = join(dir, `messages-${t}.jsonl`);
+    await writeFile(file, `${["a", "b", "c"].map((id) => JSON.stringify({ body: { id } })).join("\n")}\n`);
+    return eonce([
+      "run",
+      "test/local/fixtures/messages-handler.ts:handler",
+      "--source",
+      "sqs",
+      "--messages",
+      file,
+      "--table",
+      `msg-${t}`,
+      "--env",
+      `MESSAGES_TABLE=msg-${t}`,
+      "--state-table",
+      `msg-state-${t}`,
+      "--json",
+      "--dynamodb-endpoint",
+      ddb.endpoint,
+      ...extra,
+    ]);
+  };
+
+  it("the handler writes to the tables the runtime created: the run succeeds", async () => {
+    const t = suffix();
+    const { code, stdout, stderr } = await run(t);
+    expect(stderr).not.toMatch(/ResourceNotFoundException|Error:/);
+    const report = parse(stdout);
+    expect(report).toMatchObject({ messages: 3, events: 3 });
+    expect(report.outcomes.processed).toBe(3);
+    expect(report.unsuccessful.total).toBe(0);
+    // The runtime's own client (the key pair it created the tables with) reads what the handler wrote.
+    const rows = await scanTable(ddb.client(), `msg-${t}`);
+    expect(rows.map((r) => r.id).sort()).toEqual(["a", "b", "c"]);
+    expect(code).toBe(0);
+  }, 180_000);
+
+  it("a handler given other credentials (--env) would see another database: one line, exit 2", async () => {
+    const { code, stdout, stderr } = await run(suffix(), ["--env", "AWS_ACCESS_KEY_ID=someoneElse"]);
+    expect(stdout).toBe("");
+    expect(stderr.trim().split("\n")).toHaveLength(1);
+    expect(stderr).toMatch(
+      new RegExp(`^eonce run: the DynamoDB at ${ddb.endpoint} keeps one database per access key and region`),
+    );
+    expect(stderr).toContain("-sharedDb");
+    expect(code).toBe(2);
+  }, 120_000);
 });

@@ -62,27 +62,45 @@ describe("DynamoDBFencedSink edges", () => {
     expect(await sink.put(ctx(undefined, Number.MAX_SAFE_INTEGER), { pk: row, value: "late" })).toBe("stale");
   });
 
-  it("a removal without a position tombstones the row where it stands; older creates stay out, newer get in", async () => {
+  it("a removal without a position is the empty position's write: it loses to positioned rows, fences order the rest", async () => {
     const sink = new DynamoDBFencedSink({ client, tableName: table });
     const row = `row-${randomUUID()}`;
     expect(await sink.put(ctx(p(5), 10), { pk: row, value: "v5" })).toBe("applied");
-    expect(await sink.tombstone(ctx(undefined, 20), row, { reason: "lifecycle" })).toBe("applied");
-    expect(await sink.get(row)).toMatchObject({
-      deleted: true,
-      srcPos: p(5),
-      srcFence: 20,
-      reason: "lifecycle",
-    });
-    // A positionless removal from an older claim than the row's last write changes nothing.
-    expect(await sink.tombstone(ctx(undefined, 15), row)).toBe("stale");
-    expect(await sink.put(ctx(p(4), 99), { pk: row, value: "v4" })).toBe("stale");
-    expect(await sink.put(ctx(p(6), 1), { pk: row, value: "v6" })).toBe("applied");
-    expect(await sink.get(row)).toMatchObject({ value: "v6", srcPos: p(6) });
-    expect((await sink.get(row))?.deleted).toBeUndefined();
-    // A removal of a row that was never written leaves a tombstone any positioned write replaces.
+    expect(await sink.tombstone(ctx(undefined, 20), row, { reason: "lifecycle" })).toBe("stale");
+    expect(await sink.get(row)).toMatchObject({ value: "v5", srcPos: p(5), srcFence: 10 });
+    // A removal of a row that was never written: a tombstone at the empty position, with its fence.
     const fresh = `row-${randomUUID()}`;
-    expect(await sink.tombstone(ctx(undefined, 3), fresh)).toBe("applied");
+    expect(await sink.tombstone(ctx(undefined, 3), fresh, { reason: "lifecycle" })).toBe("applied");
+    expect(await sink.get(fresh)).toEqual({
+      pk: fresh,
+      deleted: true,
+      reason: "lifecycle",
+      srcPos: "",
+      srcFence: 3,
+    });
+    // An older claim's positionless put cannot bring the row back; a later claim's, or any positioned write, can.
+    expect(await sink.put(ctx(undefined, 2), { pk: fresh, value: "older claim" })).toBe("stale");
+    expect(await sink.put(ctx(undefined, 4), { pk: fresh, value: "later claim" })).toBe("applied");
+    expect(await sink.tombstone(ctx(undefined, 5), fresh)).toBe("applied");
     expect(await sink.put(ctx(p(1), 1), { pk: fresh, value: "created" })).toBe("applied");
+    expect(await sink.get(fresh)).toEqual({ pk: fresh, value: "created", srcPos: p(1), srcFence: 1 });
+  });
+
+  it("a row with a fence but no position (a positionless tombstone of an older version) holds the empty position", async () => {
+    for (const unfencedRows of ["overwrite", "keep"] as const) {
+      const sink = new DynamoDBFencedSink({ client, tableName: table, unfencedRows });
+      const old = async () => {
+        const pk = `row-${randomUUID()}`;
+        const item = { pk: { S: pk }, deleted: { BOOL: true }, srcFence: { N: "5" } };
+        await client.send(new PutItemCommand({ TableName: table, Item: item }));
+        return pk;
+      };
+      const a = await old();
+      expect(await sink.put(ctx(undefined, 4), { pk: a, value: "older claim" })).toBe("stale");
+      expect(await sink.put(ctx(undefined, 6), { pk: a, value: "later claim" })).toBe("applied");
+      const b = await old();
+      expect(await sink.put(ctx(p(0), 1), { pk: b, value: "positioned" })).toBe("applied");
+    }
   });
 
   it("refuses a write without a real fence or with a position stores would order differently", async () => {

@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { UnsupportedAtomicWriteError } from "../../src/core/errors.js";
 import { positionFromNumber } from "../../src/core/position.js";
 import { type ClaimRequest, classifyRefusal } from "../../src/core/state.js";
+import { stateKey } from "../../src/core/state-key.js";
 import type { ClaimResult } from "../../src/core/store.js";
 import { STORES, useStore } from "../kit/index.js";
 
@@ -221,6 +222,47 @@ describe.each(STORES)("store contract: $name", (factory) => {
     const again = request(k, { position: "", identity: "msg-1" });
     expect(refusal(await t.store.claim(again), again)).toBe("duplicate");
   });
+
+  // A subject spelled like another event's unordered key (a sender picks subjects: an order id, a body field) must
+  // not share that event's state or row, whichever comes first.
+  it.each(["ordered first", "unordered first"])(
+    "an ordered subject spelled like an unordered event's key keeps apart from it (%s)",
+    async (order) => {
+      const unordered = stateKey(`acct-${randomUUID()}`, "evt-9", false);
+      const ordered = stateKey(unordered, "", true);
+      const runOrdered = async () => {
+        const req = request(ordered, at(5));
+        const writes = [
+          t.sink.atomic({ position: p(5), fence: req.fence }, t.sink.rowFor(ordered), "ordered"),
+        ];
+        claimed(await t.store.claim(req));
+        expect(await t.store.commit(commitOf(ordered, req.fence, 5, { writes }))).toMatchObject({
+          committed: true,
+          writes: [{ status: "applied" }],
+        });
+      };
+      const runUnordered = async () => {
+        const req = request(unordered, { position: "", identity: "evt-9" });
+        const target = t.sink.rowFor(unordered);
+        claimed(await t.store.claim(req));
+        const writes = [t.sink.atomic({ position: undefined, fence: req.fence }, target, "unordered")];
+        const commit = { key: unordered, fence: req.fence, identity: "evt-9", expiresAtSeconds: 99, writes };
+        expect(await t.store.commit(commit)).toMatchObject({
+          committed: true,
+          writes: [{ status: "applied" }],
+        });
+      };
+      if (order === "ordered first") await runOrdered();
+      await runUnordered();
+      if (order === "unordered first") await runOrdered();
+      expect(await t.sink.read(t.sink.rowFor(ordered))).toMatchObject({ value: "ordered" });
+      expect(await t.sink.read(t.sink.rowFor(unordered))).toMatchObject({ value: "unordered" });
+      expect(await t.store.read(ordered)).toMatchObject({ status: "done", committedPosition: p(5) });
+      expect(await t.store.read(unordered)).toMatchObject({ status: "done", identity: "evt-9" });
+      const again = request(unordered, { position: "", identity: "evt-9" });
+      expect(refusal(await t.store.claim(again), again)).toBe("duplicate");
+    },
+  );
 
   it("16 concurrent claims of one event: exactly one is claimed, the rest are in flight", async () => {
     const k = key();

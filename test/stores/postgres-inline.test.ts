@@ -1,16 +1,19 @@
 import { randomUUID } from "node:crypto";
+import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { OptionsError, StoreError, UnsupportedAtomicWriteError } from "../../src/core/errors.js";
 import { type ApplyContext, createGuard } from "../../src/core/guard.js";
 import { positionFromNumber } from "../../src/core/position.js";
 import type { ClaimRequest } from "../../src/core/state.js";
-import { stateKey } from "../../src/core/state-key.js";
+import { inlineRowKey, stateKey, stateKeyOfInlineRow } from "../../src/core/state-key.js";
 import {
   INLINE_POSTGRES_COLUMNS,
   InlinePostgresStore,
   migrateInline,
   postgresWrite,
 } from "../../src/stores/postgres/index.js";
+import { stateKeyOfInlineRowSql } from "../../src/stores/postgres/inline-admin.js";
+import { adversarialText } from "../kit/adversarial.js";
 import { guardEvent as ev, millisecondApartClock } from "../kit/index.js";
 import { countingPool, type TestDatabase, testDatabase } from "../kit/postgres.js";
 
@@ -335,5 +338,26 @@ describe("InlinePostgresStore", () => {
     expect(() => st.row(ctx, { "thumb; DROP TABLE x": 1 })).toThrow(OptionsError);
     expect(() => st.row({} as never, { thumb: 1 })).toThrow(OptionsError);
     await expect(st.putRow({ stateKey: "o#s", fence: 1 }, {})).rejects.toBeInstanceOf(OptionsError);
+  });
+});
+
+describe("InlinePostgresStateAdmin: the row → state key mapping in SQL", () => {
+  // The admin lists and pages by state key computed in SQL: it must be stateKeyOfInlineRow, or a row is listed under
+  // another key (and `get` / `forget` by that key reach another row).
+  it("equals stateKeyOfInlineRow over adversarial rows, including every row inlineRowKey makes", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(adversarialText({ storable: true }), { minLength: 1, maxLength: 40 }),
+        async (texts) => {
+          const rows = texts.flatMap((t) => [t, inlineRowKey(stateKey(t, "", true)), inlineRowKey(`u#${t}`)]);
+          const out = await db.pool.query(
+            `SELECT ${stateKeyOfInlineRowSql("r")} AS k FROM unnest($1::text[]) WITH ORDINALITY AS t(r, i) ORDER BY i`,
+            [rows],
+          );
+          expect(out.rows.map((r: { k: string }) => r.k)).toEqual(rows.map(stateKeyOfInlineRow));
+        },
+      ),
+      { numRuns: 60 },
+    );
   });
 });

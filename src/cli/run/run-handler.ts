@@ -2,6 +2,7 @@ import { isAbsolute, resolve } from "node:path";
 import { PutObjectCommand } from "@aws-sdk/client-s3";
 import { SendMessageCommand } from "@aws-sdk/client-sqs";
 import { DeliveryFailedError } from "../../lambda/errors.js";
+import { LOCAL_CREDENTIALS, LOCAL_REGION } from "../../local/aws-local.js";
 import { currentInvocation } from "../../local/delivery/invocation-scope.js";
 import {
   InjectedFailure,
@@ -9,6 +10,7 @@ import {
   type LocalFunction,
   RuntimeStoppedError,
 } from "../../local/delivery/lambda-runner.js";
+import { seesLocalTables } from "../../local/emulators/dynamodb-local.js";
 import { freePort } from "../../local/emulators/free-port.js";
 import { scanTable } from "../../local/emulators/scan-table.js";
 import { applyEnvironment, LocalRuntime } from "../../local/runtime.js";
@@ -54,7 +56,9 @@ export async function runHandler(options: RunHandlerOptions): Promise<RunReport>
     ...(viaSqs ? { sqs: await freePort() } : {}),
     ...(o.dynamodbEndpoint ? {} : { dynamodb: await freePort() }),
   };
-  const restoreEnv = applyEnvironment(handlerEnvironment(o, ports));
+  const env = handlerEnvironment(o, ports);
+  await checkSharedTables(o.dynamodbEndpoint, env);
+  const restoreEnv = applyEnvironment(env);
   let runtime: LocalRuntime | undefined;
   try {
     let handler: LambdaHandler;
@@ -97,6 +101,29 @@ function handlerEnvironment(o: ResolvedRunOptions, ports: Ports): Record<string,
     ...env,
     ...o.env,
   };
+}
+
+/**
+ * With `--dynamodb-endpoint`, an `--env` override may give the handler another key pair or region than the runtime's
+ * (aws-local.ts). A DynamoDB Local started without `-sharedDb` keeps one database per key pair and region: the handler
+ * would see none of the tables the run creates, and every call would fail with ResourceNotFoundException. Said up
+ * front, in one line.
+ */
+async function checkSharedTables(endpoint: string | undefined, env: Record<string, string>): Promise<void> {
+  const other = {
+    accessKeyId: env.AWS_ACCESS_KEY_ID ?? LOCAL_CREDENTIALS.accessKeyId,
+    secretAccessKey: env.AWS_SECRET_ACCESS_KEY ?? LOCAL_CREDENTIALS.secretAccessKey,
+    region: env.AWS_REGION ?? LOCAL_REGION,
+  };
+  if (!endpoint || (other.accessKeyId === LOCAL_CREDENTIALS.accessKeyId && other.region === LOCAL_REGION))
+    return;
+  if ((await seesLocalTables(endpoint, other)) !== false) return;
+  throw new Error(
+    `the DynamoDB at ${endpoint} keeps one database per access key and region (a DynamoDB Local started ` +
+      `without -sharedDb), and the handler's key ${other.accessKeyId} in ${other.region} (--env) is not the ` +
+      `run's (${LOCAL_CREDENTIALS.accessKeyId} in ${LOCAL_REGION}): it would not see the tables the run creates; ` +
+      "start it with -sharedDb, or drop the --env override",
+  );
 }
 
 async function drive(

@@ -1,8 +1,14 @@
-import type { StateAdmin } from "../../core/state-admin.js";
+import {
+  type ForgetOptions,
+  forgetWaitMs,
+  leaseLive,
+  resolveForgetOptions,
+  type StateAdmin,
+} from "../../core/state-admin.js";
 import { stateKey } from "../../core/state-key.js";
 import { StateNotFoundError, StateRefusedError } from "./errors.js";
 import type { StateListOptions } from "./options.js";
-import { describeHolder, type StateView, viewOf } from "./view.js";
+import { describeHolder, formatDuration, type StateView, viewOf } from "./view.js";
 
 /**
  * What each `eonce state` subcommand does, on a StateAdmin, without I/O: a view back, or a typed error
@@ -62,16 +68,30 @@ export async function releaseState(
   throw new StateRefusedError(target.key, r.state, `refused: ${why}`);
 }
 
-/** Deletes the record unless a live lease holds it; returns the record as it was. */
-export async function forgetState(admin: StateAdmin, target: StateTarget, nowMs: number): Promise<StateView> {
-  const r = await admin.forget(target.key, nowMs);
-  if (r.forgotten) return viewOf(r.state, nowMs);
+/**
+ * Deletes the record unless a lease may still hold it by its holder's clock (core forgetRefused: the lease counts
+ * until `clockSkewMs` after its end), or with `force`; returns the record as it was.
+ */
+export async function forgetState(
+  admin: StateAdmin,
+  target: StateTarget,
+  options: ForgetOptions,
+): Promise<StateView> {
+  const o = resolveForgetOptions(options);
+  const r = await admin.forget(target.key, o);
+  if (r.forgotten) return viewOf(r.state, o.nowMs);
   if (!r.state) throw new StateNotFoundError(target.key);
-  const holder = viewOf(r.state, nowMs);
+  const holder = viewOf(r.state, o.nowMs);
+  // Ended by this clock, but within the grace: the holder's clock may be behind, and it may still be running.
+  const held = leaseLive(r.state, o.nowMs)
+    ? `a live lease holds ${target.key} (${describeHolder(holder)})`
+    : `the lease of ${target.key} ended ${formatDuration(-(holder.leaseLeftMs ?? 0))} ago by this clock ` +
+      `(${describeHolder(holder)}), but its holder's clock may be behind`;
   throw new StateRefusedError(
     target.key,
     r.state,
-    `refused: a live lease holds ${target.key} (${describeHolder(holder)}); wait for it to end, or release it ` +
-      `first (eonce state release ${target.subject ?? target.key} --fence ${r.state.fence})`,
+    `refused: ${held}; a lease holds until ${o.clockSkewMs} ms after its end (--clock-skew-ms): wait ` +
+      `${formatDuration(forgetWaitMs(r.state, o))}, release it first (eonce state release ` +
+      `${target.subject ?? target.key} --fence ${r.state.fence}), or add --force if its holder is gone`,
   );
 }

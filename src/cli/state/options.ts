@@ -1,6 +1,7 @@
 import { InvalidArgumentError } from "commander";
 import * as opt from "../../core/options.js";
 import type { StateStatus } from "../../core/state.js";
+import { FORGET_OPTIONS } from "../../core/state-admin.js";
 import { AWS_CONNECTION_FIELDS, type AwsConnection } from "../aws-connection.js";
 import type { FlagSpec } from "../options.js";
 
@@ -117,6 +118,9 @@ export const LIST_FLAGS: { [K in keyof typeof STATE_LIST_OPTIONS]?: FlagSpec } =
   status: { value: "<status>" },
   olderThanMs: { name: "older-than", value: "<duration>", parse: parseDuration },
 };
+
+/** `forget`'s own flags: the clock skew grace and --force (core/state-admin.ts FORGET_OPTIONS). */
+export const STATE_FORGET_OPTIONS = opt.pickFields(FORGET_OPTIONS, ["clockSkewMs", "force"]);
 
 export interface StateReleaseOptions {
   fence: number;

@@ -1,7 +1,15 @@
 import { type ChildProcess, spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
-import { DynamoDBClient, ListTablesCommand } from "@aws-sdk/client-dynamodb";
+import {
+  CreateTableCommand,
+  DeleteTableCommand,
+  DescribeTableCommand,
+  DynamoDBClient,
+  ListTablesCommand,
+  ResourceNotFoundException,
+} from "@aws-sdk/client-dynamodb";
 import { LOCAL_CREDENTIALS, LOCAL_REGION } from "../aws-local.js";
 import { freePort } from "./free-port.js";
 
@@ -27,6 +35,12 @@ export interface StartDynamoDBLocalOptions {
   javaPath?: string;
   /** How long to wait for the server to answer, default 30 000 ms. */
   startTimeoutMs?: number;
+  /**
+   * One database for every access key and region (`-sharedDb`). Default true. False starts it as a user may run
+   * one by hand: a database per access key and region, so clients see each other's tables only with the same
+   * key pair and region (for tests of `--dynamodb-endpoint` against such a server).
+   */
+  sharedDb?: boolean;
 }
 
 /** What to say when there is no Java to run DynamoDB Local. */
@@ -60,9 +74,56 @@ export function dynamoDBClient(endpoint: string): DynamoDBClient {
   });
 }
 
+/** A key pair and region a client of DynamoDB Local may use. */
+export interface LocalIdentity {
+  accessKeyId: string;
+  secretAccessKey: string;
+  region: string;
+}
+
+/**
+ * Whether a client with `other`'s key pair and region sees the tables the runtime's clients (aws-local.ts) create at
+ * `endpoint`: always on a DynamoDB Local started with `-sharedDb`, only with the same pair and region without it.
+ * Creates a small table, looks for it as `other`, deletes it. Undefined when the probe itself fails: no answer.
+ */
+export async function seesLocalTables(endpoint: string, other: LocalIdentity): Promise<boolean | undefined> {
+  const local = dynamoDBClient(endpoint);
+  const them = new DynamoDBClient({
+    endpoint,
+    region: other.region,
+    credentials: { accessKeyId: other.accessKeyId, secretAccessKey: other.secretAccessKey },
+    maxAttempts: 2,
+  });
+  const TableName = `eonce-shared-db-probe-${randomUUID()}`;
+  try {
+    await local.send(
+      new CreateTableCommand({
+        TableName,
+        AttributeDefinitions: [{ AttributeName: "pk", AttributeType: "S" }],
+        KeySchema: [{ AttributeName: "pk", KeyType: "HASH" }],
+        BillingMode: "PAY_PER_REQUEST",
+      }),
+    );
+  } catch {
+    local.destroy();
+    them.destroy();
+    return undefined;
+  }
+  try {
+    await them.send(new DescribeTableCommand({ TableName }));
+    return true;
+  } catch (error) {
+    return error instanceof ResourceNotFoundException ? false : undefined;
+  } finally {
+    await local.send(new DeleteTableCommand({ TableName })).catch(() => {});
+    local.destroy();
+    them.destroy();
+  }
+}
+
 export async function startDynamoDBLocal(options: StartDynamoDBLocalOptions = {}): Promise<DynamoDBLocal> {
   const port = options.port ?? (await freePort());
-  const jvm = spawnJvm(port, options.javaPath ?? "java");
+  const jvm = spawnJvm(port, options.javaPath ?? "java", options.sharedDb ?? true);
   const endpoint = `http://127.0.0.1:${port}`;
   try {
     await answering(endpoint, jvm, Date.now() + (options.startTimeoutMs ?? 30_000));
@@ -96,14 +157,14 @@ interface Jvm {
   exit: Promise<void>;
 }
 
-function spawnJvm(port: number, java: string): Jvm {
+function spawnJvm(port: number, java: string, sharedDb: boolean): Jvm {
   const args = [
     "-Djava.library.path=./DynamoDBLocal_lib",
     "-Xmx512m",
     "-jar",
     "DynamoDBLocal.jar",
     "-inMemory",
-    "-sharedDb",
+    ...(sharedDb ? ["-sharedDb"] : []),
     "-disableTelemetry",
     "-port",
     String(port),

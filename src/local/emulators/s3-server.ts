@@ -29,12 +29,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { S3Client } from "@aws-sdk/client-s3";
 import type S3rver from "s3rver";
-import { LOCAL_REGION } from "../aws-local.js";
+import { LOCAL_CREDENTIALS, LOCAL_REGION } from "../aws-local.js";
 import { conditionalWrites, rejectS3Request } from "./s3-conditional.js";
 import { makePutObjectDurable } from "./s3-durable-put.js";
 
-/** s3rver accepts only its hard-coded key pair (it does not verify SigV4 signatures). */
-export const S3RVER_CREDENTIALS = { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" } as const;
+/** s3rver accepts only its hard-coded key pair (it does not verify SigV4 signatures): the local one. */
+export const S3RVER_CREDENTIALS = LOCAL_CREDENTIALS;
 
 /** One record as s3rver emits it (node_modules/s3rver/lib/models/event.js): not a faithful notification. */
 export interface S3rverEventRecord {

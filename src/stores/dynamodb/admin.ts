@@ -1,6 +1,6 @@
 import { ConditionalCheckFailedException, DeleteItemCommand } from "@aws-sdk/client-dynamodb";
 import type { StateRecord } from "../../core/state.js";
-import type { ForgetResult, StateAdmin, StateQuery } from "../../core/state-admin.js";
+import type { ForgetOptions, ForgetResult, StateAdmin, StateQuery } from "../../core/state-admin.js";
 import { storeError } from "./expressions.js";
 import { FORGET_CONDITION, forgetValues, scanState } from "./scan-state.js";
 import { STATE_KEY_ATTRIBUTE } from "./schema-names.js";
@@ -29,7 +29,8 @@ export class DynamoDBStateAdmin implements StateAdmin {
     }
   }
 
-  async forget(key: string, nowMs: number): Promise<ForgetResult> {
+  async forget(key: string, options: ForgetOptions): Promise<ForgetResult> {
+    const values = forgetValues(options); // checked before the request: a bad option is no store error
     try {
       const out = await this.options.client.send(
         new DeleteItemCommand({
@@ -41,7 +42,7 @@ export class DynamoDBStateAdmin implements StateAdmin {
             "#st": NAMES["#st"],
             "#lease": NAMES["#lease"],
           },
-          ExpressionAttributeValues: forgetValues(nowMs),
+          ExpressionAttributeValues: values,
           ReturnValues: "ALL_OLD",
           ReturnValuesOnConditionCheckFailure: "ALL_OLD",
         }),

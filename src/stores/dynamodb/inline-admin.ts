@@ -4,7 +4,7 @@ import {
   UpdateItemCommand,
 } from "@aws-sdk/client-dynamodb";
 import type { StateRecord } from "../../core/state.js";
-import type { ForgetResult, StateAdmin, StateQuery } from "../../core/state-admin.js";
+import type { ForgetOptions, ForgetResult, StateAdmin, StateQuery } from "../../core/state-admin.js";
 import { type Item, storeError } from "./expressions.js";
 import {
   hasState,
@@ -57,8 +57,9 @@ export class InlineStateAdmin implements StateAdmin {
     }
   }
 
-  async forget(key: string, nowMs: number): Promise<ForgetResult> {
+  async forget(key: string, options: ForgetOptions): Promise<ForgetResult> {
     const { "#wpos": _wpos, "#wfence": _wfence, ...state } = NAMES;
+    const values = forgetValues(options); // checked before the request: a bad option is no store error
     try {
       const out = await this.#client.send(
         new UpdateItemCommand({
@@ -67,7 +68,7 @@ export class InlineStateAdmin implements StateAdmin {
           UpdateExpression: `REMOVE ${Object.keys(state).join(", ")}`,
           ConditionExpression: FORGET_CONDITION,
           ExpressionAttributeNames: state,
-          ExpressionAttributeValues: forgetValues(nowMs),
+          ExpressionAttributeValues: values,
           // The state attributes only: the user's attributes are not sent back.
           ReturnValues: "UPDATED_OLD",
           ReturnValuesOnConditionCheckFailure: "ALL_OLD",

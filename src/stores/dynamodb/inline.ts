@@ -6,7 +6,6 @@ import {
   UpdateItemCommand,
   type UpdateItemCommandInput,
 } from "@aws-sdk/client-dynamodb";
-import { marshall } from "@aws-sdk/util-dynamodb";
 import { OptionsError, StoreError, UnsupportedAtomicWriteError } from "../../core/errors.js";
 import { func, resolveOptions, schemaFor, string } from "../../core/options.js";
 import { type ClaimRequest, claimAllowed, isOwnClaim, landedAs, type StateRecord } from "../../core/state.js";
@@ -16,6 +15,7 @@ import * as dx from "./expressions.js";
 import { type Item, N, S } from "./expressions.js";
 import { DYNAMODB_MAX_RESULT_BYTES } from "./limits.js";
 import { DYNAMODB_TABLE_FIELDS } from "./options.js";
+import { attributeItem, checkExpression, checkName, DYNAMODB_MAX_EXPRESSION_BYTES } from "./values.js";
 
 /**
  * Inline state: the guard's state lives in the user's own row, in attributes with the reserved prefix `eo_`.
@@ -152,7 +152,8 @@ export class InlineDynamoDBStore implements Store.StateStore {
 
   /**
    * The user attributes of the event's row, written with its commit (`ctx.atCommit(store.row(ctx, {...}))`).
-   * `undefined` values remove the attribute. The key attribute and `eo_*` names are refused.
+   * `undefined` values remove the attribute. The key attribute and `eo_*` names are refused, and so is, here rather
+   * than at the commit, anything DynamoDB would refuse whatever the row holds (src/stores/dynamodb/values.ts).
    */
   row(ctx: InlineRowSource, attributes: Record<string, unknown>): InlineRowWrite {
     if (typeof ctx?.stateKey !== "string")
@@ -167,16 +168,19 @@ export class InlineDynamoDBStore implements Store.StateStore {
           `InlineDynamoDBStore.row: attribute "${name}" is the key or reserved (${INLINE_RESERVED_PREFIX}*)`,
         );
       }
+      checkName("InlineDynamoDBStore.row", name);
       if (value === undefined) remove.push(name);
       else present[name] = value;
     }
+    const set = attributeItem("InlineDynamoDBStore.row", present);
+    checkRowExpression(set, remove);
     const rowKey = this.rowKeyOf(ctx.stateKey);
     const write: InlineRowWrite = {
       engine: "dynamodb-inline",
       description: `row ${this.#table}/${rowKey}`,
       tableName: this.#table,
       rowKey,
-      set: marshall(present, { removeUndefinedValues: true, convertClassInstanceToMap: true }) as Item,
+      set,
       remove,
     };
     this.#made.add(write);
@@ -383,6 +387,8 @@ export class InlineDynamoDBStore implements Store.StateStore {
     let shape = this.#shapes.get(key);
     if (!shape) {
       shape = rowShape(parts, writes.length > 0, attributes, position, condition);
+      // Row writes that fit one by one (checkRowExpression) may not fit together: refused before sending.
+      checkExpression(`InlineDynamoDBStore: the update of row ${row}`, shape.expression.update);
       if (this.#shapes.size >= MAX_ROW_SHAPES) this.#shapes.clear();
       this.#shapes.set(key, shape);
     }
@@ -477,6 +483,24 @@ function rowShape(
   // placeholders.
   const expression = dx.expressionShape(update, condition, NAMES);
   return { expression, names: attributes.names.length > 0 ? names : undefined, userValues };
+}
+
+/** The longest state clauses a row update carries beside the row's (under 300 bytes): room kept in the expression. */
+const STATE_CLAUSE_BYTES = 512;
+
+/**
+ * Refuses a row write whose own SET and REMOVE clauses (`#u0 = :u0, …`) leave no room for the state's in DynamoDB's
+ * 4 KB update expression: about 200 attributes.
+ */
+function checkRowExpression(set: Item, remove: readonly string[]): void {
+  const count = Object.keys(set).length + remove.length;
+  let bytes = 0;
+  for (let i = 0; i < count; i++) bytes += `#u${i} = :u${i}, `.length;
+  if (bytes > DYNAMODB_MAX_EXPRESSION_BYTES - STATE_CLAUSE_BYTES) {
+    throw new OptionsError(
+      `InlineDynamoDBStore.row: ${count} attributes do not fit DynamoDB's 4 KB update expression; write fewer`,
+    );
+  }
 }
 
 /** Row shapes a store keeps (a handful in use; a store that sees more starts over). */

@@ -1,6 +1,12 @@
 import { type DynamoDBClient, ScanCommand } from "@aws-sdk/client-dynamodb";
 import type { StateRecord } from "../../core/state.js";
-import { compareForAdmin, fenceAt, type StateQuery } from "../../core/state-admin.js";
+import {
+  compareForAdmin,
+  type ForgetOptions,
+  fenceAt,
+  forgetLeaseBoundMs,
+  type StateQuery,
+} from "../../core/state-admin.js";
 import { type Item, N, S } from "./expressions.js";
 
 export interface StateScan {
@@ -52,10 +58,10 @@ export async function scanState(scan: StateScan, query: StateQuery): Promise<Sta
   return records.sort((a, b) => compareForAdmin(a, b, query.nowMs)).slice(0, query.limit);
 }
 
-/** The condition of `forget`: state is there, and no live lease holds it (`:running`, `:now`). */
+/** The condition of `forget`: state is there, and no lease holds it (core forgetRefused, `:running`, `:bound`). */
 export const FORGET_CONDITION =
-  "attribute_exists(#fence) AND (#st <> :running OR attribute_not_exists(#lease) OR #lease <= :now)";
+  "attribute_exists(#fence) AND (#st <> :running OR attribute_not_exists(#lease) OR #lease <= :bound)";
 
-export function forgetValues(nowMs: number): Item {
-  return { ":running": S("running"), ":now": N(nowMs) };
+export function forgetValues(options: ForgetOptions): Item {
+  return { ":running": S("running"), ":bound": N(forgetLeaseBoundMs(options)) };
 }

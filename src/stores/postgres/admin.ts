@@ -1,5 +1,12 @@
 import type { StateRecord } from "../../core/state.js";
-import { type ForgetResult, fenceAt, type StateAdmin, type StateQuery } from "../../core/state-admin.js";
+import {
+  type ForgetOptions,
+  type ForgetResult,
+  fenceAt,
+  forgetLeaseBoundMs,
+  type StateAdmin,
+  type StateQuery,
+} from "../../core/state-admin.js";
 import { postgresStoreError } from "./errors.js";
 import type { PostgresPool } from "./schema.js";
 import { toRecord } from "./sql.js";
@@ -47,7 +54,10 @@ export function listParams(query: StateQuery): unknown[] {
   ];
 }
 
-/** A lease that holds on the locked row `old` at $2 (ms): `forget` leaves that row alone (leaseLive in SQL). */
+/**
+ * A lease that holds on the locked row `old`: `forget` leaves that row alone. $2 is forgetLeaseBoundMs (core
+ * forgetRefused as a bound: the operator's clock less the clock skew grace).
+ */
 export function liveLeaseCondition(c: AdminColumns): string {
   return `old.${c.status} = 'running' AND COALESCE(old.${c.leaseUntilMs}, 0) > $2`;
 }
@@ -81,8 +91,9 @@ export class PostgresStateAdmin implements StateAdmin {
     }
   }
 
-  async forget(key: string, nowMs: number): Promise<ForgetResult> {
+  async forget(key: string, options: ForgetOptions): Promise<ForgetResult> {
     const table = this.store.tableName;
+    const boundMs = forgetLeaseBoundMs(options); // checked before the statement: a bad option is no store error
     try {
       const out = await this.#pool.query(
         `WITH old AS (SELECT * FROM ${table} WHERE state_key = $1 FOR UPDATE),
@@ -92,7 +103,7 @@ del AS (
   RETURNING 1
 )
 SELECT (SELECT count(*) FROM del) AS landed, old.* FROM (SELECT 1) AS one LEFT JOIN old ON true`,
-        [key, nowMs],
+        [key, boundMs],
       );
       const row = out.rows[0] as Record<string, unknown> | undefined;
       if (!row || row.state_key == null) return { forgotten: false };

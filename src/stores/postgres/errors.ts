@@ -31,3 +31,45 @@ export function postgresStoreError(op: string, what: string, error: unknown): St
     retryable: isRetryablePostgresError(error),
   });
 }
+
+/** What a migration waited for when its lock wait ended: the table, or another migration of the same schema. */
+export type MigrationLockHolder = "table" | "migration";
+
+/**
+ * A migration (`migrate`, `migrateInline`) with work to do did not get a lock within its `lockTimeoutMs`: a long
+ * transaction holds the table (a reader, pg_dump, a session idle in transaction), or another migration of the schema
+ * held the migration lock that long. Nothing was changed, and statements queued behind the migration's lock request
+ * waited at most that long. Retryable: a later cold start or a deploy step may find the table free.
+ */
+export class MigrationLockTimeoutError extends StoreError {
+  /** The table the migration was for, quoted and qualified. */
+  readonly table: string;
+  readonly lockTimeoutMs: number;
+  /** What the table lacked (columns, an index, the table itself). */
+  readonly missing: readonly string[];
+  readonly waitedFor: MigrationLockHolder;
+
+  constructor(
+    o: {
+      what: string;
+      table: string;
+      lockTimeoutMs: number;
+      missing: readonly string[];
+      waitedFor: MigrationLockHolder;
+    },
+    options: { cause: unknown },
+  ) {
+    const why =
+      o.waitedFor === "table"
+        ? `the migration could not lock it within lockTimeoutMs (${o.lockTimeoutMs} ms): a long transaction holds it (a reader, pg_dump, a session idle in transaction; see pg_stat_activity and pg_locks)`
+        : `another migration of the same schema held the migration lock for more than lockTimeoutMs (${o.lockTimeoutMs} ms), probably waiting for a long transaction on the table`;
+    super(
+      `${o.what}: ${o.table} lacks ${o.missing.join(", ")}, but ${why}. Nothing was changed. End that transaction and retry, run the migration in a deploy step, or raise lockTimeoutMs.`,
+      { cause: options.cause, retryable: true },
+    );
+    this.table = o.table;
+    this.lockTimeoutMs = o.lockTimeoutMs;
+    this.missing = o.missing;
+    this.waitedFor = o.waitedFor;
+  }
+}

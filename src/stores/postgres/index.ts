@@ -1,7 +1,7 @@
 // The PostgreSQL state store and fenced sink (node-postgres, an optional peer). Named exports only
 // (test/exports.test.ts pins them); statements and row codecs stay internal.
 export { isPostgresAtomicWrite, type PostgresAtomicWrite, postgresWrite } from "./atomic-write.js";
-export { isRetryablePostgresError } from "./errors.js";
+export { isRetryablePostgresError, MigrationLockTimeoutError } from "./errors.js";
 export {
   INLINE_POSTGRES_COLUMNS,
   type InlinePostgresRowSource,
@@ -12,6 +12,7 @@ export {
 export { type InlineTableOptions, migrateInline } from "./inline-schema.js";
 export {
   deleteExpired,
+  type MigrateOptions,
   migrate,
   type PostgresClient,
   type PostgresPool,

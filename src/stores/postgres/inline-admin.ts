@@ -1,5 +1,11 @@
 import type { StateRecord } from "../../core/state.js";
-import type { ForgetResult, StateAdmin, StateQuery } from "../../core/state-admin.js";
+import {
+  type ForgetOptions,
+  type ForgetResult,
+  forgetLeaseBoundMs,
+  type StateAdmin,
+  type StateQuery,
+} from "../../core/state-admin.js";
 import { stateKeyOfInlineRow } from "../../core/state-key.js";
 import { type AdminColumns, listParams, listStatement, liveLeaseCondition } from "./admin.js";
 import { postgresStoreError } from "./errors.js";
@@ -45,7 +51,7 @@ export class InlinePostgresStateAdmin implements StateAdmin {
       leaseUntilMs: "eo_lease",
       fence: "eo_fence",
       // stateKeyOfInlineRow in SQL, so that rows order as their state keys do.
-      stateKey: `CASE WHEN left(${rowKey}, 2) = 'u#' THEN ${rowKey} ELSE 'o#' || ${rowKey} END`,
+      stateKey: stateKeyOfInlineRowSql(rowKey),
     };
   }
 
@@ -63,8 +69,9 @@ export class InlinePostgresStateAdmin implements StateAdmin {
     }
   }
 
-  async forget(key: string, nowMs: number): Promise<ForgetResult> {
+  async forget(key: string, options: ForgetOptions): Promise<ForgetResult> {
     const table = this.store.tableName;
+    const boundMs = forgetLeaseBoundMs(options); // checked before the statement: a bad option is no store error
     const cleared = INLINE_COLUMN_NAMES.filter((c) => !WRITE_STAMP.includes(c)).map((c) => `${c} = NULL`);
     try {
       const out = await this.#pool.query(
@@ -76,7 +83,7 @@ upd AS (
   RETURNING 1
 )
 SELECT (SELECT count(*) FROM upd) AS landed, old.* FROM (SELECT 1) AS one LEFT JOIN old ON true`,
-        [this.store.rowKeyOf(key), nowMs],
+        [this.store.rowKeyOf(key), boundMs],
       );
       const row = out.rows[0] as Record<string, unknown> | undefined;
       const state = inlineRecord(key, row);
@@ -90,4 +97,9 @@ SELECT (SELECT count(*) FROM upd) AS landed, old.* FROM (SELECT 1) AS one LEFT J
   async close(): Promise<void> {
     await this.#pool.end?.();
   }
+}
+
+/** stateKeyOfInlineRow (src/core/state-key.ts) in SQL, over a text expression `row`. */
+export function stateKeyOfInlineRowSql(row: string): string {
+  return `CASE WHEN left(${row}, 4) = 'u#o#' THEN 'o#u#' || substr(${row}, 5) WHEN left(${row}, 2) = 'u#' THEN ${row} ELSE 'o#' || ${row} END`;
 }

@@ -1,6 +1,7 @@
 import type { Pool, PoolClient } from "pg";
 import { OptionsError } from "../../core/errors.js";
-import { custom, type Field, required, string } from "../../core/options.js";
+import { custom, type Field, required, schemaFor, string } from "../../core/options.js";
+import { lockTimeoutField, migrationOptions, type Queryable, runMigration } from "./migration.js";
 
 /** What the store, the sink and `migrate` run statements on: a `pg.Pool` (transactions take one of its clients). */
 export interface PostgresPool {
@@ -67,19 +68,78 @@ function stateTableDdl(table: string): string {
 )`;
 }
 
+export interface MigrateOptions extends PostgresTableOptions {
+  /**
+   * When something is missing: how long the migration waits for a lock (the table's, or another migration's of the
+   * schema) before it fails with MigrationLockTimeoutError, nothing changed. Default 3000 ms. Statements on the table
+   * queued behind the migration's lock request wait at most that long. Nothing missing: no lock is taken.
+   */
+  lockTimeoutMs?: number;
+}
+
+const MIGRATE_OPTIONS = schemaFor<MigrateOptions>()({
+  schema: identifier(DEFAULT_SCHEMA),
+  table: identifier(DEFAULT_STATE_TABLE),
+  lockTimeoutMs: lockTimeoutField,
+});
+
+/** What the state table may lack, as messages name it. */
+const PARTS = {
+  schema: "the schema",
+  table: "the table",
+  fingerprint: "column committed_fingerprint",
+  index: "the index on expires_at",
+} as const;
+
 /**
- * Creates the schema and the state table if missing (idempotent: safe on every cold start and in a deploy step).
+ * Creates the schema, the state table and its index, and adds the columns added since the table was created, when
+ * missing. Safe on every cold start and in a deploy step: with nothing missing it reads the catalog and takes no lock;
+ * otherwise concurrent calls are serialised, and lock waits end after `lockTimeoutMs` (migration.ts).
  * Postgres has no TTL: run `deleteExpired` from a schedule to keep the table small.
  */
-export async function migrate(pool: PostgresPool, options: PostgresTableOptions = {}): Promise<void> {
-  const schema = options.schema ?? DEFAULT_SCHEMA;
-  const table = qualified(schema, options.table ?? DEFAULT_STATE_TABLE);
-  await pool.query(`CREATE SCHEMA IF NOT EXISTS ${quote(schema)}`);
-  await pool.query(stateTableDdl(table));
-  // Tables created before the column existed get it here (idempotent).
-  await pool.query(`ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS committed_fingerprint text`);
-  const index = quote(`${(options.table ?? DEFAULT_STATE_TABLE).slice(0, 50)}_expires_at`);
-  await pool.query(`CREATE INDEX IF NOT EXISTS ${index} ON ${table} (expires_at)`);
+export async function migrate(pool: PostgresPool, options: MigrateOptions = {}): Promise<void> {
+  const o = migrationOptions("migrate", MIGRATE_OPTIONS, options);
+  const table = qualified(o.schema, o.table);
+  const index = `${o.table.slice(0, 50)}_expires_at`;
+  await runMigration(pool, {
+    what: "migrate",
+    schema: o.schema,
+    table,
+    lockTimeoutMs: o.lockTimeoutMs,
+    missing: (db) => stateTableMissing(db, o.schema, o.table, index),
+    apply: async (db, missing) => {
+      if (missing.includes(PARTS.schema)) await db.query(`CREATE SCHEMA IF NOT EXISTS ${quote(o.schema)}`);
+      if (missing.includes(PARTS.table)) await db.query(stateTableDdl(table));
+      else if (missing.includes(PARTS.fingerprint))
+        await db.query(`ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS committed_fingerprint text`);
+      if (missing.includes(PARTS.index))
+        await db.query(`CREATE INDEX IF NOT EXISTS ${quote(index)} ON ${table} (expires_at)`);
+    },
+  });
+}
+
+/**
+ * What of the state table is missing, from the catalog tables themselves: they take no lock on the table, and each
+ * statement reads them under a new snapshot, so a read after the advisory lock sees what the last holder committed.
+ */
+async function stateTableMissing(
+  db: Queryable,
+  schema: string,
+  table: string,
+  index: string,
+): Promise<string[]> {
+  const out = await db.query(
+    `SELECT n.oid IS NOT NULL AS has_schema, c.oid IS NOT NULL AS has_table,
+  EXISTS (SELECT 1 FROM pg_attribute a
+    WHERE a.attrelid = c.oid AND a.attname = 'committed_fingerprint' AND NOT a.attisdropped) AS has_fingerprint,
+  EXISTS (SELECT 1 FROM pg_class i WHERE i.relnamespace = n.oid AND i.relname = $3) AS has_index
+FROM (SELECT 1) AS one
+LEFT JOIN pg_namespace n ON n.nspname = $1
+LEFT JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = $2`,
+    [schema, table, index],
+  );
+  const row = out.rows[0] as Record<string, boolean>;
+  return (Object.keys(PARTS) as (keyof typeof PARTS)[]).filter((k) => !row[`has_${k}`]).map((k) => PARTS[k]);
 }
 
 /**

@@ -35,7 +35,9 @@ const SINK_OPTIONS = schemaFor<PostgresFencedSinkOptions>()({
  * Upserts rows so that results land in position order whatever the arrival order: `INSERT … ON CONFLICT DO UPDATE
  * … WHERE` the row holds an older position, or the same position from an older claim (a row without a position,
  * written by something else, counts as older than any). A late or zombie run changes no row and is told `stale`.
- * One row must be written by one subject only: positions are only comparable within a subject.
+ * Events without a position write the empty position: any positioned write wins over them, and between two of them
+ * the later claim wins (the fenced sinks' one rule, docs/architecture.md). One row must be written by one subject
+ * only: positions are only comparable within a subject.
  */
 export class PostgresFencedSink {
   readonly #pool: PostgresPool;

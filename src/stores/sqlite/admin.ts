@@ -1,9 +1,11 @@
 import { StoreError } from "../../core/errors.js";
 import type { StateRecord } from "../../core/state.js";
 import {
+  type ForgetOptions,
   type ForgetResult,
   fenceAt,
-  leaseLive,
+  forgetRefused,
+  resolveForgetOptions,
   type StateAdmin,
   type StateQuery,
 } from "../../core/state-admin.js";
@@ -48,14 +50,15 @@ ORDER BY ${RANK}, fence, state_key LIMIT @limit`;
     );
   }
 
-  async forget(key: string, nowMs: number): Promise<ForgetResult> {
+  async forget(key: string, options: ForgetOptions): Promise<ForgetResult> {
+    const o = resolveForgetOptions(options); // checked before the transaction: a bad option is no store error
     const sql = statementsOf(this.store);
     return this.#step("forget", key, () =>
       sql.immediate((): ForgetResult => {
         const row = sql.get(`SELECT * FROM "${this.store.tableName}" WHERE state_key = @key`, { key });
         if (!row) return { forgotten: false };
         const state = toRecord(row);
-        if (leaseLive(state, nowMs)) return { forgotten: false, state };
+        if (forgetRefused(state, o)) return { forgotten: false, state };
         if (sql.run(`DELETE FROM "${this.store.tableName}" WHERE state_key = @key`, { key }) !== 1)
           throw new StoreError(`SqliteStore: ${key} changed inside its own transaction`, {
             retryable: false,

@@ -1,5 +1,5 @@
 import type { StateRecord, StateStatus } from "../../core/state.js";
-import type { SqliteConnection, SqlRow } from "./connection.js";
+import { type SqliteConnection, type SqlRow, Statements } from "./connection.js";
 
 /** Table names are spliced into SQL, so they are plain identifiers only. */
 export const SQL_IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
@@ -63,14 +63,27 @@ export function rowBytes(row: SqlRow): number {
   return bytes;
 }
 
-/** Columns added after the first release: a table created before them gets them on open (idempotent). */
+/** Columns added after the first release: a table created before them gets them on open. */
 const ADDED_COLUMNS = { cfp: "TEXT" } as const;
 
+/**
+ * Adds the columns a table created before them lacks. Nothing missing (every open but the first after an upgrade):
+ * one read, no write lock. Otherwise several processes may be opening the database at once, each having seen the
+ * column missing: under the write lock (`BEGIN IMMEDIATE`, waiting up to the busy timeout) each looks again and
+ * adds only what is still missing, or a second ALTER fails with "duplicate column name".
+ */
 export function addMissingColumns(db: SqliteConnection, table: string): void {
+  if (missingColumns(db, table).length === 0) return;
+  new Statements(db).immediate(() => {
+    for (const [name, type] of missingColumns(db, table))
+      db.exec(`ALTER TABLE "${table}" ADD COLUMN ${name} ${type}`);
+  });
+}
+
+/** Reads the table's columns afresh: the pragma's statement is checked against the schema as it runs. */
+function missingColumns(db: SqliteConnection, table: string): [string, string][] {
   const present = new Set(
     (db.prepare(`PRAGMA table_info("${table}")`).all({}) as { name: string }[]).map((c) => c.name),
   );
-  for (const [name, type] of Object.entries(ADDED_COLUMNS)) {
-    if (!present.has(name)) db.exec(`ALTER TABLE "${table}" ADD COLUMN ${name} ${type}`);
-  }
+  return Object.entries(ADDED_COLUMNS).filter(([name]) => !present.has(name));
 }

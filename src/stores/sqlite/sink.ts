@@ -35,7 +35,8 @@ const SINK_OPTIONS = schemaFor<SqliteFencedSinkOptions>()({
  * Rows that land in position order whatever the arrival order: each write is one upsert that replaces the row only
  * if it holds an older position, or the same position from an older claim (fence), so a late or zombie run never
  * overwrites newer work. One row is written by one subject only (positions compare within a subject). Events
- * without a position write the empty position, which every positioned write overwrites.
+ * without a position write the empty position, which every positioned write overwrites; between two of them the later
+ * claim wins (the fenced sinks' one rule, docs/architecture.md).
  */
 export class SqliteFencedSink {
   readonly #store: SqliteStore;

@@ -255,4 +255,43 @@ describe("SqliteStore: expiry and several processes", () => {
       3 * subjects,
     );
   }, 60_000);
+
+  it("processes opening a database made before a column was added at once: each opens, the column is added once", async () => {
+    const filename = file();
+    const old = new Database(filename);
+    old.pragma("journal_mode = WAL");
+    // The state table as the first release created it: no cfp column.
+    old.exec(`CREATE TABLE eonce_state (state_key TEXT PRIMARY KEY, status TEXT NOT NULL, pos TEXT NOT NULL,
+      eid TEXT NOT NULL, fence INTEGER NOT NULL, tok TEXT, lease_until INTEGER, cpos TEXT, ceid TEXT, result TEXT,
+      result_omitted INTEGER, expires_at INTEGER NOT NULL, att INTEGER) WITHOUT ROWID`);
+    // Holding the write lock, so that every opener has seen the column missing before any can add it.
+    old.exec("BEGIN IMMEDIATE");
+    const opener = fileURLToPath(new URL("./opener.ts", import.meta.url));
+    const children = [1, 2, 3, 4].map(() => spawn(process.execPath, ["--import", "tsx", opener, filename]));
+    const outputs = children.map((c) => output(c));
+    await Promise.all(children.map((c) => once(c.stdout, "data")));
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    old.exec("ROLLBACK");
+    const said = (await Promise.all(outputs)).map((o) => o.trim().split("\n").at(-1));
+    old.close();
+    expect(said).toEqual(["ok", "ok", "ok", "ok"]);
+    const raw = new Database(filename);
+    const columns = raw.prepare("SELECT name FROM pragma_table_info('eonce_state')").all() as {
+      name: string;
+    }[];
+    raw.close();
+    expect(columns.filter((c) => c.name === "cfp")).toHaveLength(1);
+  }, 60_000);
+
+  it("opening a database that lacks nothing takes no write lock: another connection's long write does not hold it up", () => {
+    const filename = file();
+    new SqliteStore({ filename }).close();
+    const writer = new Database(filename);
+    writer.exec("BEGIN IMMEDIATE");
+    const started = Date.now();
+    new SqliteStore({ filename, busyTimeoutMs: 5000 }).close();
+    expect(Date.now() - started).toBeLessThan(1000);
+    writer.exec("ROLLBACK");
+    writer.close();
+  });
 });
