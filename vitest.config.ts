@@ -24,6 +24,7 @@ const POSTGRES_SUITES = [
   "test/stores/postgres-migrate.test.ts",
   "test/examples/orders-postgres.test.ts",
   "test/chaos/postgres.test.ts",
+  "test/audit/table-postgres.test.ts",
 ];
 const wants = (store: StoreName) => wantsStore(process.env.EONCE_STORES, store);
 /** The engines behind a server: their store suites run in the integration project. */

@@ -4,7 +4,7 @@ import { type Correctness, checkOutput } from "./check.js";
 import { type BenchClient, createBenchClient } from "./client.js";
 import { type CpuMeter, cpuMeter } from "./cpu.js";
 import { type BenchEvent, makeEvent, rng, shuffle } from "./events.js";
-import { oursInline } from "./impls/inline.js";
+import { oursInline, oursInlineWrapper } from "./impls/inline.js";
 import { ours, oursApply } from "./impls/ours.js";
 import { powertools } from "./impls/powertools.js";
 import { sequencerLock } from "./impls/sequencer-lock.js";
@@ -74,11 +74,16 @@ const OURS_APPLY = oursApply("ours-apply", { busy: "wait" });
 // Inline state: the guard's state in the effect's own row (`apply`: one UpdateItem; `run`: two).
 const INLINE = oursInline("inline", { busy: "wait", mode: "apply" });
 const INLINE_RUN = oursInline("inline-run", { busy: "wait", mode: "run" });
+// The same through the Lambda wrapper (s3Handler): parse, observe, answer, around guard.apply / guard.run.
+const INLINE_WRAPPER = oursInlineWrapper("inline-wrapper-apply", { mode: "apply" });
+const INLINE_WRAPPER_RUN = oursInlineWrapper("inline-wrapper-run", { mode: "run" });
 export const IMPLEMENTATIONS = {
   ours: OURS,
   "ours-apply": OURS_APPLY,
   inline: INLINE,
   "inline-run": INLINE_RUN,
+  "inline-wrapper-apply": INLINE_WRAPPER,
+  "inline-wrapper-run": INLINE_WRAPPER_RUN,
   "ours-put": OURS_PUT,
   powertools,
   "get-then-put": getThenPut,
@@ -92,6 +97,8 @@ const REQUESTS: Implementation[] = [
   OURS_APPLY,
   INLINE,
   INLINE_RUN,
+  INLINE_WRAPPER,
+  INLINE_WRAPPER_RUN,
   OURS_PUT,
   powertools,
   getThenPut,
@@ -105,6 +112,8 @@ const LATENCY: Implementation[] = [
   OURS_APPLY,
   INLINE,
   INLINE_RUN,
+  INLINE_WRAPPER,
+  INLINE_WRAPPER_RUN,
   rawWrite,
   OURS_PUT,
   powertools,
@@ -135,6 +144,7 @@ const THROUGHPUT: Implementation[] = [
   OURS,
   OURS_APPLY,
   INLINE,
+  INLINE_WRAPPER,
   INLINE_RUN,
   powertools,
   getThenPut,
@@ -146,6 +156,8 @@ const STORM: Implementation[] = [
   OURS_APPLY,
   INLINE,
   INLINE_RUN,
+  INLINE_WRAPPER,
+  INLINE_WRAPPER_RUN,
   OURS_PUT,
   powertools,
   getThenPut,

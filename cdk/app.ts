@@ -41,7 +41,7 @@ class PipelineStack extends Stack {
     out("InputBucket", p.inputBucket?.bucketName, "Upload objects here");
     out("OutputBucket", p.outputBucket?.bucketName, "Results are written here");
     out("QueueUrl", p.queue?.queueUrl, "Send messages here");
-    out("StateTable", p.stateTable.tableName, "The guard's state (one item per subject)");
+    out("StateTable", p.stateTable?.tableName, "The guard's state (one item per subject)");
     out("RecordsTable", p.recordsTable?.tableName, "The pipeline's results");
     out("DeadLetterQueueUrl", p.deadLetterQueue.queueUrl, "Deliveries that exhausted their retries");
     out("FunctionName", p.function.functionName, "The handler");

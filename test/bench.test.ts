@@ -69,6 +69,7 @@ describe("bench --quick --json", () => {
         "conditional-put",
         "sequencer-lock",
         "inline",
+        "inline-wrapper-apply",
         "inline-run",
         "rawWrite",
       ]),
@@ -162,6 +163,36 @@ describe("bench --quick --json", () => {
       expect(run.requestsPerEvent, `throughput × ${workers}`).toBe(1);
       expect(run.wcuPerEvent, `throughput × ${workers}`).toBe(1);
     }
+  });
+
+  it("inline through the Lambda wrapper (s3Handler): apply costs what the bare guard.apply costs, run what guard.run costs", () => {
+    expect(json.requestsPerEvent["inline-wrapper-apply"]).toEqual({
+      new: 1,
+      duplicate: 1,
+      stale: 1,
+      failed: 0,
+    });
+    const apply = report.requestsPerEvent["inline-wrapper-apply"];
+    expect(apply?.breakdown.new).toEqual({ UpdateItem: 1 });
+    expect(json.capacityPerEvent["inline-wrapper-apply"]?.new).toEqual({ wcu: 1, rcu: 0 });
+    expect(json.requestsPerEvent["inline-wrapper-run"]).toEqual(json.requestsPerEvent["inline-run"]);
+    expect(report.requestsPerEvent["inline-wrapper-run"]?.breakdown.new).toEqual({ UpdateItem: 2 });
+    for (const [workers, run] of Object.entries(report.throughput["inline-wrapper-apply"] ?? {})) {
+      expect(run.correctness.ok, `throughput × ${workers}`).toBe(true);
+      expect(run.requestsPerEvent, `throughput × ${workers}`).toBe(1);
+      expect(run.wcuPerEvent, `throughput × ${workers}`).toBe(1);
+    }
+    for (const impl of ["inline-wrapper-apply", "inline-wrapper-run"]) {
+      expect(report.requestsPerEvent[impl]?.correctness.ok, impl).toBe(true);
+      expect(report.latency[impl]?.p50Ms.median, impl).toBeGreaterThan(0);
+      expect(report.storm[impl]?.correctness, impl).toMatchObject({
+        duplicatedEffects: 0,
+        staleFinal: 0,
+        missing: 0,
+      });
+    }
+    // A failure after the effect is thrown for Lambda's retry: the storm redelivers it, as for the bare guard.
+    expect(report.storm["inline-wrapper-apply"]?.outcomes.failed).toBeGreaterThan(0);
   });
 
   it("inline never duplicates an effect nor leaves a stale final result, in any scenario", () => {

@@ -42,3 +42,16 @@ export function unpairText(text: string): [string, string] {
   const length = Number(text.slice(0, colon));
   return [text.slice(colon + 1, colon + 1 + length), text.slice(colon + 1 + length)];
 }
+
+/**
+ * A SQL value as an attribute text, so SQL rows share the DynamoDB tally and report: numbers (and bigints) `N`,
+ * strings `S`, bytes `B` base64; undefined for NULL (the column is absent, as a missing attribute). Integer 1 and
+ * real 1.0 give one text, as they compare equal in SQLite.
+ */
+export function sqlValueText(value: unknown): string | undefined {
+  if (value === null || value === undefined) return undefined;
+  if (typeof value === "number" || typeof value === "bigint") return `N${String(value)}`;
+  if (typeof value === "string") return `S${value}`;
+  if (value instanceof Uint8Array) return `B${Buffer.from(value).toString("base64")}`;
+  return `J${JSON.stringify(value)}`;
+}

@@ -71,7 +71,8 @@ export class DuplicateTally {
   private rowsWithoutGroup = 0;
 
   /**
-   * @param primaryKey the table's key attribute names (hash, then range), to decode the primary key texts
+   * @param primaryKey the table's key attribute names (hash, then range; a SQL table's key columns in order), to decode
+   *   the primary key texts
    * @param grouped effects are scoped to a group attribute's value
    */
   constructor(
@@ -163,17 +164,36 @@ export class DuplicateTally {
     };
   }
 
+  /** The inverse of compositeKeyText, with the table's key names. */
   private primaryKeyOf(text: string): Record<string, unknown> {
-    const [hash, range] = this.primaryKey;
-    if (range === undefined) return { [hash as string]: attributeValueOf(text) };
-    const [h, r] = unpairText(text);
-    return { [hash as string]: attributeValueOf(h), [range]: attributeValueOf(r) };
+    const out: Record<string, unknown> = {};
+    let rest = text;
+    this.primaryKey.forEach((name, i) => {
+      if (i === this.primaryKey.length - 1) {
+        out[name] = attributeValueOf(rest);
+        return;
+      }
+      const [first, others] = unpairText(rest);
+      out[name] = attributeValueOf(first);
+      rest = others;
+    });
+    return out;
   }
 }
 
-/** A table's primary key as one text (see DuplicateTally.add). */
+/** A table's primary key as one text (see DuplicateTally.add): a hash key, and a range key if any. */
 export function primaryKeyText(hashText: string, rangeText: string | undefined): string {
-  return rangeText === undefined ? hashText : pairText(hashText, rangeText);
+  return compositeKeyText(rangeText === undefined ? [hashText] : [hashText, rangeText]);
+}
+
+/**
+ * A primary key of any number of columns (a SQL table's) as one text: the first, paired with the text of the rest.
+ * One or two columns give what primaryKeyText gives.
+ */
+export function compositeKeyText(texts: readonly string[]): string {
+  const [first, ...rest] = texts;
+  if (first === undefined) throw new Error("compositeKeyText: a primary key has at least one column");
+  return rest.length === 0 ? first : pairText(first, compositeKeyText(rest));
 }
 
 function groupValueOf(text: string): unknown {

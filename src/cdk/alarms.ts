@@ -1,22 +1,12 @@
 import { Duration } from "aws-cdk-lib";
 import * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
 import { OUTCOMES } from "../core/outcomes.js";
-import type { EffectivelyOncePipeline } from "./pipeline.js";
+import type { PipelineAlarms } from "./pipeline-alarms.js";
+import type { PipelineParts } from "./pipeline-parts.js";
 import type { ResolvedProps } from "./resolve-props.js";
 
-export interface PipelineAlarms {
-  /** Messages in the dead-letter queue: deliveries that exhausted their retries. */
-  readonly deadLetters: cloudwatch.Alarm;
-  /** A run finished after its claim was taken over (lease too short for the handler?). */
-  readonly leaseLost: cloudwatch.Alarm;
-  /** Deliveries that failed (they are retried, then dead-lettered). */
-  readonly failed: cloudwatch.Alarm;
-  /** Invocations that failed as a whole (timeout, crash outside the per-record guard). */
-  readonly functionErrors: cloudwatch.Alarm;
-}
-
 /** The pipeline's alarms: each fires (and recovers) to the alarm actions. */
-export function createAlarms(pipeline: EffectivelyOncePipeline, p: ResolvedProps): PipelineAlarms {
+export function createAlarms(pipeline: PipelineParts, p: ResolvedProps): PipelineAlarms {
   const make = (id: string, description: string, metric: cloudwatch.IMetric, threshold: number) => {
     const alarm = new cloudwatch.Alarm(pipeline, id, {
       alarmDescription: `effectively-once pipeline ${p.pipelineName}: ${description}`,

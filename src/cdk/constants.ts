@@ -5,7 +5,13 @@ export { STATE_KEY_ATTRIBUTE, TTL_ATTRIBUTE } from "../stores/dynamodb/schema-na
 
 /** Environment variables the construct sets on the function (the reference handlers read these). */
 export const ENV = {
+  /** The state table (the `state` prop's `table` kind, the default). */
   stateTable: "STATE_TABLE",
+  /** `inline` or `external`: the state is not in a state table of the stack (then STATE_TABLE is not set). */
+  state: "EONCE_STATE",
+  /** Inline state: the table whose rows hold it and its hash key (InlineDynamoDBStore's tableName, keyAttribute). */
+  inlineStateTable: "EONCE_STATE_TABLE",
+  inlineStateKeyAttribute: "EONCE_STATE_KEY_ATTRIBUTE",
   outputBucket: "OUTPUT_BUCKET",
   inputBucket: "INPUT_BUCKET",
   /** The pipeline's name, for the handler's `pipeline` option (the metric dimension). */

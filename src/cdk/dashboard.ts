@@ -2,12 +2,12 @@ import { Duration, Stack, Token } from "aws-cdk-lib";
 import * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
 import { countersOf } from "../core/outcomes.js";
 import { HANDLER_DURATION_METRIC, type PipelineMetric, RECEIVE_COUNT_METRIC } from "./metrics.js";
-import type { EffectivelyOncePipeline } from "./pipeline.js";
+import type { PipelineParts } from "./pipeline-parts.js";
 import { CLEAN_STATUSES, GUARD_PROBLEM_STATUSES, INPUT_PROBLEM_STATUSES, queryString } from "./queries.js";
 import type { ResolvedProps } from "./resolve-props.js";
 
 /** The pipeline's dashboard: outcomes, redeliveries, queues, the function, the alarms and the latest skips. */
-export function createDashboard(pipeline: EffectivelyOncePipeline, p: ResolvedProps): cloudwatch.Dashboard {
+export function createDashboard(pipeline: PipelineParts, p: ResolvedProps): cloudwatch.Dashboard {
   const stackName = Stack.of(pipeline).stackName;
   const dashboard = new cloudwatch.Dashboard(pipeline, "Dashboard", {
     dashboardName: Token.isUnresolved(stackName) ? undefined : `${stackName}-${p.pipelineName}`.slice(0, 255),
@@ -52,7 +52,7 @@ export function createDashboard(pipeline: EffectivelyOncePipeline, p: ResolvedPr
 }
 
 /** Counters of the outcome table: the clean ends, and the ends that need attention. */
-function outcomeWidgets(pipeline: EffectivelyOncePipeline): cloudwatch.IWidget[] {
+function outcomeWidgets(pipeline: PipelineParts): cloudwatch.IWidget[] {
   const sums = (names: PipelineMetric[]) => names.map((n) => pipeline.metric(n, { label: n }));
   return [
     new cloudwatch.GraphWidget({
@@ -71,7 +71,7 @@ function outcomeWidgets(pipeline: EffectivelyOncePipeline): cloudwatch.IWidget[]
 }
 
 /** Redeliveries, the handler's duration and the queues. */
-function deliveryWidgets(pipeline: EffectivelyOncePipeline): cloudwatch.IWidget[] {
+function deliveryWidgets(pipeline: PipelineParts): cloudwatch.IWidget[] {
   const queueMetrics: cloudwatch.IMetric[] = [
     pipeline.deadLetterQueue.metricApproximateNumberOfMessagesVisible({
       label: "dead letters",

@@ -5,11 +5,11 @@ import type * as lambda from "aws-cdk-lib/aws-lambda";
 import * as s3 from "aws-cdk-lib/aws-s3";
 import * as sqs from "aws-cdk-lib/aws-sqs";
 import { QUEUE_CONSUMER_ACTIONS } from "./constants.js";
-import type { EffectivelyOncePipeline } from "./pipeline.js";
+import type { PipelineParts } from "./pipeline-parts.js";
 import type { QueueSettings, S3Settings } from "./resolve-props.js";
 
 /** Async invokes (S3, EventBridge): Lambda retries twice, then the event goes to the DLQ, never lost. */
-export function configureAsyncInvoke(pipeline: EffectivelyOncePipeline): void {
+export function configureAsyncInvoke(pipeline: PipelineParts): void {
   const dlq = pipeline.deadLetterQueue;
   // A destination granting only SendMessage (the stock SqsDestination also grants GetQueueAttributes/Url).
   const onFailure: lambda.IDestination = {
@@ -36,7 +36,7 @@ export function notify(
 
 /** The EventBridge rule for the input bucket's object events (`s3-eventbridge`). */
 export function objectEventsRule(
-  pipeline: EffectivelyOncePipeline,
+  pipeline: PipelineParts,
   bucket: s3.Bucket,
   s3Settings: S3Settings,
 ): events.Rule {
@@ -61,7 +61,7 @@ export function objectEventsRule(
 }
 
 /** The source queue (`s3-sqs`, `sqs`), redriving to the DLQ, polled by the function. */
-export function sourceQueue(pipeline: EffectivelyOncePipeline, q: QueueSettings): sqs.Queue {
+export function sourceQueue(pipeline: PipelineParts, q: QueueSettings): sqs.Queue {
   const queue = new sqs.Queue(pipeline, "Queue", {
     fifo: q.fifo || undefined,
     visibilityTimeout: Duration.seconds(q.visibilityTimeoutSeconds),

@@ -1,16 +1,17 @@
 import { existsSync } from "node:fs";
 import * as path from "node:path";
-import { Duration } from "aws-cdk-lib";
+import { Duration, Tags } from "aws-cdk-lib";
 import * as lambda from "aws-cdk-lib/aws-lambda";
 import * as nodejs from "aws-cdk-lib/aws-lambda-nodejs";
 import { ENV, ESBUILD_TARGET, RUNTIME } from "./constants.js";
 import { copyCommands, nativeModuleDirs } from "./native-modules.js";
-import type { EffectivelyOncePipeline } from "./pipeline.js";
+import type { PipelineParts } from "./pipeline-parts.js";
 import type { FunctionSource, ResolvedProps } from "./resolve-props.js";
+import { STATE_TAG } from "./state-kinds.js";
 
 /** The pipeline's function: its role and log group, the resources' names in its environment. */
 export function createFunction(
-  pipeline: EffectivelyOncePipeline,
+  pipeline: PipelineParts,
   p: ResolvedProps,
   serviceName: string,
 ): lambda.Function {
@@ -25,23 +26,26 @@ export function createFunction(
     description: `effectively-once pipeline ${p.pipelineName} (${p.delivery})`,
   };
   const source = p.source;
-  if (source.kind === "prebuilt") {
-    return new nodejs.NodejsFunction(pipeline, "Function", {
-      ...common,
-      code: source.code,
-      handler: source.handler,
-    });
-  }
-  return new nodejs.NodejsFunction(pipeline, "Function", { ...common, ...bundled(source, p) });
+  const fn =
+    source.kind === "prebuilt"
+      ? new nodejs.NodejsFunction(pipeline, "Function", {
+          ...common,
+          code: source.code,
+          handler: source.handler,
+        })
+      : new nodejs.NodejsFunction(pipeline, "Function", { ...common, ...bundled(source, p) });
+  // Says where the state is to `eonce audit template`, which sees no state table in the stack.
+  if (p.state.kind !== "table") Tags.of(fn).add(STATE_TAG, p.state.kind);
+  return fn;
 }
 
 function functionEnvironment(
-  pipeline: EffectivelyOncePipeline,
+  pipeline: PipelineParts,
   p: ResolvedProps,
   serviceName: string,
 ): Record<string, string> {
   const environment: Record<string, string> = {
-    [ENV.stateTable]: pipeline.stateTable.tableName,
+    ...stateEnvironment(pipeline, p),
     [ENV.pipeline]: p.pipelineName,
     [ENV.serviceName]: serviceName,
     [ENV.metricsNamespace]: p.metricsNamespace,
@@ -54,6 +58,30 @@ function functionEnvironment(
   if (pipeline.inputBucket) environment[ENV.inputBucket] = pipeline.inputBucket.bucketName;
   // The user's variables last: they may override any of the above.
   return { ...environment, ...p.environment };
+}
+
+/** Where the guard's state is: the state table, or the kind (and for inline state, its table and hash key). */
+function stateEnvironment(pipeline: PipelineParts, p: ResolvedProps): Record<string, string> {
+  const state = p.state;
+  switch (state.kind) {
+    case "table":
+      return { [ENV.stateTable]: required(pipeline.stateTable, "state table").tableName };
+    case "inline":
+      return {
+        [ENV.state]: state.kind,
+        [ENV.inlineStateTable]: required(state.table ?? pipeline.recordsTable, "inline state's table")
+          .tableName,
+        [ENV.inlineStateKeyAttribute]: state.keyAttribute,
+      };
+    case "external":
+      return { [ENV.state]: state.kind };
+  }
+}
+
+/** A resource the construct made before the function (resolveProps guarantees it). */
+function required<T>(resource: T | undefined, what: string): T {
+  if (resource === undefined) throw new Error(`EffectivelyOncePipeline: the ${what} is missing`);
+  return resource;
 }
 
 /** The entry, bundled by the local esbuild into one ES module, native modules copied beside it. */

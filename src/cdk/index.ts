@@ -3,7 +3,6 @@
  * only this entry point imports them, never the runtime path.
  */
 
-export type { PipelineAlarms } from "./alarms.js";
 export {
   ENV,
   QUEUE_CONSUMER_ACTIONS,
@@ -14,15 +13,23 @@ export {
 } from "./constants.js";
 export * from "./metrics.js";
 export { EffectivelyOncePipeline } from "./pipeline.js";
+export type { PipelineAlarms } from "./pipeline-alarms.js";
 export {
   type Architecture,
   DELIVERIES,
-  type Delivery,
+  type DeliveryKind,
   type EffectivelyOncePipelineProps,
+  type ExternalStateOptions,
+  type InlineStateOptions,
   MIN_MAX_RECEIVE_COUNT,
   type RecordsTableAction,
   type RecordsTableOptions,
   type Removal,
+  type StateOptions,
+  type TableStateOptions,
   VISIBILITY_TIMEOUT_FACTOR,
 } from "./props.js";
 export { LOG_QUERIES } from "./queries.js";
+
+/** @deprecated Renamed `DeliveryKind` (the core's `Delivery` is an event's delivery); removed in 0.3. */
+export type Delivery = import("./props.js").DeliveryKind;

@@ -1,21 +1,21 @@
 import { Stack, Validations } from "aws-cdk-lib";
 import type * as s3 from "aws-cdk-lib/aws-s3";
 import type { Construct } from "constructs";
-import type { EffectivelyOncePipeline } from "./pipeline.js";
+import type { PipelineParts } from "./pipeline-parts.js";
 import type { ResolvedProps } from "./resolve-props.js";
 
 /**
  * cdk-nag (AwsSolutions, Serverless) findings the construct accepts on purpose, each with its reason. Recorded
  * with CDK's own `Validations.acknowledge`, so the construct needs no cdk-nag import.
  */
-export function acknowledgeNagFindings(pipeline: EffectivelyOncePipeline, p: ResolvedProps): void {
+export function acknowledgeNagFindings(pipeline: PipelineParts, p: ResolvedProps): void {
   acknowledgeBuckets(pipeline, p);
   acknowledgeDeadLetterQueue(pipeline, p);
   acknowledgeFunction(pipeline);
   acknowledgeCdkSingletons(Stack.of(pipeline));
 }
 
-function acknowledgeBuckets(pipeline: EffectivelyOncePipeline, p: ResolvedProps): void {
+function acknowledgeBuckets(pipeline: PipelineParts, p: ResolvedProps): void {
   const { inputBucket, outputBucket } = pipeline;
   if (!p.accessLogsBucket) {
     for (const bucket of [inputBucket, outputBucket]) {
@@ -47,7 +47,7 @@ function acknowledgeBuckets(pipeline: EffectivelyOncePipeline, p: ResolvedProps)
   }
 }
 
-function acknowledgeDeadLetterQueue(pipeline: EffectivelyOncePipeline, p: ResolvedProps): void {
+function acknowledgeDeadLetterQueue(pipeline: PipelineParts, p: ResolvedProps): void {
   const reason = "This queue is the dead-letter queue itself: dead letters stay here until redriven.";
   if (!p.queue) {
     // cdk-nag recognizes a DLQ only by another queue's redrive policy, not as an on-failure destination.
@@ -57,7 +57,7 @@ function acknowledgeDeadLetterQueue(pipeline: EffectivelyOncePipeline, p: Resolv
   Validations.of(pipeline.deadLetterQueue).acknowledge({ id: "Serverless-SQSRedrivePolicy", reason });
 }
 
-function acknowledgeFunction(pipeline: EffectivelyOncePipeline): void {
+function acknowledgeFunction(pipeline: PipelineParts): void {
   Validations.of(pipeline.function).acknowledge(
     {
       id: "Serverless-LambdaDLQ",

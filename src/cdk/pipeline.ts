@@ -9,27 +9,31 @@ import * as s3 from "aws-cdk-lib/aws-s3";
 import * as s3n from "aws-cdk-lib/aws-s3-notifications";
 import * as sqs from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
-import { createAlarms, type PipelineAlarms } from "./alarms.js";
+import { createAlarms } from "./alarms.js";
 import { ENV, STATE_KEY_ATTRIBUTE, STATE_TABLE_ACTIONS, TTL_ATTRIBUTE } from "./constants.js";
 import { createDashboard } from "./dashboard.js";
 import { configureAsyncInvoke, notify, objectEventsRule, sourceQueue } from "./delivery.js";
 import { createFunction } from "./function.js";
 import { PIPELINE_DIMENSION, type PipelineMetric, SERVICE_DIMENSION } from "./metrics.js";
 import { acknowledgeNagFindings } from "./nag.js";
+import type { PipelineAlarms } from "./pipeline-alarms.js";
+import type { PipelineParts } from "./pipeline-parts.js";
 import type { EffectivelyOncePipelineProps } from "./props.js";
 import { createQueries } from "./queries.js";
 import { type ResolvedProps, resolveProps } from "./resolve-props.js";
+import { INLINE_STATE_ACTIONS } from "./resolve-state.js";
 
 /**
  * One effectively-once pipeline on AWS: the source (bucket and/or queue), the function, the state table,
  * optional sinks, the dead-letter queue, alarms and a dashboard, with the safe settings as defaults.
  */
-export class EffectivelyOncePipeline extends Construct {
+export class EffectivelyOncePipeline extends Construct implements PipelineParts {
   readonly pipelineName: string;
   readonly function: lambda.Function;
   readonly role: iam.Role;
   readonly logGroup: logs.LogGroup;
-  readonly stateTable: dynamodb.Table;
+  /** The guard's state table; absent when the state is inline or external (the `state` prop). */
+  readonly stateTable?: dynamodb.Table;
   readonly recordsTable?: dynamodb.Table;
   readonly inputBucket?: s3.Bucket;
   readonly outputBucket?: s3.Bucket;
@@ -70,7 +74,7 @@ export class EffectivelyOncePipeline extends Construct {
     });
 
     // State: one item per subject, expired by TTL; PITR because losing it re-runs every event.
-    this.stateTable = this.#table("StateTable", TTL_ATTRIBUTE);
+    if (p.state.kind === "table") this.stateTable = this.#table("StateTable", TTL_ATTRIBUTE);
     if (p.recordsTable)
       this.recordsTable = this.#table("RecordsTable", undefined, p.recordsTable.keyAttribute);
     if (p.s3) this.inputBucket = this.#bucket("InputBucket", p.delivery === "s3-eventbridge");
@@ -131,8 +135,15 @@ export class EffectivelyOncePipeline extends Construct {
 
   /** Least privilege: the actions the store, the sinks and the adapters call, on these resources only. */
   #grant(p: ResolvedProps): void {
-    this.stateTable.grant(this.role, ...STATE_TABLE_ACTIONS);
+    this.stateTable?.grant(this.role, ...STATE_TABLE_ACTIONS);
+    // Inline state in the records table: its actions are among p.recordsTable.actions (resolve-state.ts).
     if (this.recordsTable && p.recordsTable) this.recordsTable.grant(this.role, ...p.recordsTable.actions);
+    if (p.state.kind === "inline" && p.state.table) {
+      // The table's ARN only: the inline store never reads an index (Table.grant would add index/* ARNs).
+      this.role.addToPrincipalPolicy(
+        new iam.PolicyStatement({ actions: [...INLINE_STATE_ACTIONS], resources: [p.state.table.tableArn] }),
+      );
+    }
     if (this.inputBucket && p.s3?.inputBucketRead) {
       this.#grantObjects(this.inputBucket, ["s3:GetObject"], p.s3.objectKeyPrefix);
     }

@@ -1,4 +1,5 @@
 import type * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
+import type * as dynamodb from "aws-cdk-lib/aws-dynamodb";
 import type * as lambda from "aws-cdk-lib/aws-lambda";
 import type * as s3 from "aws-cdk-lib/aws-s3";
 
@@ -9,8 +10,8 @@ import type * as s3 from "aws-cdk-lib/aws-s3";
  * - `s3-sqs`: S3 notifications go to a queue (with DLQ) polled by the function;
  * - `sqs`: a queue (with DLQ) that producers send messages to; no input bucket.
  */
-export type Delivery = "s3-direct" | "s3-eventbridge" | "s3-sqs" | "sqs";
-export const DELIVERIES: readonly Delivery[] = ["s3-direct", "s3-eventbridge", "s3-sqs", "sqs"];
+export type DeliveryKind = "s3-direct" | "s3-eventbridge" | "s3-sqs" | "sqs";
+export const DELIVERIES: readonly DeliveryKind[] = ["s3-direct", "s3-eventbridge", "s3-sqs", "sqs"];
 
 /** What happens to the buckets, tables and log group when the stack is deleted. */
 export type Removal = "retain" | "destroy";
@@ -18,7 +19,7 @@ export type Removal = "retain" | "destroy";
 export interface EffectivelyOncePipelineProps {
   /** Names the pipeline: the `pipeline` metric dimension, the service name in logs, resource descriptions. */
   pipelineName: string;
-  delivery: Delivery;
+  delivery: DeliveryKind;
   /** The handler file (TypeScript or JavaScript), bundled with esbuild. Required unless `code` is given. */
   entry?: string;
   /** The exported function, `handler` by default; with `code`, `file.export` (e.g. `index.handler`). */
@@ -85,6 +86,36 @@ export interface EffectivelyOncePipelineProps {
   metricsNamespace?: string;
   /** Create a CloudWatch dashboard. Default true. */
   dashboard?: boolean;
+  /** Where the guard keeps its state. Default `{ kind: "table" }`: a state table in the stack. */
+  state?: StateOptions;
+}
+
+/**
+ * - `table`: the construct creates the state table and grants the function GetItem/UpdateItem on it;
+ * - `inline`: the state lives in the rows of a table of the pipeline (InlineDynamoDBStore): no state table; the
+ *   function gets GetItem/UpdateItem on that table only;
+ * - `external`: the state lives outside the stack (PostgreSQL, a table of another stack): no state table, no grant
+ *   (give the function its access yourself).
+ */
+export type StateOptions = TableStateOptions | InlineStateOptions | ExternalStateOptions;
+
+export interface TableStateOptions {
+  kind: "table";
+}
+
+export interface InlineStateOptions {
+  kind: "inline";
+  /** The table whose rows hold the state. Default: the records table (`recordsTable` must be set). */
+  table?: dynamodb.ITable;
+  /**
+   * The table's (string) hash key, the store's `keyAttribute`. Default: the records table's key attribute, else
+   * `pk`.
+   */
+  keyAttribute?: string;
+}
+
+export interface ExternalStateOptions {
+  kind: "external";
 }
 
 export type Architecture = "arm64" | "x86_64";

@@ -1,6 +1,6 @@
 import * as logs from "aws-cdk-lib/aws-logs";
 import { DELIVERY_STATUSES, type DeliveryStatus, OUTCOMES, type OutcomeInfo } from "../core/outcomes.js";
-import type { EffectivelyOncePipeline } from "./pipeline.js";
+import type { PipelineParts } from "./pipeline-parts.js";
 
 const statusesWhere = (holds: (o: OutcomeInfo) => boolean): DeliveryStatus[] =>
   DELIVERY_STATUSES.filter((s) => holds(OUTCOMES[s]));
@@ -65,7 +65,7 @@ const SAVED_AS = {
 } as const;
 
 /** The saved queries (CloudWatch console → Logs Insights → Saved queries), on the function's log group. */
-export function createQueries(pipeline: EffectivelyOncePipeline): logs.QueryDefinition[] {
+export function createQueries(pipeline: PipelineParts): logs.QueryDefinition[] {
   return (Object.keys(SAVED_AS) as (keyof typeof SAVED_AS)[]).map((name) => {
     const [id, savedName] = SAVED_AS[name];
     return new logs.QueryDefinition(pipeline, id, {

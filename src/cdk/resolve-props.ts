@@ -19,15 +19,17 @@ import { METRIC_NAMESPACE } from "./metrics.js";
 import {
   type Architecture,
   DELIVERIES,
-  type Delivery,
+  type DeliveryKind,
   type EffectivelyOncePipelineProps,
   MIN_MAX_RECEIVE_COUNT,
   RECORDS_TABLE_ACTIONS,
   type RecordsTableAction,
   type RecordsTableOptions,
   type Removal,
+  type StateOptions,
   VISIBILITY_TIMEOUT_FACTOR,
 } from "./props.js";
+import { type ResolvedState, resolveState } from "./resolve-state.js";
 
 const WHAT = "EffectivelyOncePipeline";
 /** Lambda and SQS limits. */
@@ -95,6 +97,8 @@ export const PIPELINE_PROPS = schemaFor<EffectivelyOncePipelineProps>()({
   failedAlarmThreshold: integer({ min: 1, max: 1_000_000, default: 1 }),
   metricsNamespace: string({ default: METRIC_NAMESPACE }),
   dashboard: boolean({ default: true }),
+  // Checked per kind by resolveState (resolve-state.ts).
+  state: custom<StateOptions>("an object with kind", isObject),
 });
 
 const RECORDS_TABLE_OPTIONS = schemaFor<RecordsTableOptions>()({
@@ -132,6 +136,7 @@ interface CommonProps {
   readonly outputBucket: boolean;
   readonly outputBucketRead: boolean;
   readonly recordsTable: Required<RecordsTableOptions> | undefined;
+  readonly state: ResolvedState;
   readonly environment: Readonly<Record<string, string>>;
   readonly logRetentionDays: number;
   readonly removal: Removal;
@@ -209,13 +214,13 @@ export function resolveProps(props: EffectivelyOncePipelineProps): ResolvedProps
   }
 }
 
-const QUEUED: readonly Delivery[] = ["s3-sqs", "sqs"];
-const FROM_S3: readonly Delivery[] = ["s3-direct", "s3-eventbridge", "s3-sqs"];
+const QUEUED: readonly DeliveryKind[] = ["s3-sqs", "sqs"];
+const FROM_S3: readonly DeliveryKind[] = ["s3-direct", "s3-eventbridge", "s3-sqs"];
 const QUEUED_ONLY = "the s3-sqs and sqs deliveries only";
 const S3_ONLY = "the S3 deliveries only";
 
 /** Props that only some deliveries use: given for another, they would be silently ignored. */
-const APPLIES_TO: readonly [keyof EffectivelyOncePipelineProps, readonly Delivery[], string][] = [
+const APPLIES_TO: readonly [keyof EffectivelyOncePipelineProps, readonly DeliveryKind[], string][] = [
   ["visibilityTimeoutSeconds", QUEUED, QUEUED_ONLY],
   ["batchSize", QUEUED, QUEUED_ONLY],
   ["maxBatchingWindowSeconds", QUEUED, QUEUED_ONLY],
@@ -229,7 +234,7 @@ const APPLIES_TO: readonly [keyof EffectivelyOncePipelineProps, readonly Deliver
 ];
 
 /** Checks the props as given (the resolved ones have defaults filled in). */
-function checkDeliveryOptions(props: EffectivelyOncePipelineProps, delivery: Delivery): void {
+function checkDeliveryOptions(props: EffectivelyOncePipelineProps, delivery: DeliveryKind): void {
   for (const [name, deliveries, which] of APPLIES_TO) {
     optionsRule(
       WHAT,
@@ -322,13 +327,18 @@ function visibilityTimeout(o: Fields): number {
   return given ?? minimum;
 }
 
-function outputs(o: Fields): Pick<CommonProps, "outputBucket" | "outputBucketRead" | "recordsTable"> {
+function outputs(
+  o: Fields,
+): Pick<CommonProps, "outputBucket" | "outputBucketRead" | "recordsTable" | "state"> {
   optionsRule(WHAT, !o.outputBucketRead || o.outputBucket, "outputBucketRead needs outputBucket: true");
-  return {
-    outputBucket: o.outputBucket,
-    outputBucketRead: o.outputBucketRead,
-    recordsTable: recordsTable(o.recordsTable),
-  };
+  const actionsGiven = typeof o.recordsTable === "object" && o.recordsTable.actions !== undefined;
+  const { state, recordsTable: records } = resolveState(
+    WHAT,
+    o.state,
+    recordsTable(o.recordsTable),
+    actionsGiven,
+  );
+  return { outputBucket: o.outputBucket, outputBucketRead: o.outputBucketRead, recordsTable: records, state };
 }
 
 const ENVIRONMENT_VALUE = custom<string>("a string", (v) => typeof v === "string");

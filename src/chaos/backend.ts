@@ -1,8 +1,8 @@
 import type { StateRecord } from "../core/state.js";
 import type { AtomicWrite, StateStore } from "../core/store.js";
 import { type MemoryAtomicWrite, MemoryStore } from "../stores/memory.js";
-import type { StoreName } from "./campaign.js";
 import type { TaggedWrite } from "./faulty-store.js";
+import type { StoreName } from "./store-name.js";
 
 /** A row of the fenced sink: the position and fence of the write that landed last. */
 export interface SinkRow {
@@ -70,6 +70,17 @@ export function counterWrite<E extends string, B extends object>(
 /** The description of a sink write. */
 export function sinkDescription(e: EffectTarget, pos: string, fence: number): string {
   return `sink ${e.subject} ${pos} f${fence}`;
+}
+
+/** `sinkAtomic` from an engine's fenced sink write: described and tagged, so the fault store reports it landing. */
+export function taggedSink<W extends AtomicWrite>(
+  write: (e: EffectTarget, pos: string, fence: number) => W,
+): (e: EffectTarget, pos: string, fence: number) => W & TaggedWrite {
+  return (e, pos, fence) => ({
+    ...write(e, pos, fence),
+    description: sinkDescription(e, pos, fence),
+    chaos: { subject: e.subject, pos, fence },
+  });
 }
 
 export interface MemoryBackendOptions {

@@ -6,25 +6,16 @@ import { randomChooser } from "./chooser.js";
 import { type Profile, randomConfig } from "./config.js";
 import { createChaosTables, type DynamoDBTables, dynamoDBBackend } from "./dynamodb-backend.js";
 import { addCounts, type FaultCounts } from "./faults.js";
-import {
-  type HistoryConfig,
-  type HistoryResult,
-  type KnownIssue,
-  runHistory,
-  type StoreWrapper,
-} from "./history.js";
+import { type HistoryResult, runHistory, type StoreWrapper } from "./history.js";
+import type { HistoryConfig } from "./history-config.js";
 import { inlineBackend } from "./inline-backend.js";
+import type { KnownIssue } from "./known-issues.js";
 import type { InvariantId, Violation } from "./observer.js";
-import { type PostgresChaosEnv, postgresBackend, postgresChaosEnv } from "./postgres-backend.js";
+import { postgresBackend, postgresChaosEnv } from "./postgres-backend.js";
+import type { PostgresChaosEnv } from "./postgres-env.js";
 import { postgresInlineBackend } from "./postgres-inline-backend.js";
 import { sqliteBackend } from "./sqlite-backend.js";
-
-/**
- * `dynamodb` and `inline` run on DynamoDB Local (the state table, or inline state in the user's rows); `postgres` and
- * `postgres-inline` (the state table, or inline state in the user's rows) on
- * the PostgreSQL server (EONCE_POSTGRES_URL, default the local one); `sqlite` in an in-memory database per history.
- */
-export type StoreName = "memory" | "dynamodb" | "inline" | "postgres" | "postgres-inline" | "sqlite";
+import type { StoreName } from "./store-name.js";
 
 export interface CampaignOptions {
   histories: number;
@@ -57,7 +48,7 @@ export interface CampaignOptions {
 export interface HistoryFailure {
   seed: number;
   violations: Violation[];
-  /** Known guard issues whose pattern the history shows (KNOWN_ISSUES in history.ts). */
+  /** Known guard issues whose pattern the history shows (KNOWN_ISSUES in known-issues.ts). */
   knownIssues: KnownIssue[];
 }
 

@@ -1,7 +1,7 @@
 import type { Backend } from "./backend.js";
 import type { Chooser } from "./chooser.js";
-import type { FaultInjector } from "./faults.js";
-import type { Observer } from "./observer.js";
+import type { HistoryFaultInjector } from "./faults.js";
+import type { HistoryObserver } from "./observer.js";
 import type { VirtualScheduler } from "./virtual-time.js";
 
 /**
@@ -28,7 +28,12 @@ export class ColdStarts {
   #mark = 0;
 
   private constructor(
-    readonly o: { backend: Backend; sim: VirtualScheduler; observer: Observer; faults: FaultInjector },
+    readonly o: {
+      backend: Backend;
+      sim: VirtualScheduler;
+      observer: HistoryObserver;
+      faults: HistoryFaultInjector;
+    },
     readonly plan: { atStep: number; workers: number; reader: boolean },
   ) {}
 

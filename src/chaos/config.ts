@@ -1,6 +1,6 @@
 import { createPrng } from "../local/sim/prng.js";
 import { type FaultConfig, STORE_FAULTS } from "./faults.js";
-import type { GuardSettings, HistoryConfig } from "./history.js";
+import type { GuardSettings, HistoryConfig } from "./history-config.js";
 
 /** The guard as the simulator runs it: short virtual leases, so faults outlast them often. */
 export const SIM_GUARD: GuardSettings = {

@@ -2,7 +2,10 @@ import type { ApplyContext, Guard, GuardContext, GuardOutcome } from "../core/gu
 import { isAcknowledged } from "../core/outcomes.js";
 import { positionBefore } from "../core/position.js";
 import type { WorkerState } from "./faulty-store.js";
-import { KNOWN_ISSUES, type Mode, type Run, type SimEvent } from "./history.js";
+import type { Mode } from "./history-config.js";
+import { KNOWN_ISSUES } from "./known-issues.js";
+import type { Run } from "./run.js";
+import type { SimEvent } from "./sim-event.js";
 import type { Receipt } from "./source.js";
 
 /** One worker of a history: its state (clock offset, call in progress, pause) and its guard. */

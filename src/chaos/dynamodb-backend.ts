@@ -4,8 +4,7 @@ import type { DynamoDBAtomicWrite } from "../stores/dynamodb/atomic-write.js";
 import { dynamoItemBytes } from "../stores/dynamodb/limits.js";
 import { createStateTable, createTableIfMissing, STATE_KEY_ATTRIBUTE } from "../stores/dynamodb/schema.js";
 import { DynamoDBStore, toRecord } from "../stores/dynamodb/store.js";
-import { type Backend, counterWrite, sinkDescription } from "./backend.js";
-import type { TaggedWrite } from "./faulty-store.js";
+import { type Backend, counterWrite, taggedSink } from "./backend.js";
 
 /** Tables shared by every DynamoDB history of a run; each history names its subjects under its own namespace. */
 export interface DynamoDBTables {
@@ -62,11 +61,7 @@ export function dynamoDBBackend(t: DynamoDBTables): Backend {
           },
         },
       }),
-    sinkAtomic: (e, pos, fence): DynamoDBAtomicWrite & TaggedWrite => ({
-      ...sink.atomicPut({ position: pos, fence }, { pk: e.subject }),
-      description: sinkDescription(e, pos, fence),
-      chaos: { subject: e.subject, pos, fence },
-    }),
+    sinkAtomic: taggedSink((e, pos, fence) => sink.atomicPut({ position: pos, fence }, { pk: e.subject })),
     sinkPut: (e, pos, fence) => sink.put({ position: pos, fence }, { pk: e.subject }),
     readCounter: async (e) => {
       const item = await get(t.counter, e.counterId);

@@ -1,15 +1,10 @@
 import { memoryBackend } from "./backend.js";
 import { DfsChooser } from "./chooser.js";
 import { SIM_GUARD } from "./config.js";
-import { type FaultConfig, NO_FAULTS, type StoreFaultKind } from "./faults.js";
-import {
-  type HistoryConfig,
-  type HistoryDeps,
-  type KnownIssue,
-  type Mode,
-  runHistory,
-  type StoreWrapper,
-} from "./history.js";
+import { type FaultConfig, NO_HISTORY_FAULTS, type StoreFaultKind } from "./faults.js";
+import { type HistoryDeps, runHistory, type StoreWrapper } from "./history.js";
+import type { HistoryConfig, Mode } from "./history-config.js";
+import type { KnownIssue } from "./known-issues.js";
 import type { Violation } from "./observer.js";
 
 /** A small case whose every interleaving (each store call a scheduling point) and fault placement is explored. */
@@ -35,7 +30,7 @@ interface SmallCase {
 
 function small(name: string, o: SmallCase): ExhaustiveCase {
   const faults: FaultConfig = {
-    ...NO_FAULTS,
+    ...NO_HISTORY_FAULTS,
     storeKinds: o.faults.kinds,
     max: o.faults.max,
     pauseRate: o.faults.pause ? 1 : 0,
@@ -112,7 +107,7 @@ export interface ExploreResult {
   complete: boolean;
   /** Histories with violations. */
   violations: number;
-  /** Of those, histories showing no known issue's pattern (KNOWN_ISSUES in history.ts). */
+  /** Of those, histories showing no known issue's pattern (KNOWN_ISSUES in known-issues.ts). */
   unexplained: number;
   /** The first failures (unexplained ones first), with their choice paths for `replayPath`. */
   failures: { path: number[]; violations: Violation[]; knownIssues: KnownIssue[] }[];

@@ -51,7 +51,7 @@ export interface FaultConfig {
   reorderWindowMs: number;
 }
 
-export const NO_FAULTS: FaultConfig = {
+export const NO_HISTORY_FAULTS: FaultConfig = {
   storeRate: 0,
   storeKinds: [],
   max: 0,
@@ -65,7 +65,7 @@ export const NO_FAULTS: FaultConfig = {
  * Decides the faults of one history from its chooser, within the budget. In exhaustive mode (`enumerate`) each
  * store call is a branch point over "no fault" and every kind while the budget lasts.
  */
-export class FaultInjector {
+export class HistoryFaultInjector {
   readonly counts: FaultCounts = {};
   #used = 0;
   constructor(

@@ -1,8 +1,8 @@
 import { StoreError } from "../core/errors.js";
 import type { ClaimRequest, StateRecord } from "../core/state.js";
 import type * as store from "../core/store.js";
-import type { FaultInjector } from "./faults.js";
-import type { Observer } from "./observer.js";
+import type { HistoryFaultInjector } from "./faults.js";
+import type { HistoryObserver } from "./observer.js";
 import type { VirtualScheduler } from "./virtual-time.js";
 
 /** What the fault store needs to know of the worker calling it. */
@@ -22,8 +22,8 @@ export interface TaggedWrite extends store.AtomicWrite {
 
 export interface FaultyStoreOptions {
   sim: VirtualScheduler;
-  faults: FaultInjector;
-  observer: Observer;
+  faults: HistoryFaultInjector;
+  observer: HistoryObserver;
   worker: WorkerState;
   leaseMs: number;
   /** Report atomic sink writes from commit results (DynamoDB); the memory sink reports its own. */

@@ -1,4 +1,4 @@
-import { createGuard, type GuardOutcome } from "../core/guard.js";
+import { createGuard } from "../core/guard.js";
 import { positionFromNumber } from "../core/position.js";
 import { stateKey } from "../core/state-key.js";
 import type { StateStore } from "../core/store.js";
@@ -6,88 +6,20 @@ import type { Backend } from "./backend.js";
 import type { Chooser } from "./chooser.js";
 import { ColdStarts } from "./cold-start.js";
 import { type Worker, workerLoop } from "./delivery.js";
-import { type FaultConfig, type FaultCounts, FaultInjector } from "./faults.js";
+import { type FaultCounts, HistoryFaultInjector } from "./faults.js";
 import { FaultyStore, type WorkerState } from "./faulty-store.js";
+import type { HistoryConfig } from "./history-config.js";
 import { checkFinal } from "./invariants.js";
+import type { KnownIssue } from "./known-issues.js";
 import { simNames } from "./names.js";
-import { Observer, type Violation } from "./observer.js";
+import { HistoryObserver, type Violation } from "./observer.js";
+import type { Run } from "./run.js";
+import type { SimEvent } from "./sim-event.js";
 import { Source } from "./source.js";
 import { VirtualScheduler } from "./virtual-time.js";
 
 /** Wraps the shared state store; `forget` deletes an item as TTL does. */
 export type StoreWrapper = (inner: StateStore, forget: (key: string) => Promise<void>) => StateStore;
-
-export interface GuardSettings {
-  leaseMs: number;
-  heartbeatMs: number;
-  clockSkewMs: number;
-  busy: "wait" | "retry" | "supersede";
-  inFlight: "wait" | "retry";
-  waitIntervalMs: number;
-  maxWaitIntervalMs: number;
-}
-
-/** How an event is handled; fixed per event in exhaustive runs, chosen per delivery otherwise. */
-export type Mode = "run-atomic" | "run-direct" | "apply";
-
-export interface HistoryConfig {
-  workers: number;
-  /** Ordered subjects and events per subject (positions 1..n). */
-  subjects: number;
-  eventsPerSubject: number;
-  /** Dedupe-only events (no position, one subject). */
-  dedupeEvents: number;
-  guard: GuardSettings;
-  /** Each worker's clock offset (ms). */
-  offsets: number[];
-  /**
-   * The bound the clocks keep, by which a history is "within skew" (default: the guard's clockSkewMs). A test of
-   * a misconfigured guard sets the guard's lower than the clocks' real bound.
-   */
-  declaredSkewMs?: number;
-  faults: FaultConfig;
-  /** Fixed modes per event (exhaustive), else chosen per delivery with these shares. */
-  modes?: Mode[];
-  applyShare: number;
-  directShare: number;
-  /** Handler work time (virtual ms) is uniform in [minWorkMs, maxWorkMs] (exhaustive runs: always the minimum). */
-  minWorkMs?: number;
-  maxWorkMs: number;
-  source: {
-    visibilityMs: number;
-    retryDelayMs: readonly [number, number];
-    maxReceives: number;
-    reorder: boolean;
-  };
-  /** Extra messages of event 0 in the initial queue (duplicate deliveries racing from the start). */
-  extraCopies: number;
-  /** How often time may move on while store calls wait (slow requests), as a scheduling choice. */
-  maxPostpone?: number;
-  maxSteps: number;
-  maxVirtualMs: number;
-}
-
-export interface SimEvent {
-  index: number;
-  subject: string;
-  identity: string;
-  position: string | undefined;
-  key: string;
-  /** The counter the folded effect increments. */
-  counterId: string;
-  acknowledged: boolean;
-}
-
-export interface Delivery {
-  event: number;
-  worker: number;
-  call: number;
-  mode: Mode;
-  status: GuardOutcome<unknown>["status"] | "threw";
-  acknowledged: boolean;
-  /** Processed, but every folded write was stale: newer work holds its targets (inline state's one row). */
-  superseded?: true;
-}
 
 export interface HistoryResult {
   violations: Violation[];
@@ -105,20 +37,6 @@ export interface HistoryResult {
   trace?: string[];
 }
 
-/**
- * Real violations the simulator found in the guard, not fixed yet (test/chaos/regressions.test.ts): recognised by
- * their pattern so that runs can tell them from anything new.
- */
-export const KNOWN_ISSUES = {
-  /**
-   * A run's commit is refused because an OLDER event of the subject took its expired claim over; the guard says
-   * `lease-lost` (acknowledged), but that holder commits the older event, never this one: this event is lost.
-   */
-  olderTakerLeaseLost: "lease-lost-to-older-event",
-} as const;
-
-export type KnownIssue = (typeof KNOWN_ISSUES)[keyof typeof KNOWN_ISSUES];
-
 export interface HistoryDeps {
   chooser: Chooser;
   /** Makes the history's backend; `onSinkLanded` goes to the observer. */
@@ -132,29 +50,6 @@ export interface HistoryDeps {
   /** Branch on store faults and pauses instead of drawing them (exhaustive runs). */
   enumerate?: boolean;
   trace?: boolean;
-}
-
-/** What one running history's phases share: its scheduler, checks, stores, events, queue and what happened. */
-export interface Run {
-  readonly cfg: HistoryConfig;
-  readonly chooser: Chooser;
-  readonly sim: VirtualScheduler;
-  readonly observer: Observer;
-  readonly faults: FaultInjector;
-  readonly backend: Backend;
-  readonly events: SimEvent[];
-  /** State keys and the subjects with a sink row (ordered events), sampled and checked at the end. */
-  readonly keys: string[];
-  readonly sinkSubjects: string[];
-  readonly source: Source;
-  readonly deliveries: Delivery[];
-  readonly knownIssues: Set<KnownIssue>;
-  /** SQL servers: cold starts (migrations) beside live traffic, at a chosen step (cold-start.ts). */
-  readonly coldStarts: ColdStarts | undefined;
-  /** Guard calls so far (numbering them), whether a delivery ended since the last sample, workers done. */
-  calls: number;
-  sampleDue: boolean;
-  settled: number;
 }
 
 /** Runs one history: N workers drain a queue of events through guard.run / guard.apply under faults. */
@@ -195,13 +90,13 @@ function setUp(cfg: HistoryConfig, deps: HistoryDeps) {
   const { chooser } = deps;
   const sim = new VirtualScheduler(chooser, cfg.maxPostpone ?? 0);
   const g = cfg.guard;
-  const observer = new Observer(sim, {
+  const observer = new HistoryObserver(sim, {
     leaseMs: g.leaseMs,
     clockSkewMs: g.clockSkewMs,
     offsets: cfg.offsets,
     trace: deps.trace ?? false,
   });
-  const faults = new FaultInjector(cfg.faults, chooser, deps.enumerate ?? false);
+  const faults = new HistoryFaultInjector(cfg.faults, chooser, deps.enumerate ?? false);
   const spread = Math.max(...cfg.offsets) - Math.min(...cfg.offsets);
   const beyondSkew = spread > (cfg.declaredSkewMs ?? g.clockSkewMs);
   if (spread > 0) faults.count(beyondSkew ? "skew-beyond" : "skew-within");

@@ -1,11 +1,8 @@
 import { GetItemCommand, UpdateItemCommand } from "@aws-sdk/client-dynamodb";
 import { stateKey } from "../core/state-key.js";
-import {
-  INLINE_RESERVED_PREFIX,
-  INLINE_STATE_ATTRIBUTES,
-  InlineDynamoDBStore,
-} from "../stores/dynamodb/inline.js";
+import { INLINE_STATE_ATTRIBUTES, InlineDynamoDBStore } from "../stores/dynamodb/inline.js";
 import { dynamoItemBytes } from "../stores/dynamodb/limits.js";
+import { INLINE_RESERVED_PREFIX } from "../stores/inline-prefix.js";
 import type { Backend, EffectTarget } from "./backend.js";
 import type { DynamoDBTables } from "./dynamodb-backend.js";
 import type { TaggedWrite } from "./faulty-store.js";

@@ -1,14 +1,15 @@
 import type { GuardOutcomeStatus, OUTCOMES } from "../core/outcomes.js";
 import { positionBefore } from "../core/position.js";
 import type { Backend } from "./backend.js";
-import type { Delivery, SimEvent } from "./history.js";
-import type { Observer } from "./observer.js";
+import type { HistoryObserver } from "./observer.js";
+import type { SimDelivery } from "./sim-delivery.js";
+import type { SimEvent } from "./sim-event.js";
 
 export interface FinalInput {
-  observer: Observer;
+  observer: HistoryObserver;
   backend: Backend;
   events: SimEvent[];
-  deliveries: Delivery[];
+  deliveries: SimDelivery[];
   /** Every worker drained the queue (no caps hit). */
   completed: boolean;
   /** Events whose message went to the dead-letter queue: delivery did not continue until acknowledged. */

@@ -51,7 +51,7 @@ function itemBound(key: string): number {
  * What the fault store and the workers see while a history runs, and the invariants checked on the way (the ones
  * that need to know when something happened); the rest are checked at the end from the stores' contents.
  */
-export class Observer {
+export class HistoryObserver {
   readonly violations: Violation[] = [];
   readonly trace: string[] | undefined;
   readonly #holders = new Map<string, Holder>();

@@ -1,26 +1,16 @@
 import { randomUUID } from "node:crypto";
-import type { Pool } from "pg";
 import { type PostgresAtomicWrite, postgresWrite } from "../stores/postgres/atomic-write.js";
 import { migrate, qualified, quote } from "../stores/postgres/schema.js";
 import { PostgresFencedSink } from "../stores/postgres/sink.js";
 import { toRecord } from "../stores/postgres/sql.js";
 import { PostgresStore } from "../stores/postgres/store.js";
-import { type Backend, sinkDescription } from "./backend.js";
-import type { TaggedWrite } from "./faulty-store.js";
+import { type Backend, taggedSink } from "./backend.js";
 import { coldStarts, holdReader } from "./postgres-cold-start.js";
+import type { PostgresChaosEnv } from "./postgres-env.js";
 import { createInlineChaosTables } from "./postgres-inline-backend.js";
 
 /** The server `--store postgres` uses unless `EONCE_POSTGRES_URL` names another. */
 export const CHAOS_POSTGRES_URL = process.env.EONCE_POSTGRES_URL ?? "postgres://postgres@127.0.0.1:5432/test";
-
-/** One schema per run, shared by its histories (each names its subjects under its own namespace), dropped after. */
-export interface PostgresChaosEnv {
-  pool: Pool;
-  schema: string;
-  /** A pool of its own on the same server (a cold start's, a long reader's): they must not starve `pool`. */
-  newPool(max: number): Pool;
-  close(): Promise<void>;
-}
 
 export async function postgresChaosEnv(url = CHAOS_POSTGRES_URL): Promise<PostgresChaosEnv> {
   // pg is an optional peer: loaded only when a run asks for postgres.
@@ -74,11 +64,7 @@ export function postgresBackend(env: PostgresChaosEnv): Backend {
         [e.counterId, fence],
         `count ${e.counterId} f${fence}`,
       ),
-    sinkAtomic: (e, pos, fence): PostgresAtomicWrite & TaggedWrite => ({
-      ...sink.atomicUpsert({ position: pos, fence }, { pk: e.subject }),
-      description: sinkDescription(e, pos, fence),
-      chaos: { subject: e.subject, pos, fence },
-    }),
+    sinkAtomic: taggedSink((e, pos, fence) => sink.atomicUpsert({ position: pos, fence }, { pk: e.subject })),
     sinkPut: (e, pos, fence) => sink.put({ position: pos, fence }, { pk: e.subject }),
     readCounter: async (e) => {
       const row = await one("counter", "id", e.counterId);

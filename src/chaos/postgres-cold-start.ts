@@ -1,6 +1,6 @@
 import type { Pool } from "pg";
 import { qualified } from "../stores/postgres/schema.js";
-import type { PostgresChaosEnv } from "./postgres-backend.js";
+import type { PostgresChaosEnv } from "./postgres-env.js";
 
 /*
  * The cold-start steps of the PostgreSQL backends (Backend.coldStart and holdReader in backend.ts; run by

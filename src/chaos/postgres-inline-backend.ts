@@ -1,12 +1,13 @@
 import { randomUUID } from "node:crypto";
 import { stateKey } from "../core/state-key.js";
+import { INLINE_RESERVED_PREFIX } from "../stores/inline-prefix.js";
 import { INLINE_POSTGRES_COLUMNS, InlinePostgresStore } from "../stores/postgres/inline.js";
 import { migrateInline } from "../stores/postgres/inline-schema.js";
 import { qualified, quote } from "../stores/postgres/schema.js";
 import type { Backend, EffectTarget } from "./backend.js";
 import type { TaggedWrite } from "./faulty-store.js";
-import type { PostgresChaosEnv } from "./postgres-backend.js";
 import { coldStarts, holdReader } from "./postgres-cold-start.js";
+import type { PostgresChaosEnv } from "./postgres-env.js";
 
 /** The user table of inline state in a run's schema. */
 const ROWS = "inline_rows";
@@ -86,7 +87,9 @@ export function postgresInlineBackend(env: PostgresChaosEnv, rowKey?: (stateKey:
     // The state's size is that of its `eo_*` columns: the user's row around it is the user's.
     readState: async (key) => {
       const row = await rowOf(key);
-      const own = Object.entries(row ?? {}).filter(([k, v]) => k.startsWith("eo_") && v !== null);
+      const own = Object.entries(row ?? {}).filter(
+        ([k, v]) => k.startsWith(INLINE_RESERVED_PREFIX) && v !== null,
+      );
       const state = await store.read(key);
       return { state, bytes: state ? Buffer.byteLength(JSON.stringify(Object.fromEntries(own))) : undefined };
     },

@@ -1,5 +1,5 @@
 import type { Chooser } from "./chooser.js";
-import type { FaultInjector } from "./faults.js";
+import type { HistoryFaultInjector } from "./faults.js";
 import type { VirtualScheduler } from "./virtual-time.js";
 
 export interface Message {
@@ -40,7 +40,7 @@ export class Source {
   constructor(
     readonly sim: VirtualScheduler,
     readonly chooser: Chooser,
-    readonly faults: FaultInjector,
+    readonly faults: HistoryFaultInjector,
     readonly o: SourceOptions,
   ) {}
 

@@ -1,8 +1,7 @@
 import type { SqliteAtomicWrite } from "../stores/sqlite/atomic-write.js";
 import { SqliteFencedSink } from "../stores/sqlite/sink.js";
 import { SqliteStore, statementsOf } from "../stores/sqlite/store.js";
-import { type Backend, sinkDescription } from "./backend.js";
-import type { TaggedWrite } from "./faulty-store.js";
+import { type Backend, taggedSink } from "./backend.js";
 
 /**
  * The SQLite store on a database of its own per history (in memory: the same SQL and transactions as on a file,
@@ -27,11 +26,9 @@ export function sqliteBackend(): Backend {
 ON CONFLICT (id) DO UPDATE SET n = n + 1, fences = fences || ',' || excluded.fences RETURNING 1`,
         params: { id: e.counterId, fence: String(fence) },
       }),
-    sinkAtomic: (e, pos, fence): SqliteAtomicWrite & TaggedWrite => ({
-      ...sink.atomicPut({ position: pos, fence }, { key: e.subject, value: null }),
-      description: sinkDescription(e, pos, fence),
-      chaos: { subject: e.subject, pos, fence },
-    }),
+    sinkAtomic: taggedSink((e, pos, fence) =>
+      sink.atomicPut({ position: pos, fence }, { key: e.subject, value: null }),
+    ),
     sinkPut: (e, pos, fence) => sink.put({ position: pos, fence }, { key: e.subject, value: null }),
     readCounter: async (e) => {
       const row = sql.get("SELECT n, fences FROM chaos_count WHERE id = @id", { id: e.counterId });

@@ -7,22 +7,13 @@ export function formatTableAudit(r: TableAuditReport): string {
 }
 
 function figures(r: TableAuditReport): string[] {
-  const seconds = r.wallMs / 1000;
-  const rate = seconds > 0 ? Math.round(r.scannedCount / seconds) : r.scannedCount;
-  const units =
-    r.consumedReadUnits === null
-      ? "read units not returned"
-      : `${round(r.consumedReadUnits)} read units consumed`;
   const histogram = Object.entries(r.rowsPerDuplicatedEffect)
     .map(([rows, n]) => `${rows} rows: ${n}`)
     .join(", ");
   const scope = r.groupByAttribute === null ? "" : ` within a ${r.groupByAttribute}`;
   return [
     `table ${r.table} (primary key ${r.primaryKey.join(", ")}), effect key ${r.keyAttribute}${scope}`,
-    `scanned ${r.scannedCount} rows in ${r.segments} segments, ${r.pages} pages, ${seconds.toFixed(1)} s ` +
-      `(${rate} rows/s); ${units} (${r.consistentRead ? "strongly" : "eventually"} consistent)`,
-    `table size ${kilobytes(r.tableSizeBytes)} (DescribeTable, updated about every 6 hours): a scan reads about ` +
-      `${r.estimatedReadUnits} read units`,
+    ...cost(r),
     `rows read (holding ${r.keyAttribute}): ${r.rowsRead}; without ${r.keyAttribute}: ${r.rowsWithoutKey}`,
     `effects (distinct ${r.keyAttribute}${scope}): ${r.effects}; held by more than one row: ${r.duplicatedEffects}` +
       (histogram ? ` (${histogram})` : ""),
@@ -36,6 +27,35 @@ function figures(r: TableAuditReport): string[] {
             `rows without ${r.groupByAttribute}: ${r.groups.rowsWithoutGroup}`,
         ]),
   ];
+}
+
+/** How the table was read and what it cost, in the engine's terms. */
+function cost(r: TableAuditReport): string[] {
+  const seconds = r.wallMs / 1000;
+  const rate = seconds > 0 ? Math.round(r.scannedCount / seconds) : r.scannedCount;
+  const pace = `${count(r.pages, "page")}, ${seconds.toFixed(1)} s (${rate} rows/s)`;
+  switch (r.engine) {
+    case "dynamodb": {
+      const units =
+        r.consumedReadUnits === null
+          ? "read units not returned"
+          : `${round(r.consumedReadUnits)} read units consumed`;
+      return [
+        `scanned ${r.scannedCount} rows in ${r.segments} segments, ${pace}; ${units} ` +
+          `(${r.consistentRead ? "strongly" : "eventually"} consistent)`,
+        `table size ${kilobytes(r.tableSizeBytes ?? 0)} (DescribeTable, updated about every 6 hours): a scan reads ` +
+          `about ${r.estimatedReadUnits} read units`,
+      ];
+    }
+    case "postgres":
+      return [
+        `read ${r.scannedCount} rows through one cursor in one snapshot (repeatable read, read only), ${pace}`,
+        `table size ${r.tableSizeBytes === null ? "unknown (not a table)" : kilobytes(r.tableSizeBytes)} ` +
+          `(pg_table_size), about ${r.estimatedRows} rows (pg_class.reltuples, as of the last ANALYZE)`,
+      ];
+    case "sqlite":
+      return [`read ${r.scannedCount} rows in one statement (one snapshot, read-only), ${pace}`];
+  }
 }
 
 function examples(r: TableAuditReport): string[] {

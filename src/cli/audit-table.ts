@@ -1,9 +1,19 @@
 import cliProgress from "cli-progress";
 import type { Command } from "commander";
-import { auditTable, TABLE_AUDIT_OPTIONS, type TableScanProgress } from "../audit/table-scan.js";
+import { auditPostgresTable } from "../audit/postgres-rows.js";
+import { auditSqliteTable } from "../audit/sqlite-rows.js";
+import type { TableScanProgress } from "../audit/table-audit.js";
+import { auditTable, TABLE_AUDIT_OPTIONS, type TableAuditOptions } from "../audit/table-scan.js";
 import { OptionsError } from "../core/errors.js";
+import {
+  AUDIT_CONNECTION_FLAGS,
+  AUDIT_CONNECTION_OPTIONS,
+  postgresConnectionString,
+  type ResolvedAuditConnection,
+  resolveAuditConnection,
+} from "./audit-table-options.js";
 import { formatTableAudit } from "./audit-table-report.js";
-import { AWS_CONNECTION_OPTIONS, type AwsConnection, dynamoDBClientFor } from "./aws-connection.js";
+import { dynamoDBClientFor } from "./aws-connection.js";
 import { oneLine } from "./errors.js";
 import { addSchemaOptions, type FlagSpec, type FlagValues } from "./options.js";
 
@@ -15,24 +25,37 @@ const FLAGS: { [K in keyof typeof TABLE_AUDIT_OPTIONS]?: FlagSpec } = {
   groupByAttribute: { name: "group-by", value: "<attr>" },
 };
 
-interface CliFlags extends AwsConnection {
+interface CliFlags {
   json?: boolean;
   /** true: `--progress`, false: `--no-progress`, undefined: neither. */
   progress?: boolean;
 }
 
+/** What the action read from the command line, for runAuditTable. */
+interface Invocation {
+  table: string;
+  flags: CliFlags;
+  options: FlagValues<typeof TABLE_AUDIT_OPTIONS>;
+  connection: FlagValues<typeof AUDIT_CONNECTION_OPTIONS>;
+  /** Whether a flag (commander's attribute name) was on the command line rather than defaulted. */
+  given: (attribute: string) => boolean;
+}
+
 /**
- * `eonce audit table <table> --key <attr>`: a parallel segmented Scan of an existing table reporting the effects held
- * by more than one row (see src/audit/table-scan.ts and docs/cli-audit-table.md). Region, credentials and retries
- * come from the SDK's usual configuration (environment, profile); `--endpoint` and `--region` override it.
+ * `eonce audit table <table> --key <attr>`: reads an existing table and reports the effects held by more than one
+ * row (see src/audit/table-audit.ts and docs/cli-audit-table.md). DynamoDB (a parallel segmented Scan; region,
+ * credentials and retries from the SDK's usual configuration, `--endpoint` and `--region` on top), PostgreSQL (a
+ * cursor; `--database-url`, else DATABASE_URL, else PG*) or SQLite (`--file`).
  */
 export function registerAuditTable(audit: Command): Command {
   const command = audit
     .command("table")
-    .description("scan a DynamoDB table and report the effects held by more than one row (duplicates)")
+    .description(
+      "read a DynamoDB, PostgreSQL or SQLite table and report the effects held by more than one row (duplicates)",
+    )
     .argument("<table>", "table name");
   const auditOptions = addSchemaOptions(command, TABLE_AUDIT_OPTIONS, FLAGS);
-  addSchemaOptions(command, AWS_CONNECTION_OPTIONS, { endpoint: { value: "<url>" } });
+  const connection = addSchemaOptions(command, AUDIT_CONNECTION_OPTIONS, AUDIT_CONNECTION_FLAGS);
   command.options.find((o) => o.long === "--key")?.makeOptionMandatory();
   command
     .option("--json", "print the report as one JSON object")
@@ -45,42 +68,93 @@ export function registerAuditTable(audit: Command): Command {
       "after",
       "\nExit codes: 0 no duplicates, 1 duplicates found, 2 usage error or the table unreadable.",
     )
-    .action(async (table: string, flags: CliFlags & Record<string, unknown>) => {
-      process.exitCode = await runAuditTable(table, flags, auditOptions(flags));
+    .action(async (table: string, flags: CliFlags & Record<string, unknown>, self: Command) => {
+      const given = (attribute: string) => {
+        const source = self.getOptionValueSource(attribute);
+        return source !== undefined && source !== "default";
+      };
+      process.exitCode = await runAuditTable({
+        table,
+        flags,
+        options: auditOptions(flags),
+        connection: connection(flags),
+        given,
+      });
     });
   return command;
 }
 
-async function runAuditTable(
-  table: string,
-  flags: CliFlags,
-  options: FlagValues<typeof TABLE_AUDIT_OPTIONS>,
-): Promise<AuditTableExitCode> {
-  const client = dynamoDBClientFor(flags);
-  const bar = progressBar(flags.progress ?? (process.stderr.isTTY === true && !flags.json));
+async function runAuditTable(run: Invocation): Promise<AuditTableExitCode> {
+  const bar = progressBar(run.flags.progress ?? (process.stderr.isTTY === true && !run.flags.json));
   try {
-    const report = await auditTable({
-      ...options,
-      keyAttribute: options.keyAttribute as string,
-      client,
-      tableName: table,
+    const c = resolveAuditConnection("eonce audit table", run.connection, run.given);
+    const options = {
+      ...run.options,
+      keyAttribute: run.options.keyAttribute as string,
       onProgress: bar.update,
-    });
+    };
+    const report = await auditOn(run.table, c, options);
     bar.stop();
-    process.stdout.write(`${flags.json ? JSON.stringify(report) : formatTableAudit(report)}\n`);
+    process.stdout.write(`${run.flags.json ? JSON.stringify(report) : formatTableAudit(report)}\n`);
     return report.duplicatedEffects > 0 ? 1 : 0;
   } catch (error) {
     bar.stop();
-    // The SDK's error name says what failed (ResourceNotFoundException, UnrecognizedClientException).
-    const name =
-      error instanceof Error && error.name !== "Error" && !(error instanceof OptionsError)
-        ? `${error.name}: `
-        : "";
-    process.stderr.write(`eonce audit table: cannot audit ${table}: ${name}${oneLine(error)}\n`);
+    process.stderr.write(
+      `eonce audit table: cannot audit ${run.table}: ${errorName(error)}${oneLine(error)}\n`,
+    );
     return 2;
-  } finally {
-    client.destroy();
   }
+}
+
+type CommonOptions = Omit<TableAuditOptions, "client" | "tableName">;
+
+/** The audit on the engine asked for; the connection is closed however it ends. */
+async function auditOn(table: string, c: ResolvedAuditConnection, options: CommonOptions) {
+  // Segments and consistent reads are DynamoDB's (resolveAuditConnection refused them given for another engine).
+  const { segments: _segments, consistentRead: _consistent, ...rowOptions } = options;
+  switch (c.engine) {
+    case "dynamodb": {
+      const client = dynamoDBClientFor(c);
+      try {
+        return await auditTable({ ...options, client, tableName: table });
+      } finally {
+        client.destroy();
+      }
+    }
+    case "postgres": {
+      const pool = await postgresPool(c);
+      try {
+        return await auditPostgresTable({ ...rowOptions, pool, schema: c.schema, tableName: table });
+      } finally {
+        await pool.end();
+      }
+    }
+    case "sqlite":
+      return auditSqliteTable({ ...rowOptions, file: c.file as string, tableName: table });
+  }
+}
+
+/** node-postgres is an optional peer: loaded only for `--engine postgres`. One connection: one cursor. */
+async function postgresPool(c: ResolvedAuditConnection) {
+  let Pool: typeof import("pg").Pool;
+  try {
+    ({ Pool } = (await import("pg")).default);
+  } catch (cause) {
+    throw new OptionsError("--engine postgres needs node-postgres: npm i pg", { cause });
+  }
+  const connectionString = postgresConnectionString(c);
+  return new Pool({ ...(connectionString ? { connectionString } : {}), max: 1 });
+}
+
+/**
+ * What failed, before the message: the SDK's error name (ResourceNotFoundException, UnrecognizedClientException),
+ * PostgreSQL's SQLSTATE (node-postgres names every server error "error"); nothing for usage errors.
+ */
+function errorName(error: unknown): string {
+  if (!(error instanceof Error) || error instanceof OptionsError) return "";
+  const code = (error as { code?: unknown }).code;
+  if (error.name === "error" && typeof code === "string") return `PostgreSQL ${code}: `;
+  return error.name === "Error" || error.name === "TableAuditSourceError" ? "" : `${error.name}: `;
 }
 
 /** Rows scanned against DescribeTable's item count (an estimate: the total grows when the scan passes it). */

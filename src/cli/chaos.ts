@@ -4,9 +4,10 @@ import { fileURLToPath } from "node:url";
 import cliProgress from "cli-progress";
 import { Command, CommanderError, InvalidArgumentError } from "commander";
 import { BROKEN_ROW_KEYS, BROKEN_STORES } from "../chaos/broken.js";
-import { type CampaignSummary, replay, runCampaign, type StoreName } from "../chaos/campaign.js";
+import { type CampaignSummary, replay, runCampaign } from "../chaos/campaign.js";
 import { EXHAUSTIVE_CASES, explore, replayPath } from "../chaos/exhaustive.js";
 import { INVARIANTS, type Violation } from "../chaos/observer.js";
+import type { StoreName } from "../chaos/store-name.js";
 
 interface ChaosOptions {
   histories: number;

@@ -6,6 +6,7 @@ import { addSchemaOptions, type FlagSpec } from "./options.js";
 import { isTypeScriptHandler } from "./run/load-handler.js";
 import { RUN_OPTIONS } from "./run/options.js";
 import { formatRunReport, runHandler } from "./run/run-handler.js";
+import { CONNECTION_FLAGS } from "./state/options.js";
 
 /** Where a flag differs from its field: its name, its value's name in help, how its text is read. */
 const RUN_FLAGS: { [K in keyof typeof RUN_OPTIONS]?: FlagSpec } = {
@@ -16,6 +17,14 @@ const RUN_FLAGS: { [K in keyof typeof RUN_OPTIONS]?: FlagSpec } = {
   effects: { value: "<table:attribute>", parse: effects },
   env: { value: "<KEY=VALUE>", parse: envPair },
   dynamodbEndpoint: { value: "<url>" },
+  // The state's connection: eonce state's flags (src/cli/state/options.ts), the store and file named for the state.
+  stateStore: CONNECTION_FLAGS.store,
+  stateFile: CONNECTION_FLAGS.file,
+  databaseUrl: CONNECTION_FLAGS.databaseUrl,
+  keyAttribute: CONNECTION_FLAGS.keyAttribute,
+  keyColumn: CONNECTION_FLAGS.keyColumn,
+  rowKey: CONNECTION_FLAGS.rowKey,
+  rowKeyInverse: CONNECTION_FLAGS.rowKeyInverse,
 };
 
 /**

@@ -16,6 +16,8 @@ import { formatRecord, formatTable } from "./state/format.js";
 import {
   CONNECTION_FLAGS,
   LIST_FLAGS,
+  listsByRow,
+  type ResolvedConnection,
   resolveConnection,
   STATE_CONNECTION_OPTIONS,
   STATE_FORGET_OPTIONS,
@@ -51,6 +53,10 @@ Exit codes:
 
 const TARGET = "a subject (its ordered state key o#<subject> is used) or a state key (o#… or u#…)";
 
+const BY_ROW_NOTE =
+  "(listed by row: --row-key has no --row-key-inverse to name their state keys; get, release and forget take " +
+  "a subject or a state key)";
+
 /**
  * `eonce state`: an operator's view of the guard's state in any shipped store (docs/cli-state.md). `get` decodes a
  * record, `list` shows held or stuck subjects first, `release` is the store's conditional release, `forget` a
@@ -79,7 +85,7 @@ const DESCRIPTIONS = {
 } as const;
 
 type Flags = Record<string, unknown>;
-type Body = (admin: StateAdmin, nowMs: number) => Promise<string>;
+type Body = (admin: StateAdmin, nowMs: number, connection: ResolvedConnection) => Promise<string>;
 
 /**
  * A subcommand with the connection flags; its action checks every option (`prepare`: the command's own, then the
@@ -93,8 +99,9 @@ function subcommand(state: Command, io: StateIo, name: keyof typeof DESCRIPTIONS
     let admin: StateAdmin | undefined;
     try {
       const body = prepare();
-      admin = await openAdmin(resolveConnection(what, connection(flags)));
-      io.out(`${await body(admin, io.now())}\n`);
+      const resolved = resolveConnection(what, connection(flags));
+      admin = await openAdmin(resolved);
+      io.out(`${await body(admin, io.now(), resolved)}\n`);
       io.exit(0);
     } catch (error) {
       io.err(`${what}: ${oneLine(error)}\n`);
@@ -137,9 +144,16 @@ function registerList(state: Command, io: StateIo): void {
   command.option("--json", "print the records as JSON").action((flags: Flags) =>
     act(flags, () => {
       const options = resolveOptions("eonce state list", STATE_LIST_OPTIONS, listOptions(flags));
-      return async (admin, nowMs) => {
+      return async (admin, nowMs, connection) => {
         const views = await listStates(admin, options, nowMs);
-        return flags.json ? JSON.stringify({ count: views.length, records: views }) : formatTable(views);
+        if (!listsByRow(connection))
+          return flags.json ? JSON.stringify({ count: views.length, records: views }) : formatTable(views);
+        // A custom --row-key without its inverse: the admin named each record by its row (docs/cli-state.md).
+        if (flags.json) {
+          const records = views.map((v) => ({ ...v, key: null, row: v.key }));
+          return JSON.stringify({ count: views.length, listedBy: "row", records });
+        }
+        return `${formatTable(views, "ROW")}\n${BY_ROW_NOTE}`;
       };
     }),
   );

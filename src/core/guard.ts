@@ -83,6 +83,8 @@ export interface RunOptions {
   deadlineMs?: number;
   /** Aborts the handler from outside (e.g. the Lambda is about to time out). */
   signal?: AbortSignal;
+  /** Called on this call's steps, after the guard's `onEvent`: a caller observes each event on one shared guard. */
+  onEvent?: (event: GuardTrace) => void;
 }
 
 export interface GuardContext {
@@ -169,7 +171,7 @@ export interface Guard {
   ): Promise<GuardOutcome<R>>;
 }
 
-/** The guard options a wrapper passes through (the rest, `now`, `clock` and `onEvent`, are the wrapper's own). */
+/** The guard options a wrapper passes through (not `now`, `clock`, `onEvent`: it observes each call's `onEvent`). */
 export const GUARD_PASS_THROUGH_KEYS = [
   "store",
   "leaseMs",
@@ -283,12 +285,24 @@ export function createGuard(options: GuardOptions): Guard {
   const trace = options.onEvent ?? (() => {});
   return {
     options: opts,
-    run: (event, handler, runOptions) => run(opts, trace, event, handler, runOptions ?? {}),
-    apply: (event, compute, runOptions) => apply(opts, trace, event, compute, runOptions ?? {}),
+    run: (event, handler, runOptions = {}) =>
+      run(opts, callTrace(trace, runOptions), event, handler, runOptions),
+    apply: (event, compute, runOptions = {}) =>
+      apply(opts, callTrace(trace, runOptions), event, compute, runOptions),
   };
 }
 
 type Trace = (e: GuardTrace) => void;
+
+/** The guard's hook, then the call's own. */
+function callTrace(trace: Trace, runOptions: RunOptions): Trace {
+  const own = runOptions.onEvent;
+  if (!own) return trace;
+  return (e) => {
+    trace(e);
+    own(e);
+  };
+}
 
 /** The state key, after checking the position orders alike in every store. */
 function keyOf(event: GuardedEvent): string {

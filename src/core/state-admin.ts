@@ -1,5 +1,7 @@
+import { OptionsError } from "./errors.js";
 import { boolean, integer, required, resolveOptions, schemaFor } from "./options.js";
 import { leaseExpired, type StateRecord, type StateStatus } from "./state.js";
+import { stateKeyOfInlineRow } from "./state-key.js";
 import type { StateStore } from "./store.js";
 
 /**
@@ -147,4 +149,45 @@ export function claimedAtMs(fence: number): number | undefined {
 /** The fence below which a record's last claim was before `ms` (the `claimedBeforeMs` filter, as the engines run it). */
 export function fenceAt(ms: number): number {
   return Math.floor(ms) * 1000;
+}
+
+/** How an inline admin maps the rows it lists back to state keys: the store's `rowKey` and, for a custom one, its inverse. */
+export interface InlineRowMapping {
+  /** The store's custom row of a state key; default inlineRowKey (src/core/state-key.ts). */
+  rowKey?: (stateKey: string) => string;
+  /**
+   * `rowKey`'s inverse (row → state key), for `list`. Needed with a custom `rowKey` only: without it `list` names
+   * each record by its row (`key` holds the row), since a custom mapping may have no inverse to guess.
+   */
+  stateKeyOfRow?: (row: string) => string;
+}
+
+/**
+ * The state key of a listed row for an inline admin (`engine` names it in errors): the default mapping's inverse,
+ * a custom `stateKeyOfRow` checked against `rowKeyOf` on every row (an inverse that is not one would list records under
+ * keys that `get` does not find), or, for a custom `rowKey` without one, the row itself.
+ */
+export function inlineKeyOfRow(
+  engine: string,
+  mapping: InlineRowMapping,
+  rowKeyOf: (stateKey: string) => string,
+): (row: string) => string {
+  const inverse = mapping.stateKeyOfRow;
+  if (inverse !== undefined && typeof inverse !== "function")
+    throw new OptionsError(`${engine}: stateKeyOfRow must be a function`);
+  if (mapping.rowKey === undefined) {
+    if (inverse) throw new OptionsError(`${engine}: stateKeyOfRow is rowKey's inverse: give rowKey too`);
+    return stateKeyOfInlineRow;
+  }
+  if (!inverse) return (row) => row;
+  return (row) => {
+    const key = inverse(row);
+    const back = typeof key === "string" && key.length > 0 ? rowKeyOf(key) : undefined;
+    if (back !== row)
+      throw new OptionsError(
+        `${engine}: stateKeyOfRow is not rowKey's inverse: row ${JSON.stringify(row)} → key ` +
+          `${JSON.stringify(key)} → row ${JSON.stringify(back)}`,
+      );
+    return key as string;
+  };
 }

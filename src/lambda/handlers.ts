@@ -2,16 +2,24 @@ import type { Context, EventBridgeEvent, S3Event, SQSBatchResponse, SQSEvent } f
 import { OptionsError } from "../core/errors.js";
 import { reportToLocalRun } from "../observe/local-hook.js";
 import {
+  type AnyEventHandler,
   type InvocationReport,
   type InvocationResult,
   InvocationRunner,
   type Trigger,
 } from "./invocation.js";
-import { type EffectivelyOnceOptions, type EventHandler, resolveOptions } from "./options.js";
+import {
+  type HandlerOf,
+  type OptionsOf,
+  resolveOptions,
+  type WrapperMode,
+  type WrapperOptions,
+} from "./options.js";
 
 /**
  * Handler wrappers: the user writes a handler for one event; the wrapper parses the invocation, runs the
- * guard per event (claim, lease, commit or release), logs and counts every outcome, and answers Lambda:
+ * guard per event (mode `run`: claim, lease, commit or release; mode `apply`: the handler computes its atomic
+ * writes, then one request claims, writes and commits), logs and counts every outcome, and answers Lambda:
  *
  * - SQS (`sqsHandler`): `{ batchItemFailures }` (enable ReportBatchItemFailures on the event source
  *   mapping). Duplicates, stale events and `s3:TestEvent` succeed; busy/in-flight after the policy,
@@ -34,40 +42,40 @@ export interface S3TestEventPayload {
   HostId: string;
 }
 
-export function sqsHandler<R = unknown>(
-  handler: EventHandler<R>,
-  options: EffectivelyOnceOptions,
+export function sqsHandler<R = unknown, M extends WrapperMode = "run">(
+  handler: HandlerOf<M, R>,
+  options: OptionsOf<M> & { mode?: M },
 ): LambdaHandler<SQSEvent, SQSBatchResponse> {
-  const runner = make("sqsHandler", handler, options);
+  const run = make<R>("sqsHandler", handler, options);
   return async (event, context) => {
-    const result = await runner.run(handler, event, context, "sqs");
+    const result = await run(event, context, "sqs");
     if (result.kind !== "sqs") throw new OptionsError("sqsHandler: not an SQS batch"); // unreachable: run checks
     reportToLocalRun(result.report);
     return result.response;
   };
 }
 
-export function s3Handler<R = unknown>(
-  handler: EventHandler<R>,
-  options: EffectivelyOnceOptions,
+export function s3Handler<R = unknown, M extends WrapperMode = "run">(
+  handler: HandlerOf<M, R>,
+  options: OptionsOf<M> & { mode?: M },
 ): LambdaHandler<S3Event | S3TestEventPayload, InvocationReport<R>> {
   return direct("s3Handler", handler, options);
 }
 
-export function eventBridgeHandler<R = unknown>(
-  handler: EventHandler<R>,
-  options: EffectivelyOnceOptions,
+export function eventBridgeHandler<R = unknown, M extends WrapperMode = "run">(
+  handler: HandlerOf<M, R>,
+  options: OptionsOf<M> & { mode?: M },
 ): LambdaHandler<EventBridgeEvent<string, unknown>, InvocationReport<R>> {
   return direct("eventBridgeHandler", handler, options);
 }
 
 /** Any trigger: the answer follows the invocation (SQS: batch response; direct: report, or a throw). */
-export function wrapHandler<R = unknown>(
-  handler: EventHandler<R>,
-  options: EffectivelyOnceOptions,
+export function wrapHandler<R = unknown, M extends WrapperMode = "run">(
+  handler: HandlerOf<M, R>,
+  options: OptionsOf<M> & { mode?: M },
 ): LambdaHandler<unknown, SQSBatchResponse | InvocationReport<R>> {
-  const runner = make("wrapHandler", handler, options);
-  return async (event, context) => answer(await runner.run(handler, event, context, "any"));
+  const run = make<R>("wrapHandler", handler, options);
+  return async (event, context) => answer(await run(event, context, "any"));
 }
 
 /** What Lambda gets back for a run: the batch response for SQS, the report for direct invokes. */
@@ -76,15 +84,17 @@ export function answer<R>(result: InvocationResult<R>): SQSBatchResponse | Invoc
   return result.kind === "sqs" ? result.response : result.report;
 }
 
-function direct<E, R>(what: string, handler: EventHandler<R>, options: EffectivelyOnceOptions) {
-  const runner = make(what, handler, options);
-  const trigger: Trigger = "direct";
+function direct<E, R>(what: string, handler: AnyEventHandler<R>, options: WrapperOptions) {
+  const run = make<R>(what, handler, options);
   return async (event: E, context: Context): Promise<InvocationReport<R>> =>
-    (await runner.run(handler, event, context, trigger)).report;
+    (await run(event, context, "direct")).report;
 }
 
-function make<R>(what: string, handler: EventHandler<R>, options: EffectivelyOnceOptions): InvocationRunner {
+/** Validates the handler and the options once, builds the runner (and its guard), and binds the handler to it. */
+function make<R>(what: string, handler: AnyEventHandler<R>, options: WrapperOptions) {
   if (typeof handler !== "function")
     throw new OptionsError(`${what}: the first argument must be the event handler`);
-  return new InvocationRunner(what, resolveOptions(what, options));
+  const runner = new InvocationRunner(what, resolveOptions(what, options));
+  return (event: unknown, context: Context | undefined, trigger: Trigger): Promise<InvocationResult<R>> =>
+    runner.run(handler, event, context, trigger);
 }

@@ -13,10 +13,18 @@ export type {
   Trigger,
 } from "./invocation.js";
 export type {
+  ApplyEventHandler,
+  ApplyHandlerContext,
+  DeliveryContext,
+  EffectivelyOnceApplyOptions,
   EffectivelyOnceOptions,
   EventHandler,
   HandledEvent,
   HandlerContext,
+  HandlerOf,
+  OptionsOf,
   PositionValue,
+  WrapperMode,
+  WrapperOptions,
 } from "./options.js";
 export * from "./visibility-heartbeat.js";

@@ -2,7 +2,7 @@ import type { Context, SQSBatchResponse } from "aws-lambda";
 import { describeError, describeValue } from "../core/describe-value.js";
 import { InvalidPositionError, MalformedEventError, SubjectTooLongError } from "../core/errors.js";
 import type { Delivery, EnvelopeKind, MessageEvent, S3TestEvent } from "../core/event.js";
-import { createGuard, type GuardedEvent, type GuardOutcome } from "../core/guard.js";
+import type { GuardContext, GuardedEvent, GuardOutcome, RunOptions } from "../core/guard.js";
 import { type DeliveryStatus, isAcknowledged } from "../core/outcomes.js";
 import { toPosition } from "../core/position.js";
 import { type DeliveryObserver, type InvocationObserver, Observer } from "../observe/observer.js";
@@ -11,7 +11,14 @@ import type { DeliveryUnit } from "../sources/types.js";
 import { anySignal, type Deadline, lambdaDeadline } from "./deadline.js";
 import { DeliveryFailedError } from "./errors.js";
 import { groupLanes, type Lane, runLanes } from "./lanes.js";
-import type { EventHandler, HandledEvent, HandlerContext, ResolvedOptions } from "./options.js";
+import type {
+  ApplyEventHandler,
+  DeliveryContext,
+  EventHandler,
+  HandledEvent,
+  ResolvedOptions,
+  WrapperMode,
+} from "./options.js";
 import { type HeartbeatRun, type SqsSender, VisibilityHeartbeat } from "./visibility-heartbeat.js";
 
 /** How a delivery (or one event in it) ended: see src/core/outcomes.ts. */
@@ -45,6 +52,9 @@ export type InvocationResult<R> =
 /** Which invocations a typed wrapper accepts: `sqs` batches, `direct` S3/EventBridge invokes, or `any`. */
 export type Trigger = "sqs" | "direct" | "any";
 
+/** The user's handler of either mode: the runner's mode says which it is. */
+export type AnyEventHandler<R> = EventHandler<R> | ApplyEventHandler<R>;
+
 /** Acknowledged as the outcome table says (src/core/outcomes.ts); `malformed` is decided per source below. */
 const acknowledged = isAcknowledged;
 
@@ -65,12 +75,17 @@ type Plan = {
 
 const isSqsEnvelope = (e: EnvelopeKind) => e !== "s3" && e !== "eventbridge";
 
-/** Runs invocations for one wrapper: options resolved once, observer and heartbeat reused across invocations. */
+/** Runs invocations for one wrapper: options resolved once; guard, observer and heartbeat reused across invocations. */
 export class InvocationRunner {
   readonly #o: ResolvedOptions;
   readonly #what: string;
   readonly #observer: Observer;
   readonly #heartbeat: VisibilityHeartbeat | undefined;
+
+  /** How each event reaches the guard: `guard.run` or `guard.apply`. */
+  get mode(): WrapperMode {
+    return this.#o.mode;
+  }
 
   constructor(what: string, resolved: ResolvedOptions) {
     this.#what = what;
@@ -88,7 +103,7 @@ export class InvocationRunner {
 
   /** Parse → run every delivery (lanes, heartbeat, guard) → respond: batch item failures, or throw for a retry. */
   async run<R>(
-    handler: EventHandler<R>,
+    handler: AnyEventHandler<R>,
     input: unknown,
     context: Context | undefined,
     trigger: Trigger,
@@ -333,31 +348,10 @@ export class InvocationRunner {
     env: UnitEnv<R>,
   ): Promise<EventReport<R>> {
     const subject = guarded.subject;
-    const guard = createGuard({ ...this.#o.guard, onEvent: obs.trace(guarded) });
     const started = performance.now();
     let outcome: GuardOutcome<R>;
     try {
-      outcome = await guard.run<R>(
-        guarded,
-        async (gctx) => {
-          const combined = anySignal(gctx.signal, env.deadline.signal);
-          const ctx = {
-            ...gctx,
-            signal: combined.signal,
-            delivery: obs.delivery,
-            lambdaContext: env.context,
-          };
-          Object.defineProperty(ctx, "logger", { get: () => obs.childLogger(), enumerable: true });
-          const handlerStarted = performance.now();
-          try {
-            return await env.handler(event, ctx as HandlerContext);
-          } finally {
-            obs.handlerDuration(performance.now() - handlerStarted);
-            combined.dispose();
-          }
-        },
-        { deadlineMs: env.deadline.deadlineMs, signal: env.deadline.signal },
-      );
+      outcome = await this.#guard(event, guarded, obs, env);
     } catch (error) {
       if (
         error instanceof SubjectTooLongError ||
@@ -370,17 +364,80 @@ export class InvocationRunner {
       obs.storeFailed(subject, error);
       return { status: "failed", subject };
     }
-    obs.outcome(guarded, outcome, performance.now() - started);
+    obs.outcome(guarded, outcome, performance.now() - started, this.#o.mode === "run");
     const r: EventReport<R> = { status: outcome.status, subject };
     if (outcome.status === "processed" || (outcome.status === "duplicate" && outcome.result !== undefined)) {
       r.result = outcome.result as R;
     }
     return r;
   }
+
+  /** One event through the wrapper's guard: the handler under `guard.run`, or computed for `guard.apply`. */
+  #guard<R>(
+    event: HandledEvent,
+    guarded: GuardedEvent,
+    obs: DeliveryObserver,
+    env: UnitEnv<R>,
+  ): Promise<GuardOutcome<R>> {
+    // Per call, not per guard: the one guard serves every event, each observed by its own delivery.
+    const call: RunOptions = {
+      deadlineMs: env.deadline.deadlineMs,
+      signal: env.deadline.signal,
+      onEvent: obs.trace(guarded),
+    };
+    if (this.#o.mode === "apply") {
+      const compute = env.handler as ApplyEventHandler<R>;
+      return this.#o.guard.apply(
+        guarded,
+        (actx) => timed(obs, () => compute(event, withDelivery(actx, obs, env.context))),
+        call,
+      );
+    }
+    const handler = env.handler as EventHandler<R>;
+    return this.#o.guard.run(guarded, (gctx) => runHandler(handler, event, gctx, obs, env), call);
+  }
+}
+
+/** Mode `run`: the handler under the lease, its signal also aborted at the Lambda deadline. */
+async function runHandler<R>(
+  handler: EventHandler<R>,
+  event: HandledEvent,
+  gctx: GuardContext,
+  obs: DeliveryObserver,
+  env: UnitEnv<R>,
+): Promise<R> {
+  const combined = anySignal(gctx.signal, env.deadline.signal);
+  try {
+    const ctx = withDelivery({ ...gctx, signal: combined.signal }, obs, env.context);
+    return await timed(obs, () => handler(event, ctx));
+  } finally {
+    combined.dispose();
+  }
+}
+
+/** The guard's context (either mode's) plus the delivery, the Lambda context and a child logger made on first use. */
+function withDelivery<C extends object>(
+  gctx: C,
+  obs: DeliveryObserver,
+  context: Context | undefined,
+): C & DeliveryContext {
+  const ctx = { ...gctx, delivery: obs.delivery, lambdaContext: context };
+  Object.defineProperty(ctx, "logger", { get: () => obs.childLogger(), enumerable: true });
+  return ctx as C & DeliveryContext;
+}
+
+/** Runs the user's handler, counting its run time (one value per run: an apply retried with another fence is two). */
+async function timed<R>(obs: DeliveryObserver, handler: () => R | Promise<R>): Promise<R> {
+  const started = performance.now();
+  try {
+    return await handler();
+  } finally {
+    obs.handlerDuration(performance.now() - started);
+  }
 }
 
 interface UnitEnv<R> {
-  handler: EventHandler<R>;
+  handler: AnyEventHandler<R>;
   inv: InvocationObserver;
   deadline: Deadline;
   context: Context | undefined;

@@ -1,9 +1,10 @@
 import type { MiddlewareObj } from "@middy/core";
 import type { Context, SQSBatchResponse } from "aws-lambda";
 import { OptionsError } from "../core/errors.js";
+import { oneOf, resolveOptions as resolveSchema, schemaFor } from "../core/options.js";
 import { answer } from "./handlers.js";
-import { type InvocationReport, InvocationRunner } from "./invocation.js";
-import { type EffectivelyOnceOptions, type EventHandler, resolveOptions } from "./options.js";
+import { type AnyEventHandler, type InvocationReport, InvocationRunner } from "./invocation.js";
+import { type HandlerOf, type OptionsOf, resolveOptions, type WrapperMode } from "./options.js";
 
 /**
  * The Middy form of the wrappers, with the same options and the same behaviour (it runs the same code):
@@ -17,16 +18,23 @@ import { type EffectivelyOnceOptions, type EventHandler, resolveOptions } from "
  * must call the user's handler once per event. So the middleware prepares the invocation and
  * `eachEvent(handler)` is the base handler that runs it. Each throws a clear OptionsError if used
  * without the other. The triggers are told apart at run time, as `wrapHandler` does.
+ *
+ * Mode `apply` goes in both: `effectivelyOnce({ store, mode: "apply" })` (checked there with the other options) and
+ * `eachEvent(compute, { mode: "apply" })` (which types the handler's context); a mismatch throws an OptionsError.
  */
 type Dispatch = {
-  run<R>(handler: EventHandler<R>): Promise<SQSBatchResponse | InvocationReport<R>>;
+  run<R>(handler: AnyEventHandler<R>, mode: WrapperMode): Promise<SQSBatchResponse | InvocationReport<R>>;
   used: boolean;
 };
 
 const dispatches = new WeakMap<object, Dispatch>();
 
-export function effectivelyOnce(
-  options: EffectivelyOnceOptions,
+const EACH_EVENT_OPTIONS = schemaFor<{ mode?: WrapperMode }>()({
+  mode: oneOf(["run", "apply"], { default: "run" }),
+});
+
+export function effectivelyOnce<M extends WrapperMode = "run">(
+  options: OptionsOf<M> & { mode?: M },
 ): MiddlewareObj<unknown, unknown, Error, Context> {
   const runner = new InvocationRunner("effectivelyOnce", resolveOptions("effectivelyOnce (middy)", options));
   return {
@@ -35,7 +43,15 @@ export function effectivelyOnce(
       const { event, context } = request;
       dispatches.set(context, {
         used: false,
-        run: async (handler) => answer(await runner.run(handler, event, context, "any")),
+        run: async (handler, mode) => {
+          if (mode !== runner.mode) {
+            throw new OptionsError(
+              `eachEvent: the handler is for mode "${mode}", effectivelyOnce runs mode "${runner.mode}": ` +
+                "give the same mode to both",
+            );
+          }
+          return answer(await runner.run(handler, event, context, "any"));
+        },
       });
     },
     after: (request) => {
@@ -53,17 +69,22 @@ export function effectivelyOnce(
   };
 }
 
-/** The Middy base handler: runs `handler` once per event of the invocation prepared by effectivelyOnce(). */
-export function eachEvent<R = unknown>(
-  handler: EventHandler<R>,
+/**
+ * The Middy base handler: runs `handler` once per event of the invocation prepared by effectivelyOnce(). Mode
+ * `apply`: `eachEvent(compute, { mode: "apply" })`, with the same mode given to effectivelyOnce.
+ */
+export function eachEvent<R = unknown, M extends WrapperMode = "run">(
+  handler: HandlerOf<M, R>,
+  options?: { mode?: M },
 ): (event: unknown, context: Context) => Promise<SQSBatchResponse | InvocationReport<R>> {
   if (typeof handler !== "function") throw new OptionsError("eachEvent: handler must be a function");
+  const { mode } = resolveSchema("eachEvent", EACH_EVENT_OPTIONS, options ?? {});
   return async (_event, context) => {
     const dispatch = context ? dispatches.get(context) : undefined;
     if (!dispatch) {
       throw new OptionsError("eachEvent: add .use(effectivelyOnce(options)) to the middy handler");
     }
     dispatch.used = true;
-    return dispatch.run(handler);
+    return dispatch.run(handler, mode);
   };
 }

@@ -2,19 +2,23 @@ import { createHash } from "node:crypto";
 import type { Logger } from "@aws-lambda-powertools/logger";
 import type { Metrics } from "@aws-lambda-powertools/metrics";
 import type { Context } from "aws-lambda";
+import { OptionsError } from "../core/errors.js";
 import type { Delivery, MessageEvent, S3ObjectEvent } from "../core/event.js";
 import {
+  type ApplyContext,
+  createGuard,
   GUARD_OPTIONS,
   GUARD_PASS_THROUGH_KEYS,
+  type Guard,
   type GuardContext,
   type GuardOptions,
-  resolveGuardOptions,
 } from "../core/guard.js";
 import {
   boolean,
   custom,
   func,
   integer,
+  oneOf,
   optionsRule,
   pickFields,
   resolveOptions as resolveSchema,
@@ -32,8 +36,14 @@ import {
 /** What the user's handler receives: an S3 object event, or an application message (`messages: "accept"`). */
 export type HandledEvent = S3ObjectEvent | MessageEvent;
 
-/** The guard's context plus where the event came from and a logger that carries its correlation id. */
-export interface HandlerContext extends GuardContext {
+/**
+ * How the wrapper runs each event: `run` (claim, the handler under a lease, commit: any kind of effect) or `apply`
+ * (the handler computes atomic writes, then claim + writes + commit go in one request).
+ */
+export type WrapperMode = "run" | "apply";
+
+/** Where the event came from, and a logger that carries its correlation id: what both modes add. */
+export interface DeliveryContext {
   delivery: Delivery;
   /** Undefined when the wrapper is called without a Lambda context (tests, scripts). */
   lambdaContext: Context | undefined;
@@ -41,13 +51,39 @@ export interface HandlerContext extends GuardContext {
   readonly logger: Logger;
 }
 
-/** The user's handler. Its (JSON) result is committed with the event and replayed to duplicates. */
+/** Mode `run`: the guard's context (signal, attempt, atCommit, …) plus the delivery. */
+export interface HandlerContext extends GuardContext, DeliveryContext {}
+
+/** Mode `apply`: the apply context (no signal, no attempt: nothing is claimed while it runs) plus the delivery. */
+export interface ApplyHandlerContext extends ApplyContext, DeliveryContext {}
+
+/** The user's handler (mode `run`). Its (JSON) result is committed with the event and replayed to duplicates. */
 export type EventHandler<R = unknown> = (event: HandledEvent, ctx: HandlerContext) => Promise<R>;
+
+/**
+ * The user's handler in mode `apply`: computes the event's atomic writes (`ctx.atCommit`) and its result. It must have
+ * no other side effect: it also runs for a duplicate or stale delivery (whose writes are never applied), and again
+ * when the request is retried with another fence.
+ */
+export type ApplyEventHandler<R = unknown> = (
+  event: HandledEvent,
+  ctx: ApplyHandlerContext,
+) => R | Promise<R>;
+
+/** The handler type of a mode. */
+export type HandlerOf<M extends WrapperMode, R> = M extends "apply" ? ApplyEventHandler<R> : EventHandler<R>;
+
+/** The options type of a mode. */
+export type OptionsOf<M extends WrapperMode> = M extends "apply"
+  ? EffectivelyOnceApplyOptions
+  : EffectivelyOnceOptions;
 
 export type PositionValue = number | bigint | Date | string;
 
-/** The guard's options pass through unchanged (see GuardOptions for each). */
+/** The options of mode `run` (the default). The guard's options pass through unchanged (see GuardOptions for each). */
 export interface EffectivelyOnceOptions extends Pick<GuardOptions, GuardPassThroughKey> {
+  /** `run` (default): claim, run the handler under a lease, commit. */
+  mode?: "run";
   /** Metric dimension `pipeline` and a field on every log line. Default: the Lambda function name. */
   pipeline?: string;
   /**
@@ -92,12 +128,31 @@ export interface EffectivelyOnceOptions extends Pick<GuardOptions, GuardPassThro
   deadlineMarginMs?: number;
 }
 
+/**
+ * The options of mode `apply`: those of `run`, less what needs a handler running under a lease (lease renewals,
+ * the SQS visibility heartbeat). `leaseMs` still bounds waiting when there is no Lambda context.
+ */
+export interface EffectivelyOnceApplyOptions
+  extends Omit<EffectivelyOnceOptions, "mode" | "heartbeatMs" | "visibilityHeartbeat" | "sqsClient"> {
+  mode: "apply";
+  heartbeatMs?: never;
+  visibilityHeartbeat?: false;
+  sqsClient?: never;
+}
+
+/** Either mode's options. */
+export type WrapperOptions = EffectivelyOnceOptions | EffectivelyOnceApplyOptions;
+
+/** Either mode's options as one shape, for the schema (the rules between mode and the rest follow it). */
+type AnyModeOptions = Omit<EffectivelyOnceOptions, "mode"> & { mode?: WrapperMode };
+
 type GuardPassThroughKey = (typeof GUARD_PASS_THROUGH_KEYS)[number];
 const DERIVES = { expected: "a function of (message, delivery)" };
 
 /** The wrappers' options: the guard's fields, and the adapter's own. */
-export const EFFECTIVELY_ONCE_OPTIONS = schemaFor<EffectivelyOnceOptions>()({
+export const EFFECTIVELY_ONCE_OPTIONS = schemaFor<AnyModeOptions>()({
   ...pickFields(GUARD_OPTIONS, GUARD_PASS_THROUGH_KEYS),
+  mode: oneOf(["run", "apply"], { default: "run" }),
   pipeline: string(),
   orderS3Events: boolean({ default: true }),
   payloadFingerprint: custom<boolean | ((event: HandledEvent) => string)>(
@@ -124,7 +179,9 @@ function isObject(value: unknown): boolean {
 }
 
 export interface ResolvedOptions {
-  guard: Omit<GuardOptions, "onEvent">;
+  /** Built once per wrapper; each event is observed through its call's `onEvent`. */
+  guard: Guard;
+  mode: WrapperMode;
   pipeline: string | undefined;
   orderS3Events: boolean;
   subject: EffectivelyOnceOptions["subject"];
@@ -140,14 +197,20 @@ export interface ResolvedOptions {
   deadlineMarginMs: number;
 }
 
-/** Validates eagerly (at cold start, not at the first event): unknown keys, types, consistency. */
-export function resolveOptions(what: string, options: EffectivelyOnceOptions): ResolvedOptions {
+/** What only a handler running under a lease uses: refused in mode `apply`, where nothing holds a lease. */
+const RUN_ONLY = ["heartbeatMs", "visibilityHeartbeat", "sqsClient"] as const;
+
+/** Validates eagerly (at cold start, not at the first event): unknown keys, types, consistency; builds the guard. */
+export function resolveOptions(what: string, options: WrapperOptions): ResolvedOptions {
   const o = resolveSchema(what, EFFECTIVELY_ONCE_OPTIONS, options);
-  const guard: Omit<GuardOptions, "onEvent"> = { store: o.store };
-  for (const key of GUARD_PASS_THROUGH_KEYS) {
-    if (options[key] !== undefined) (guard as Record<string, unknown>)[key] = options[key];
+  if (o.mode === "apply") {
+    const given = RUN_ONLY.filter((key) => o[key] !== undefined && o[key] !== false);
+    optionsRule(
+      what,
+      given.length === 0,
+      `${given.join(", ")}: for mode "run" only (mode "apply" runs no handler under a lease)`,
+    );
   }
-  resolveGuardOptions(what, guard); // the rules that relate guard options, as createGuard checks them per delivery
   optionsRule(
     what,
     (o.subject ?? o.identity ?? o.position) === undefined || o.messages === "accept",
@@ -155,7 +218,8 @@ export function resolveOptions(what: string, options: EffectivelyOnceOptions): R
   );
   const hb = o.visibilityHeartbeat;
   return {
-    guard,
+    guard: guardOf(what, o),
+    mode: o.mode,
     pipeline: o.pipeline,
     orderS3Events: o.orderS3Events,
     subject: o.subject,
@@ -175,6 +239,20 @@ export function resolveOptions(what: string, options: EffectivelyOnceOptions): R
     },
     deadlineMarginMs: o.deadlineMarginMs,
   };
+}
+
+/** The wrapper's one guard, from the guard options given; its rules' errors name the wrapper. */
+function guardOf(what: string, o: Pick<GuardOptions, GuardPassThroughKey>): Guard {
+  const given: GuardOptions = { store: o.store };
+  for (const key of GUARD_PASS_THROUGH_KEYS) {
+    if (o[key] !== undefined) (given as unknown as Record<string, unknown>)[key] = o[key];
+  }
+  try {
+    return createGuard(given);
+  } catch (error) {
+    if (error instanceof OptionsError) throw new OptionsError(`${what}: ${error.message}`, { cause: error });
+    throw error;
+  }
 }
 
 /** A message's body; an S3 event's ETag, size, version and operation: what "the same content" means for each. */

@@ -18,8 +18,8 @@ export {
 } from "./delivery/invocation-scope.js";
 export { createLambdaContext, type LocalContextOptions } from "./delivery/lambda-context.js";
 export {
+  type AnyLambdaHandler,
   InjectedFailure,
-  type LambdaHandler,
   LocalFunction,
   type LocalFunctionOptions,
   type RunResult,
@@ -55,3 +55,6 @@ export {
   type TraceEvent,
   type TraceListener,
 } from "./sim/trace.js";
+
+/** @deprecated Renamed `AnyLambdaHandler` (the wrappers' `LambdaHandler` is another type); removed in 0.3. */
+export type LambdaHandler = import("./delivery/lambda-runner.js").AnyLambdaHandler;

@@ -247,12 +247,15 @@ export class DeliveryObserver {
     };
   }
 
-  /** One line and one counter per guard outcome: the counter and the level from the outcome table. */
-  outcome(event: GuardedEvent, outcome: GuardOutcome<unknown>, durationMs: number): void {
+  /**
+   * One line and one counter per guard outcome: the counter and the level from the outcome table. `claims`: false
+   * for `guard.apply`, which holds no claim while the handler runs (a failure there left nothing to release).
+   */
+  outcome(event: GuardedEvent, outcome: GuardOutcome<unknown>, durationMs: number, claims = true): void {
     const info = OUTCOMES[outcome.status];
     if (info.counter !== undefined) this.#inv.metrics.count(info.counter);
     if (outcome.status === "failed") errorToLocalRun(outcome.error);
-    const [message, details] = describeOutcome(event.subject, outcome);
+    const [message, details] = describeOutcome(event.subject, outcome, claims);
     const fields: Fields = {
       subject: event.subject,
       identity: event.identity,
@@ -265,7 +268,7 @@ export class DeliveryObserver {
 }
 
 /** The grep-able message of an outcome (see the list at the top) and the fields only that outcome has. */
-function describeOutcome(subject: string, outcome: GuardOutcome<unknown>): [string, Fields] {
+function describeOutcome(subject: string, outcome: GuardOutcome<unknown>, claims: boolean): [string, Fields] {
   switch (outcome.status) {
     case "processed":
       return [
@@ -310,7 +313,7 @@ function describeOutcome(subject: string, outcome: GuardOutcome<unknown>): [stri
       ];
     case "failed":
       return [
-        `handler failed for ${subject}; ${outcome.released ? "claim released" : "claim not released (it frees at lease expiry)"}, delivery failed for a retry`,
+        `handler failed for ${subject}; ${outcome.released ? "claim released" : claims ? "claim not released (it frees at lease expiry)" : "nothing was claimed"}, delivery failed for a retry`,
         { released: outcome.released, error: outcome.error },
       ];
     case "unconfirmed":

@@ -10,7 +10,7 @@ import {
   DYNAMODB_MAX_HASH_KEY_BYTES,
   keyValueProblem,
 } from "../stores/dynamodb/values.js";
-import type { KeyValue } from "./dynamodb.js";
+import { describeKey, type KeyValue } from "./dynamodb-key.js";
 
 /**
  * An UpdateItem folded into the guard's commit (one TransactWriteItems: the effect and the commit land together or
@@ -217,9 +217,4 @@ function conditionOf(
     Object.entries(values).map(([p, v]) => [p, attributeValue(named("condition.values", p), v)]),
   );
   return { expression: c.expression, names, values: marshalled };
-}
-
-/** A row key for descriptions: its values joined by `/`. */
-export function describeKey(key: Record<string, KeyValue>): string {
-  return Object.values(key).map(String).join("/");
 }

@@ -17,9 +17,10 @@ import {
   DYNAMODB_MAX_SORT_KEY_BYTES,
   keyValueProblem,
 } from "../stores/dynamodb/values.js";
-import { describeKey } from "./dynamodb-update.js";
+import { describeKey, type KeyValue, type RowKey } from "./dynamodb-key.js";
 import { type FenceSource, fencedPosition, type SinkWriteStatus } from "./fence.js";
 
+export type { KeyValue, RowKey } from "./dynamodb-key.js";
 export type { FenceSource, SinkWriteStatus } from "./fence.js";
 
 const SINK = "DynamoDBFencedSink";
@@ -53,11 +54,6 @@ const FENCED_SINK_OPTIONS = schemaFor<DynamoDBFencedSinkOptions>()({
   fenceAttribute: string({ default: "srcFence" }),
   unfencedRows: oneOf(["overwrite", "keep"], { default: "overwrite" }),
 });
-
-/** A key value: DynamoDB key attributes are strings, numbers (or binary, not supported here). */
-export type KeyValue = string | number;
-/** A row's key: the hash key value, or `{ [hash]: v, [sort]: v }` on a table with a composite key. */
-export type RowKey = KeyValue | Record<string, KeyValue>;
 
 /**
  * Writes to a DynamoDB table so that results land in position order whatever the arrival order:

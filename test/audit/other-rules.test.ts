@@ -91,6 +91,23 @@ describe("s3-no-guard-table", () => {
     expect(pairs(audit(s3ToLambda({ T })))).toEqual([]);
   });
 
+  it("a function tagged eonce:state inline or external is a guard whose state has no table here", () => {
+    const tagged = (value: string, tags: "list" | "map" = "list") => {
+      const r = s3ToLambda();
+      const Tags = tags === "list" ? [{ Key: "eonce:state", Value: value }] : { "eonce:state": value };
+      r.Fn = fn({ DeadLetterConfig: { TargetArn: { "Fn::GetAtt": ["Dlq", "Arn"] } }, Tags });
+      return r;
+    };
+    expect(pairs(audit(tagged("inline")))).toEqual([]);
+    expect(pairs(audit(tagged("external", "map")))).toEqual([]);
+    // `table` says the state is in a table: the template must then show it.
+    expect(pairs(audit(tagged("table")))).toEqual(["s3-no-guard-table Bucket"]);
+    expect(pairs(audit(tagged("elsewhere")))).toEqual(["s3-no-guard-table Bucket"]);
+    // Only a function's tag counts.
+    const onQueue = s3ToLambda({ Dlq: queue({ Tags: [{ Key: "eonce:state", Value: "inline" }] }) });
+    expect(pairs(audit(onQueue))).toEqual(["s3-no-guard-table Bucket"]);
+  });
+
   it("sees CDK's Custom::S3BucketNotifications and an EventBridge rule on aws.s3", () => {
     const r: Resources = {
       Notifications: {

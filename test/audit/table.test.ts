@@ -8,54 +8,13 @@ import { createTableIfMissing } from "../../src/stores/dynamodb/schema.js";
 import { batchPut } from "../kit/batch-write.js";
 import { type CliRun, runCli } from "../kit/cli.js";
 import { localDynamoDB } from "../kit/dynamodb.js";
+import { ordersRows, recordsRows } from "./seed-rows.js";
 
 const suffix = randomUUID().slice(0, 8);
 const RECORDS = `audit-records-${suffix}`;
 const ORDERS = `audit-orders-${suffix}`;
 const CLEAN = `audit-clean-${suffix}`;
 const COMPOSITE = `audit-composite-${suffix}`;
-
-/**
- * A records table (examples/records: hash key `id`, the upload's `sequencer`, `filename`) with known duplicates:
- * 30 uploads SEQ0…SEQ29 over file-0…file-9; SEQ0 has 3 more rows, SEQ1 2, SEQ2 and SEQ3 1; SEQ5 one row under
- * another filename; SEQ9 two rows without filename; 5 rows without a sequencer (test events). 45 rows.
- */
-function recordsRows(): Record<string, unknown>[] {
-  const rows: Record<string, unknown>[] = [];
-  const upload = (i: number, copy: number) =>
-    rows.push({ id: `r${i}-${copy}`, sequencer: `SEQ${i}`, filename: `file-${i % 10}.jpg`, size: 100 + i });
-  for (let i = 0; i < 30; i++) upload(i, 0);
-  for (const [i, copies] of [
-    [0, 3],
-    [1, 2],
-    [2, 1],
-    [3, 1],
-  ] as const)
-    for (let c = 1; c <= copies; c++) upload(i, c);
-  rows.push({ id: "r5-other", sequencer: "SEQ5", filename: "other.jpg" });
-  rows.push({ id: "r9-nofile-0", sequencer: "SEQ9" }, { id: "r9-nofile-1", sequencer: "SEQ9" });
-  for (let j = 0; j < 5; j++) rows.push({ id: `test-${j}`, filename: "file-0.jpg" });
-  return rows;
-}
-
-/**
- * An orders charges table (examples/orders: hash key `chargeId`, `orderId`, `customerId`, `amountCents`):
- * 100 orders, order-0010, -0020 and -0030 charged twice, order-0040 three times. 105 rows.
- */
-function ordersRows(): Record<string, unknown>[] {
-  const rows: Record<string, unknown>[] = [];
-  const charge = (i: number, n: number) =>
-    rows.push({
-      chargeId: `ch-${i}-${n}`,
-      orderId: `order-${String(i).padStart(4, "0")}`,
-      customerId: `c-${i % 7}`,
-      amountCents: 1000 + i,
-    });
-  for (let i = 0; i < 100; i++) charge(i, 0);
-  for (const i of [10, 20, 30, 40]) charge(i, 1);
-  charge(40, 2);
-  return rows;
-}
 
 let client: DynamoDBClient;
 
@@ -193,7 +152,7 @@ describe("auditTable: records (same upload sequencer, several rows)", () => {
     });
     expect(inputs.at(-1)).toMatchObject({ ConsistentRead: true, TotalSegments: 4 });
     expect(r.estimatedReadUnits).toBeGreaterThan(0);
-    expect(consistent.estimatedReadUnits).toBe(r.estimatedReadUnits * 2);
+    expect(consistent.estimatedReadUnits).toBe(r.estimatedReadUnits! * 2);
     expect(consistent.consistentRead).toBe(true);
   });
 });
@@ -317,6 +276,7 @@ describe("eonce audit table", () => {
     expect(run.stderr).toBe("");
     const r = JSON.parse(run.stdout) as TableAuditReport;
     expect(r).toMatchObject({
+      engine: "dynamodb",
       table: ORDERS,
       scannedCount: 105,
       rowsRead: 105,

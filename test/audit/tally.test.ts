@@ -1,6 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { attributeText, attributeValueOf, pairText, unpairText } from "../../src/audit/attribute-text.js";
-import { DuplicateTally, primaryKeyText } from "../../src/audit/duplicate-tally.js";
+import {
+  attributeText,
+  attributeValueOf,
+  pairText,
+  sqlValueText,
+  unpairText,
+} from "../../src/audit/attribute-text.js";
+import { compositeKeyText, DuplicateTally, primaryKeyText } from "../../src/audit/duplicate-tally.js";
 
 describe("attribute texts", () => {
   it("keep DynamoDB's equality: a number is not the string of its digits", () => {
@@ -14,6 +20,14 @@ describe("attribute texts", () => {
     expect(attributeValueOf(attributeText({ N: "12345678901234567890" }))).toBe("12345678901234567890");
     expect(attributeValueOf(attributeText({ S: "" }))).toBe("");
     expect(attributeValueOf(attributeText({ NULL: true }))).toEqual({ NULL: true });
+  });
+
+  it("SQL values: NULL is no value; integers and reals compare as SQLite does; bytes as base64", () => {
+    expect(sqlValueText(null)).toBeUndefined();
+    expect(sqlValueText(1n)).toBe(sqlValueText(1.0));
+    expect(sqlValueText(1)).not.toBe(sqlValueText("1"));
+    expect(sqlValueText(Buffer.from([1, 2]))).toBe("BAQI=");
+    expect(attributeValueOf(sqlValueText(2n ** 62n) as string)).toBe("4611686018427387904");
   });
 
   it("pair unambiguously, whatever the values hold", () => {
@@ -89,6 +103,19 @@ describe("DuplicateTally", () => {
     expect(t.summary(1).examples[0]?.primaryKeys).toEqual([
       { pk: "a", sk: 1 },
       { pk: "a", sk: 2 },
+    ]);
+  });
+
+  it("decodes a SQL primary key of any number of columns, whatever the values hold", () => {
+    const t = new DuplicateTally(["a", "b", "c"], false, 5);
+    const row = ["S1:x", "N12", "S"];
+    t.add("Sx", undefined, compositeKeyText(row));
+    t.add("Sx", undefined, compositeKeyText(["S", "S", "S:"]));
+    expect(compositeKeyText(["Sa", "N1"])).toBe(primaryKeyText("Sa", "N1"));
+    expect(compositeKeyText(["Sa"])).toBe("Sa");
+    expect(t.summary(1).examples[0]?.primaryKeys).toEqual([
+      { a: "1:x", b: 12, c: "" },
+      { a: "", b: "", c: ":" },
     ]);
   });
 });

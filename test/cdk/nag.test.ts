@@ -23,6 +23,15 @@ const CONFIGS: Record<string, Omit<EffectivelyOncePipelineProps, "code" | "handl
   orders: { pipelineName: "orders", delivery: "sqs", recordsTable: { keyAttribute: "chargeId" } },
   fifo: { pipelineName: "fifo", delivery: "sqs", fifo: true },
   destroy: { pipelineName: "d", delivery: "s3-eventbridge", outputBucket: true, removal: "destroy" },
+  // No state table: the state in the records table's rows, or outside the stack.
+  inline: {
+    pipelineName: "inline",
+    delivery: "s3-direct",
+    inputBucketRead: false,
+    recordsTable: { keyAttribute: "id" },
+    state: { kind: "inline" },
+  },
+  external: { pipelineName: "ext", delivery: "sqs", state: { kind: "external" } },
 };
 
 function appWith(configs: (keyof typeof CONFIGS)[], oneStack = false): App {

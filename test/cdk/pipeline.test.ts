@@ -221,7 +221,7 @@ describe("state and records tables", () => {
     expect(STATE_KEY_ATTRIBUTE).toBe("pk");
     expect(TTL_ATTRIBUTE).toBe("expiresAt");
     for (const { stack, pipeline, template } of Object.values(all)) {
-      const table = template.toJSON().Resources[logicalId(stack, pipeline.stateTable)];
+      const table = template.toJSON().Resources[logicalId(stack, pipeline.stateTable!)];
       expect(table.Properties).toMatchObject({
         KeySchema: [{ AttributeName: "pk", KeyType: "HASH" }],
         AttributeDefinitions: [{ AttributeName: "pk", AttributeType: "S" }],
@@ -335,7 +335,7 @@ describe("function", () => {
     const { stack, pipeline, template } = bridge;
     const fn = template.toJSON().Resources[logicalId(stack, pipeline.function)];
     expect(fn.Properties.Environment.Variables).toEqual({
-      STATE_TABLE: { Ref: logicalId(stack, pipeline.stateTable) },
+      STATE_TABLE: { Ref: logicalId(stack, pipeline.stateTable!) },
       OUTPUT_BUCKET: { Ref: logicalId(stack, pipeline.outputBucket!) },
       INPUT_BUCKET: { Ref: logicalId(stack, pipeline.inputBucket!) },
       EONCE_PIPELINE: "images",
@@ -371,7 +371,7 @@ describe("least privilege", () => {
   });
   const state = (s: typeof direct) => ({
     actions: ["dynamodb:GetItem", "dynamodb:UpdateItem"],
-    resource: [arnOf(logicalId(s.stack, s.pipeline.stateTable))],
+    resource: [arnOf(logicalId(s.stack, s.pipeline.stateTable!))],
   });
   const dlqSend = (s: typeof direct) => ({
     actions: ["sqs:SendMessage"],

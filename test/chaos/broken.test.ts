@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { BROKEN_STORES } from "../../src/chaos/broken.js";
 import { type CampaignOptions, type CampaignSummary, runCampaign } from "../../src/chaos/campaign.js";
-import type { HistoryConfig } from "../../src/chaos/history.js";
+import type { HistoryConfig } from "../../src/chaos/history-config.js";
 import type { InvariantId } from "../../src/chaos/observer.js";
 
 /**

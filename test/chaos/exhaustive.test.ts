@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { EXHAUSTIVE_CASES, explore } from "../../src/chaos/exhaustive.js";
-import { KNOWN_ISSUES } from "../../src/chaos/history.js";
+import { KNOWN_ISSUES } from "../../src/chaos/known-issues.js";
 
 describe("fault simulator: every interleaving of small cases (memory)", () => {
   let total = 0;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { runCampaign, runSeed } from "../../src/chaos/campaign.js";
 import type { FaultKind } from "../../src/chaos/faults.js";
-import { KNOWN_ISSUES } from "../../src/chaos/history.js";
+import { KNOWN_ISSUES } from "../../src/chaos/known-issues.js";
 
 const HISTORIES = 10_000;
 

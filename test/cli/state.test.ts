@@ -22,6 +22,10 @@ import { PostgresStore } from "../../src/stores/postgres/store.js";
 import { SqliteStore } from "../../src/stores/sqlite/store.js";
 import { localDynamoDB } from "../kit/dynamodb.js";
 import { POSTGRES_URL, type TestDatabase, testDatabase } from "../kit/postgres.js";
+import { rowKey } from "./fixtures/row-key.js";
+
+/** The custom row mapping's module, as an operator passes it. */
+const ROW_KEY = "test/cli/fixtures/row-key.ts";
 
 /*
  * `eonce state` on every store kind it connects to, through the commander program in-process (one spawned smoke test
@@ -36,6 +40,8 @@ interface Target {
   userRow?(row: string): Promise<Record<string, unknown> | undefined>;
   /** PostgreSQL kinds: the test database (its schema holds the tables). */
   db?: TestDatabase;
+  /** Inline kinds: a store on the same table with a custom row mapping. */
+  withRowKey?(rowKey: (stateKey: string) => string): StateStore;
   close(): Promise<void>;
 }
 
@@ -74,6 +80,7 @@ const KINDS: { name: string; make(): Promise<Target> }[] = [
       await createTableIfMissing(client, tableName, "pk");
       return {
         store: new InlineDynamoDBStore({ client, tableName }),
+        withRowKey: (rowKey) => new InlineDynamoDBStore({ client, tableName, rowKey }),
         flags: [
           "--store",
           "dynamodb-inline",
@@ -116,6 +123,8 @@ const KINDS: { name: string; make(): Promise<Target> }[] = [
       await db.pool.query(`INSERT INTO ${table} (pk, caption) VALUES ('photos/no-state.jpg', 'a dog')`);
       return {
         store: new InlinePostgresStore({ pool: db.pool, schema: db.schema, table: "photos" }),
+        withRowKey: (rowKey) =>
+          new InlinePostgresStore({ pool: db.pool, schema: db.schema, table: "photos", rowKey }),
         flags: postgresFlags("postgres-inline", db.schema, "photos"),
         userRow: async (row) => (await db.pool.query(`SELECT * FROM ${table} WHERE pk = $1`, [row])).rows[0],
         db,
@@ -516,6 +525,61 @@ describe.each(KINDS)("eonce state: $name", (kind) => {
       expect(without.err).toMatch(/column "pk" does not exist/);
     });
   }
+
+  if (kind.name === "dynamodb-inline" || kind.name === "postgres-inline") {
+    it("--row-key: a store's custom row mapping; --row-key-inverse names listed rows, without it list shows rows", async () => {
+      // The subject users/03 lives in the row user-03 (test/cli/fixtures/row-key.ts).
+      const store = t.withRowKey?.(rowKey) as StateStore;
+      const subject = "users/03";
+      const done = await createGuard({ store }).run(event(subject, 6), async () => "shipped");
+      expect(done.status).toBe("processed");
+      const mapping = ["--row-key", `${ROW_KEY}:rowKey`];
+      const inverse = ["--row-key-inverse", `${ROW_KEY}:stateKeyOfRow`];
+
+      const got = await state("get", subject, "--json", ...mapping);
+      expect(got.code, got.err).toBe(0);
+      expect(json(got)).toMatchObject({ key: key(subject), status: "done", position: p(6), subject });
+
+      const ours = (r: CliResult) => json(r).records.filter((v) => JSON.stringify(v).includes("user"));
+      const keyed = await state("list", "--json", "--status", "done", ...mapping, ...inverse);
+      expect(keyed.code, keyed.err).toBe(0);
+      expect(ours(keyed).map((v) => v.key)).toEqual([key(subject)]);
+
+      // No inverse: records are named by their rows, and the listing says so.
+      const byRow = await state("list", "--json", "--status", "done", ...mapping);
+      expect(byRow.code, byRow.err).toBe(0);
+      expect(json(byRow).listedBy).toBe("row");
+      expect(ours(byRow)).toMatchObject([{ key: null, row: "user-03", status: "done" }]);
+      const table = (await state("list", "--status", "done", ...mapping)).out.trim().split("\n");
+      expect(table[0]).toMatch(/ POSITION +ROW$/);
+      expect(table.some((line) => / user-03$/.test(line))).toBe(true);
+      expect(table.at(-1)).toMatch(/^\(listed by row: --row-key has no --row-key-inverse/);
+
+      // An inverse that is not one would list keys get cannot find: refused.
+      const wrong = await state("list", ...mapping, "--row-key-inverse", `${ROW_KEY}:defaultInverse`);
+      expect(wrong.code).toBe(2);
+      expect(wrong.err).toMatch(/stateKeyOfRow is not rowKey's inverse: row ".+" → key "o#.+" → row ".+"/);
+
+      // release and forget reach the row too.
+      const claimed = await claimAt(store, "users/04", 2, 0, 10 * MINUTE);
+      const released = await state("release", "users/04", "--fence", String(claimed), ...mapping);
+      expect(released.code, released.err).toBe(0);
+      expect((await state("forget", subject, "--yes", ...mapping)).code).toBe(0);
+      expect(await store.read(key(subject))).toBeUndefined();
+    });
+
+    it("--row-key: usage errors exit 2", async () => {
+      const bad = await state("get", "users/03", "--row-key", "test/cli/fixtures/none.ts:rowKey");
+      expect(bad.code).toBe(2);
+      expect(bad.err).toMatch(/--row-key: --row-key module not found: .*none\.ts/);
+      const noExport = await state("get", "users/03", "--row-key", `${ROW_KEY}:nope`);
+      expect(noExport.code).toBe(2);
+      expect(noExport.err).toMatch(/has no function export "nope" \(function exports: rowKey, stateKeyOfRow/);
+      const alone = await state("list", "--row-key-inverse", `${ROW_KEY}:stateKeyOfRow`);
+      expect(alone.code).toBe(2);
+      expect(alone.err).toMatch(/--row-key-inverse is the inverse of --row-key: give --row-key too/);
+    });
+  }
 });
 
 describe("eonce state: usage and connection errors exit 2", () => {
@@ -543,6 +607,11 @@ describe("eonce state: usage and connection errors exit 2", () => {
       "a key column for another store",
       ["list", "--store", "postgres", "--key-column", "id"],
       /--key-column is not for --store postgres/,
+    ],
+    [
+      "a row mapping for a store without rows",
+      ["list", "--store", "postgres", "--row-key", "m.ts:rowKey"],
+      /--row-key is not for --store postgres/,
     ],
     [
       "a key attribute for inline PostgreSQL",
@@ -601,6 +670,68 @@ describe("eonce state: usage and connection errors exit 2", () => {
     expect(r.code).toBe(0);
     expect(r.out).toContain("Exit codes:");
     expect(r.out).toContain("--database-url <url>");
+  });
+});
+
+describe("eonce state --store postgres: --database-url, else DATABASE_URL, else the PG* variables", () => {
+  let db: TestDatabase;
+  const url = new URL(POSTGRES_URL);
+  const unset = { DATABASE_URL: "", PGHOST: "", PGPORT: "", PGUSER: "", PGDATABASE: "", PGPASSWORD: "" };
+  const list = (...args: string[]) =>
+    cli(["list", "--json", "--store", "postgres", "--schema", db.schema, ...args]);
+  const stub = (env: Record<string, string>) => {
+    for (const [name, value] of Object.entries({ ...unset, ...env })) vi.stubEnv(name, value);
+  };
+
+  beforeAll(async () => {
+    db = await testDatabase("cli_state_url");
+    await migrate(db.pool, { schema: db.schema });
+    const store = new PostgresStore({ pool: db.pool, schema: db.schema });
+    await createGuard({ store }).run(event("a/by-url"), async () => "x");
+  });
+  afterAll(async () => {
+    vi.unstubAllEnvs();
+    // The suite's own stubs (a DynamoDB Local key pair) again.
+    vi.stubEnv("AWS_ACCESS_KEY_ID", "local");
+    vi.stubEnv("AWS_SECRET_ACCESS_KEY", "local");
+    await db?.close();
+  });
+
+  it("DATABASE_URL, the variable the README's handlers read", async () => {
+    stub({ DATABASE_URL: POSTGRES_URL });
+    const r = await list();
+    expect(r.code, r.err).toBe(0);
+    expect(json(r).records.map((v) => v.key)).toEqual(["o#a/by-url"]);
+  });
+
+  it("DATABASE_URL before the PG* variables, which fill only what it leaves out", async () => {
+    // A host and port that fail: used only if the PG* variables won over the URL's own.
+    stub({ DATABASE_URL: POSTGRES_URL, PGPORT: "1", PGHOST: "nowhere.invalid" });
+    const r = await list();
+    expect(r.code, r.err).toBe(0);
+  });
+
+  it("the PG* variables without DATABASE_URL", async () => {
+    stub({
+      PGHOST: url.hostname,
+      PGPORT: url.port || "5432",
+      PGUSER: decodeURIComponent(url.username),
+      PGPASSWORD: decodeURIComponent(url.password),
+      PGDATABASE: url.pathname.slice(1),
+    });
+    const r = await list();
+    expect(r.code, r.err).toBe(0);
+    expect(json(r).records).toHaveLength(1);
+  });
+
+  it("--database-url wins over DATABASE_URL", async () => {
+    stub({ DATABASE_URL: "postgres://nobody@127.0.0.1:1/none" });
+    const r = await list("--database-url", POSTGRES_URL);
+    expect(r.code, r.err).toBe(0);
+    expect(json(r).records).toHaveLength(1);
+    const refused = await list();
+    expect(refused.code).toBe(2);
+    expect(refused.err).toMatch(/PostgreSQL list of .* failed/);
   });
 });
 

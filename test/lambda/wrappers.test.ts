@@ -13,7 +13,9 @@ import type { MessageEvent } from "../../src/core/event.js";
 import { positionFromNumber } from "../../src/core/position.js";
 import { stateKey } from "../../src/core/state-key.js";
 import {
+  type ApplyEventHandler,
   DeliveryFailedError,
+  type EffectivelyOnceApplyOptions,
   type EffectivelyOnceOptions,
   type EventHandler,
   eventBridgeHandler,
@@ -48,10 +50,16 @@ import {
 type Trigger = "s3" | "sqs" | "eventbridge";
 type Wrapped = (event: unknown, context: Context) => Promise<unknown>;
 
-/** The two forms under test: every case below runs against both (the Middy one runs the same code path). */
+type ApplyOptions = Omit<EffectivelyOnceApplyOptions, "mode">;
+
+/**
+ * The two forms under test: every case below runs against both (the Middy one runs the same code path), in mode
+ * `run` (`wrap`) and, further down, in mode `apply` (`wrapApply`).
+ */
 const FORMS: {
   name: string;
   wrap(trigger: Trigger, handler: EventHandler, options: EffectivelyOnceOptions): Wrapped;
+  wrapApply(trigger: Trigger, compute: ApplyEventHandler, options: ApplyOptions): Wrapped;
 }[] = [
   {
     name: "function",
@@ -59,11 +67,19 @@ const FORMS: {
       const make = trigger === "sqs" ? sqsHandler : trigger === "s3" ? s3Handler : eventBridgeHandler;
       return make(handler, options) as Wrapped;
     },
+    wrapApply: (trigger, compute, options) => {
+      const make = trigger === "sqs" ? sqsHandler : trigger === "s3" ? s3Handler : eventBridgeHandler;
+      return make(compute, { ...options, mode: "apply" }) as Wrapped;
+    },
   },
   {
     name: "middy",
     wrap: (_trigger, handler, options) =>
       middy().use(effectivelyOnce(options)).handler(eachEvent(handler)) as unknown as Wrapped,
+    wrapApply: (_trigger, compute, options) =>
+      middy()
+        .use(effectivelyOnce({ ...options, mode: "apply" }))
+        .handler(eachEvent(compute, { mode: "apply" })) as unknown as Wrapped,
   },
 ];
 
@@ -836,6 +852,57 @@ describe.each(FORMS)("$name form", (form) => {
     expect(o.metrics()).toMatchObject({ processed: 1, deferred: 1, malformed: 1 });
   });
 
+  it("one guard for the wrapper: each event's guard steps are logged with its own delivery, batch records at once", async () => {
+    const o = captureOutput();
+    // Two orders whose claims a crashed run left behind (leases long over): the batch takes both over at once.
+    const orders = [`order-${uid()}`, `order-${uid()}`];
+    const position = positionFromNumber(1);
+    const nowMs = Date.now() - 60_000;
+    for (const orderId of orders) {
+      const claimed = await tables.store.claim({
+        key: stateKey(orderId, `p:${position}`, true),
+        position,
+        identity: `p:${position}`,
+        nowMs,
+        leaseUntilMs: nowMs + 1_000,
+        expiresAtSeconds: Math.ceil(nowMs / 1000) + 3_600,
+        supersede: false,
+        fence: nowMs * 1000,
+        token: `crashed-${orderId}`,
+        leaseGraceMs: 0,
+      });
+      expect(claimed.claimed).toBe(true);
+    }
+    let running = 0;
+    let together = 0;
+    const handler = form.wrap(
+      "sqs",
+      async () => {
+        running++;
+        together = Math.max(together, running);
+        await sleep(50);
+        running--;
+      },
+      {
+        store: tables.store,
+        messages: "accept",
+        subject: (m) => body(m).orderId,
+        position: (m) => body(m).version,
+      },
+    );
+    const batch = sqsEvent(...orders.map((orderId) => sqsRecord({ orderId, version: 1 })));
+    expect(await handler(batch, lambdaContext())).toEqual({ batchItemFailures: [] });
+    expect(together).toBe(2);
+    const tookOver = o.logs().filter((l) => String(l.message).startsWith("took over "));
+    expect(tookOver.map((l) => [l.message, l.correlation_id]).sort()).toEqual(
+      batch.Records.map((r, i) => [
+        `took over ${orders[i]} from a run whose lease expired (attempt 2)`,
+        r.messageId,
+      ]).sort(),
+    );
+    expect(o.metrics()).toMatchObject({ processed: 2, tookOver: 2 });
+  });
+
   it("validates options eagerly and rejects a handler wired to the wrong trigger", async () => {
     const h: EventHandler = async () => {};
     const make = (options: Record<string, unknown>) => () =>
@@ -863,6 +930,194 @@ describe.each(FORMS)("$name form", (form) => {
     }
   });
 });
+
+describe.each(FORMS)(
+  "$name form, mode apply (guard.apply: the handler computes, one request commits)",
+  (form) => {
+    const uid = () => `${form.name}-apply-${randomUUID().slice(0, 8)}`;
+
+    it("same S3 payload twice: one effect, 'processed' then 'duplicate skipped' with the result; the handler computes both times", async () => {
+      const o = captureOutput();
+      const key = `photos/${uid()}.jpg`;
+      const subject = `${EXAMPLE_BUCKET}/${key}`;
+      const seen: string[] = [];
+      const handler = form.wrapApply(
+        "s3",
+        (event, ctx) => {
+          if (event.kind !== "s3") throw new Error("expected an S3 event");
+          seen.push(`${ctx.delivery.envelope}:${ctx.stateKey}:${ctx.lambdaContext?.functionName}`);
+          ctx.logger.info("computing the index row");
+          tables.sink.putAtCommit(ctx, { pk: subject, value: "indexed" });
+          return { indexed: event.key };
+        },
+        { store: tables.store, pipeline: "index" },
+      );
+      const event = s3Notification(s3Record({ key, requestId: "REQ-APPLY-1" }));
+      const first = (await handler(event, lambdaContext())) as InvocationReport;
+      const second = (await handler(structuredClone(event), lambdaContext())) as InvocationReport;
+
+      const k = stateKey(subject, "", true);
+      expect(seen).toEqual([`s3:${k}:eonce-test`, `s3:${k}:eonce-test`]);
+      expect(first.deliveries[0]?.events).toEqual([
+        { status: "processed", subject, result: { indexed: key } },
+      ]);
+      expect(second.deliveries[0]?.events).toEqual([
+        { status: "duplicate", subject, result: { indexed: key } },
+      ]);
+      const committed = await tables.store.read(k);
+      expect(committed).toMatchObject({ status: "done" });
+      expect(await tables.sink.get(subject)).toMatchObject({ value: "indexed", srcFence: committed?.fence });
+      const lines = messages(o);
+      expect(lines.filter((m) => m === `processed ${subject}`)).toHaveLength(1);
+      expect(lines.filter((m) => m === `duplicate skipped for ${subject}`)).toHaveLength(1);
+      expect(lines.filter((m) => m === "computing the index row")).toHaveLength(2);
+      for (const line of o.logs()) expect(line.correlation_id).toBe("REQ-APPLY-1");
+      expect(o.metrics()).toMatchObject({ processed: 1, duplicate: 1 });
+      expect(o.values("handlerDuration")).toHaveLength(2);
+      for (const emf of o.emf()) expect(emf.pipeline).toBe("index");
+    });
+
+    it("the handler throws: nothing was claimed, the direct invoke throws for Lambda's retry, which processes once", async () => {
+      const o = captureOutput();
+      const key = `docs/${uid()}.txt`;
+      const subject = `${EXAMPLE_BUCKET}/${key}`;
+      let calls = 0;
+      const handler = form.wrapApply(
+        "eventbridge",
+        (_event, ctx) => {
+          if (++calls === 1) throw new Error("transient failure");
+          tables.sink.putAtCommit(ctx, { pk: subject, value: "indexed" });
+          return "ok";
+        },
+        { store: tables.store },
+      );
+      const event = eventBridgeS3({ key, sequencer: nextSequencer() });
+      const error = await handler(event, lambdaContext()).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(DeliveryFailedError);
+      expect((error as DeliveryFailedError).failures).toEqual([
+        expect.objectContaining({ recordIndex: 0, status: "failed" }),
+      ]);
+      expect(messages(o)).toContain(
+        `handler failed for ${subject}; nothing was claimed, delivery failed for a retry`,
+      );
+      expect(await tables.sink.get(subject)).toBeUndefined();
+      const retry = (await handler(event, lambdaContext())) as InvocationReport;
+      expect(retry.deliveries[0]?.events[0]?.status).toBe("processed");
+      expect(await tables.sink.get(subject)).toMatchObject({ value: "indexed" });
+      expect(o.metrics()).toMatchObject({ failed: 1, processed: 1 });
+    });
+
+    it("SQS: partial batch failures, FIFO groups in order with the rest of a failed group deferred, malformed to the DLQ path", async () => {
+      const o = captureOutput();
+      const arn = "arn:aws:sqs:us-east-1:000000000000:orders.fifo";
+      const run = uid();
+      const record = (group: string, n: number) =>
+        sqsRecord(
+          { orderId: `${run}-${group}`, group, n },
+          { groupId: group, eventSourceARN: arn, messageId: `${group}${n}-${run}` },
+        );
+      const broken = sqsRecord("{not json", { groupId: "C", eventSourceARN: arn, messageId: `C1-${run}` });
+      const event = sqsEvent(
+        record("A", 1),
+        record("B", 1),
+        record("A", 2),
+        broken,
+        record("B", 2),
+        record("A", 3),
+      );
+      const computed: string[] = [];
+      const handler = form.wrapApply(
+        "sqs",
+        (e) => {
+          const { group, n } = JSON.parse((e as MessageEvent).body) as { group: string; n: number };
+          computed.push(`${group}${n}`);
+          if (group === "A" && n === 2) throw new Error("A2 cannot be processed");
+          return n;
+        },
+        {
+          store: tables.store,
+          messages: "accept",
+          subject: (m) => body(m).orderId,
+          identity: (m) => String(JSON.parse(m.body).n),
+        },
+      );
+      const response = (await handler(event, lambdaContext())) as SQSBatchResponse;
+      expect(response.batchItemFailures.map((f) => f.itemIdentifier)).toEqual([
+        `A2-${run}`,
+        `C1-${run}`,
+        `A3-${run}`,
+      ]);
+      expect(computed.filter((c) => c.startsWith("A"))).toEqual(["A1", "A2"]);
+      expect(computed.filter((c) => c.startsWith("B"))).toEqual(["B1", "B2"]);
+      expect(messages(o)).toContain(
+        `deferred A3-${run}: not processed: an earlier message of group A failed in this batch`,
+      );
+      expect(o.metrics()).toMatchObject({ processed: 3, failed: 1, malformed: 1, deferred: 1 });
+    });
+
+    it("ordered messages: a newer version wins, an older one is stale; records not started before the deadline are deferred", async () => {
+      const o = captureOutput();
+      const orderId = `order-${uid()}`;
+      const handler = form.wrapApply("sqs", (e) => body(e as MessageEvent).version, {
+        store: tables.store,
+        messages: "accept",
+        subject: (m) => body(m).orderId,
+        position: (m) => body(m).version,
+      });
+      const send = (version: number) =>
+        handler(sqsEvent(sqsRecord({ orderId, version })), lambdaContext()) as Promise<SQSBatchResponse>;
+      expect(await send(2)).toEqual({ batchItemFailures: [] });
+      expect(await send(1)).toEqual({ batchItemFailures: [] });
+      const p = positionFromNumber;
+      expect(messages(o)).toContain(`stale event skipped for ${orderId} (${p(1)} < ${p(2)})`);
+      expect(o.metrics()).toMatchObject({ processed: 1, stale: 1 });
+
+      o.clear();
+      const slow = form.wrapApply(
+        "sqs",
+        async () => {
+          await sleep(400); // computing takes longer than the time left
+        },
+        { store: tables.store, concurrency: 1, deadlineMarginMs: 300 },
+      );
+      const batch = sqsEvent(
+        sqsRecord({ Records: [s3Record({ key: `slow/${uid()}` })] }),
+        sqsRecord({ Records: [s3Record({ key: `late/${uid()}` })] }),
+      );
+      const late = (await slow(batch, lambdaContext({ timeoutMs: 600 }))) as SQSBatchResponse;
+      expect(late.batchItemFailures).toEqual([{ itemIdentifier: batch.Records[1]?.messageId }]);
+      expect(o.metrics()).toMatchObject({ processed: 1, deferred: 1 });
+    });
+
+    it("rejects, at construction, what needs a handler under a lease; Middy's two halves must agree on the mode", async () => {
+      const compute: ApplyEventHandler = () => undefined;
+      const make = (options: Record<string, unknown>) => () =>
+        form.wrapApply("sqs", compute, { store: tables.store, ...options } as ApplyOptions);
+      expect(make({ visibilityHeartbeat: { visibilityTimeoutSeconds: 30, intervalSeconds: 10 } })).toThrow(
+        /visibilityHeartbeat: for mode "run" only \(mode "apply" runs no handler under a lease\)/,
+      );
+      expect(make({ heartbeatMs: 1_000, sqsClient: local.sqs })).toThrow(
+        /heartbeatMs, sqsClient: for mode "run" only/,
+      );
+      expect(make({ visibilityHeartbeat: false })).not.toThrow();
+      expect(make({ leaseMS: 1_000 })).toThrow(/unknown option "leaseMS"/);
+      const bad = () => sqsHandler(compute as EventHandler, { store: tables.store, mode: "later" as "run" });
+      expect(bad).toThrow(OptionsError);
+      expect(bad).toThrow(/mode must be one of run, apply/);
+
+      if (form.name === "middy") {
+        const event = s3Notification(s3Record({ key: `m/${uid()}` }));
+        const mixed = middy()
+          .use(effectivelyOnce({ store: tables.store, mode: "apply" }))
+          .handler(eachEvent(async () => {}));
+        await expect(mixed(event, lambdaContext())).rejects.toThrow(
+          /eachEvent: the handler is for mode "run", effectivelyOnce runs mode "apply"/,
+        );
+        expect(() => eachEvent(compute as EventHandler, { mode: "now" as "run" })).toThrow(OptionsError);
+      }
+    });
+  },
+);
 
 describe("large SQS batches share one invocation signal", () => {
   for (const size of [10, 100]) {

@@ -1,15 +1,16 @@
 import { spawn } from "node:child_process";
 
-/** Runs `eonce <args>` the way `npm run eonce` does (tsx), collecting its output. */
+/** Runs `eonce <args>` the way `npm run eonce` does (tsx), collecting its output; `env` on top of the test's. */
 export function eonce(
   args: string[],
   timeoutMs = 240_000,
+  env: NodeJS.ProcessEnv = {},
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ["--import", "tsx", "src/cli/main.ts", ...args], {
       cwd: process.cwd(),
       stdio: ["ignore", "pipe", "pipe"],
-      env: { ...process.env, NO_COLOR: "1" },
+      env: { ...process.env, NO_COLOR: "1", ...env },
     });
     let stdout = "";
     let stderr = "";

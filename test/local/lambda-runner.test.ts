@@ -3,8 +3,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import { AsyncInvoker } from "../../src/local/delivery/async-invoke.js";
 import { currentInvocation, faultPoint } from "../../src/local/delivery/invocation-scope.js";
 import {
+  type AnyLambdaHandler,
   type InjectedFailure,
-  type LambdaHandler,
   LocalFunction,
 } from "../../src/local/delivery/lambda-runner.js";
 import { createSimulation, type Simulation } from "../../src/local/sim/simulation.js";
@@ -18,8 +18,10 @@ const fresh = () => {
 };
 afterEach(() => deps?.sleeper.stop());
 
-const fn = (handler: LambdaHandler, options: Partial<ConstructorParameters<typeof LocalFunction>[0]> = {}) =>
-  new LocalFunction({ name: "f", handler, ...options }, deps ?? fresh());
+const fn = (
+  handler: AnyLambdaHandler,
+  options: Partial<ConstructorParameters<typeof LocalFunction>[0]> = {},
+) => new LocalFunction({ name: "f", handler, ...options }, deps ?? fresh());
 
 describe("local Lambda runner", () => {
   it("passes a Lambda context: request id, ARN, a remaining time that counts down", async () => {
@@ -197,7 +199,7 @@ describe("fault point across module copies", () => {
         outfile,
         logLevel: "silent",
       });
-      const bundled = (await import(pathToFileURL(outfile).href)) as { handler: LambdaHandler };
+      const bundled = (await import(pathToFileURL(outfile).href)) as { handler: AnyLambdaHandler };
       fresh();
       const f = fn(bundled.handler, { faults: { slowRate: 1, slowMs: 300 }, timeoutMs: 5000 });
       const run = await f.invoke({});

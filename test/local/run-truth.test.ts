@@ -295,6 +295,40 @@ describe.concurrent("eonce run --messages", () => {
     expect(code).toBe(0);
   }, 180_000);
 
+  it("a wrapper that reports every message failed: I1 says nothing was processed instead of passing", async () => {
+    const t = suffix();
+    const file = join(dir, `failing-${t}.jsonl`);
+    await writeFile(file, '{"id":"f1"}\n{"id":"f2"}\n');
+    // MESSAGES_TABLE does not exist: every run's write fails, the wrapper reports each message failed.
+    const { code, stdout } = await eonce([
+      "run",
+      "test/local/fixtures/messages-handler.ts:handler",
+      "--source",
+      "sqs",
+      "--messages",
+      file,
+      "--env",
+      `MESSAGES_TABLE=none-${t}`,
+      "--state-table",
+      `failing-state-${t}`,
+      "--visibility-timeout-s",
+      "1",
+      "--max-receive-count",
+      "1",
+      "--json",
+      ...endpoint(),
+    ]);
+    const report = parse(stdout);
+    expect(report.outcomes.processed).toBe(0);
+    expect(report.invariants[0]).toEqual({
+      id: "I1",
+      title: "exactly-once effect",
+      status: "not checked",
+      detail: "no event was processed: none of the 2 events was reported processed",
+    });
+    expect(code).toBe(1);
+  }, 180_000);
+
   it("rejects a bad line eagerly, naming the file and line", async () => {
     const file = join(dir, "bad.jsonl");
     await writeFile(file, '{"id":1}\n{"body":"x","group":"g"}\n');
@@ -382,5 +416,23 @@ describe("eonce run start-up errors: one line, before any server starts, and the
     await expect(runHandler({ ...base, faults: { slowRatio: 1 } as never })).rejects.toThrow(
       /unknown option/,
     );
+    // The state's connection is checked as eonce state checks it, with eonce run's flag names.
+    await expect(runHandler({ ...base, stateTable: "s", databaseUrl: "postgres://x" })).rejects.toThrow(
+      "--database-url is not for --state-store dynamodb",
+    );
+    await expect(runHandler({ ...base, stateStore: "sqlite" })).rejects.toThrow(
+      "--state-store sqlite needs --state-file <path>",
+    );
+    await expect(runHandler({ ...base, stateStore: "postgres-inline" })).rejects.toThrow(
+      "--state-store postgres-inline needs --state-table <name>",
+    );
+    await expect(
+      runHandler({
+        ...base,
+        stateStore: "postgres",
+        databaseUrl: "postgres://x",
+        env: { DATABASE_URL: "y" },
+      }),
+    ).rejects.toThrow("--database-url sets the handler's DATABASE_URL: not with --env DATABASE_URL");
   });
 });

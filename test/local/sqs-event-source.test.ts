@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { CreateQueueCommand, SendMessageCommand } from "@aws-sdk/client-sqs";
 import type { SQSBatchResponse, SQSEvent } from "aws-lambda";
 import { describe, expect, it } from "vitest";
-import { type LambdaHandler, LocalFunction } from "../../src/local/delivery/lambda-runner.js";
+import { type AnyLambdaHandler, LocalFunction } from "../../src/local/delivery/lambda-runner.js";
 import { SqsEventSource } from "../../src/local/delivery/sqs-event-source.js";
 import { createSimulation } from "../../src/local/sim/simulation.js";
 import { useLocalSqs } from "../kit/index.js";
@@ -11,7 +11,7 @@ const local = useLocalSqs();
 
 /** A queue (with a DLQ after `maxReceiveCount` receives), a function and its event source; runs until drained. */
 async function pipeline(
-  handler: LambdaHandler,
+  handler: AnyLambdaHandler,
   options: { batchSize?: number; visibilityTimeoutS?: number; maxReceiveCount?: number; messages: number },
 ) {
   const name = `q-${randomUUID().slice(0, 8)}`;

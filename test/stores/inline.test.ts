@@ -1,8 +1,7 @@
 import { randomUUID } from "node:crypto";
-import { GetItemCommand, PutItemCommand, ScanCommand } from "@aws-sdk/client-dynamodb";
+import { GetItemCommand, PutItemCommand } from "@aws-sdk/client-dynamodb";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { meterCapacity } from "../../bench/capacity.js";
-import { inlineRecordsHandler } from "../../examples/records/inline.js";
 import { OptionsError, UnsupportedAtomicWriteError } from "../../src/core/errors.js";
 import { type ApplyContext, createGuard } from "../../src/core/guard.js";
 import { positionFromNumber } from "../../src/core/position.js";
@@ -13,7 +12,7 @@ import { DynamoDBFencedSink } from "../../src/sinks/dynamodb.js";
 import { INLINE_STATE_ATTRIBUTES, InlineDynamoDBStore } from "../../src/stores/dynamodb/index.js";
 import { createTableIfMissing } from "../../src/stores/dynamodb/schema.js";
 import { MemoryStore } from "../../src/stores/memory.js";
-import { guardEvent, lambdaContext, s3Notification, s3Record } from "../kit/index.js";
+import { guardEvent } from "../kit/index.js";
 
 /*
  * What is particular to inline state (the contract and guard suites run on it through test/stores/harness.ts):
@@ -310,34 +309,5 @@ describe("InlineDynamoDBStore", () => {
     await expect(store.putRow({ stateKey: "o#s", fence: 1 }, {})).rejects.toBeInstanceOf(OptionsError);
     // The memory store cannot fold an inline row write either.
     expect(new MemoryStore().canFold(store.row(ctx, { a: 1 }))).toBe(false);
-  });
-});
-
-describe("records example with inline state", () => {
-  const client = dynamoDBClient(inject("dynamodbEndpoint"));
-  const recordsTable = `records-inline-${randomUUID().slice(0, 8)}`;
-  const requests = countRequests(client, "recordsInlineCounter");
-  beforeAll(async () => {
-    await createTableIfMissing(client, recordsTable, "id");
-  });
-  afterAll(() => client.destroy());
-
-  it("one row per upload whatever the duplicates: 2 plain writes for a new upload, 1 for a duplicate", async () => {
-    const handler = inlineRecordsHandler({ dynamodb: client, recordsTable });
-    const key = `photos/${randomUUID()}.jpg`;
-    const upload = s3Notification(s3Record({ encodedKey: key, sequencer: "0055AED6DCD90281E5" }));
-    const reupload = s3Notification(s3Record({ encodedKey: key, sequencer: "0055AED6DCD90281F0" }));
-    requests.reset();
-    await handler(upload as never, lambdaContext());
-    expect(requests.counts).toEqual({ UpdateItem: 2 });
-    requests.reset();
-    await handler(upload as never, lambdaContext()); // the same notification again
-    expect(requests.counts).toEqual({ UpdateItem: 1 });
-    await handler(reupload as never, lambdaContext()); // a re-upload is a new record
-    const rows =
-      (await client.send(new ScanCommand({ TableName: recordsTable, ConsistentRead: true }))).Items ?? [];
-    const mine = rows.filter((r) => r.filename?.S === key);
-    expect(mine.map((r) => r.sequencer?.S).sort()).toEqual(["0055AED6DCD90281E5", "0055AED6DCD90281F0"]);
-    expect(mine.every((r) => r.eo_st?.S === "done")).toBe(true);
   });
 });

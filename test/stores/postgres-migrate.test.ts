@@ -10,7 +10,7 @@ import {
   migrateInline,
   PostgresStore,
 } from "../../src/stores/postgres/index.js";
-import type { PostgresPool } from "../../src/stores/postgres/schema.js";
+import type { PostgresPool } from "../../src/stores/postgres/pool.js";
 import { guardEvent as ev, sleep } from "../kit/index.js";
 import { countingPool, POSTGRES_URL, type TestDatabase, testDatabase } from "../kit/postgres.js";
 

@@ -5,6 +5,9 @@ import type { MessageEvent, S3ObjectEvent } from "../../src/core/event.js";
 import type { Position } from "../../src/core/position.js";
 import type { AtomicWrite } from "../../src/core/store.js";
 import {
+  type ApplyEventHandler,
+  type ApplyHandlerContext,
+  type EffectivelyOnceApplyOptions,
   type EffectivelyOnceOptions,
   type EventHandler,
   eventBridgeHandler,
@@ -108,6 +111,83 @@ describe("the handler's arguments", () => {
       ctx.logger = {} as HandlerContext["logger"];
     };
     expectTypeOf(handler).returns.resolves.toBeUnknown();
+  });
+});
+
+describe("mode apply: the handler's context is the apply context", () => {
+  it("types the context from the mode in the options, and infers the result (sync or async)", () => {
+    const s3 = s3Handler(
+      (event, ctx) => {
+        expectTypeOf(event).toEqualTypeOf<HandledEvent>();
+        expectTypeOf(ctx).toEqualTypeOf<ApplyHandlerContext>();
+        expectTypeOf(ctx.fence).toBeNumber();
+        expectTypeOf(ctx.stateKey).toBeString();
+        expectTypeOf(ctx.atCommit).toEqualTypeOf<(write: AtomicWrite) => void>();
+        expectTypeOf(ctx.delivery.correlationId).toBeString();
+        expectTypeOf(ctx.lambdaContext).toEqualTypeOf<Context | undefined>();
+        // @ts-expect-error nothing is claimed while it computes: no lease, no signal
+        expectTypeOf(ctx.signal).toEqualTypeOf<AbortSignal>();
+        // @ts-expect-error no attempt either (an apply is one request)
+        expectTypeOf(ctx.attempt).toBeNumber();
+        return 42;
+      },
+      { store, mode: "apply" },
+    );
+    expectTypeOf(s3).returns.resolves.toEqualTypeOf<InvocationReport<number>>();
+    const sqs = sqsHandler(async () => ({ thumbnail: "a.png" }), { store, mode: "apply" });
+    expectTypeOf(sqs).returns.resolves.toEqualTypeOf<SQSBatchResponse>();
+    const eb = eventBridgeHandler(() => "x", { store, mode: "apply", busy: "supersede" });
+    expectTypeOf(eb).returns.resolves.toEqualTypeOf<InvocationReport<string>>();
+    const any = wrapHandler(() => true, { store, mode: "apply" });
+    expectTypeOf(any).returns.resolves.toEqualTypeOf<SQSBatchResponse | InvocationReport<boolean>>();
+  });
+
+  it('mode run stays the default; explicit "run" is the same', () => {
+    s3Handler(
+      async (_event, ctx) => {
+        expectTypeOf(ctx).toEqualTypeOf<HandlerContext>();
+      },
+      { store, mode: "run" },
+    );
+    const compute: ApplyEventHandler<number> = () => 1;
+    expectTypeOf(s3Handler(compute, { store, mode: "apply" })).returns.resolves.toEqualTypeOf<
+      InvocationReport<number>
+    >();
+    // An async apply handler fits run too (its context is a subset of run's).
+    const asyncCompute: ApplyEventHandler<number> = async () => 1;
+    expectTypeOf(asyncCompute).toBeFunction();
+  });
+
+  it("rejects a run handler in apply, and options that need a running handler", () => {
+    // @ts-expect-error a run handler reads ctx.signal, which apply does not give
+    s3Handler(thumbnail, { store, mode: "apply" });
+    const heartbeat = { visibilityTimeoutSeconds: 60, intervalSeconds: 20 };
+    // @ts-expect-error the visibility heartbeat extends messages while a handler runs under a lease
+    sqsHandler(() => 1, { store, mode: "apply", visibilityHeartbeat: heartbeat });
+    // @ts-expect-error no lease to renew
+    sqsHandler(() => 1, { store, mode: "apply", heartbeatMs: 1_000 });
+    // @ts-expect-error an unknown key in literal options
+    s3Handler(() => 1, { store, mode: "apply", leaseMS: 1_000 });
+    // @ts-expect-error mode is run or apply
+    s3Handler(() => 1, { store, mode: "later" });
+    expectTypeOf<EffectivelyOnceApplyOptions["mode"]>().toEqualTypeOf<"apply">();
+    expectTypeOf<EffectivelyOnceOptions["mode"]>().toEqualTypeOf<"run" | undefined>();
+  });
+
+  it("Middy: the same mode in effectivelyOnce and eachEvent", () => {
+    const base = eachEvent(
+      (_event, ctx) => {
+        expectTypeOf(ctx).toEqualTypeOf<ApplyHandlerContext>();
+        return 1;
+      },
+      { mode: "apply" },
+    );
+    expectTypeOf(base).returns.resolves.toEqualTypeOf<SQSBatchResponse | InvocationReport<number>>();
+    middy()
+      .use(effectivelyOnce({ store, mode: "apply" }))
+      .handler(base);
+    // @ts-expect-error no heartbeat in apply
+    effectivelyOnce({ store, mode: "apply", heartbeatMs: 10 });
   });
 });
 

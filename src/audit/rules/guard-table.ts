@@ -1,3 +1,4 @@
+import { STATE_TAG, type StateKind } from "../../cdk/state-kinds.js";
 import { STATE_KEY_ATTRIBUTE, TTL_ATTRIBUTE } from "../../stores/dynamodb/schema-names.js";
 import { finding } from "../findings.js";
 import { asArray, asObject, booleanProperty, type Resource, type TemplateModel } from "../template.js";
@@ -57,9 +58,23 @@ export function checkStateTableTtl(model: TemplateModel): Finding[] {
   });
 }
 
-/** Rule s3-no-guard-table: S3 events reach Lambda, SQS or SNS and no guard table is in the stack. */
+/** The tag values that say a function keeps its guard state somewhere other than a state table of the template. */
+const STATE_ELSEWHERE: readonly (string | undefined)[] = ["inline", "external"] satisfies StateKind[];
+
+/**
+ * Functions tagged `eonce:state: inline` (the state in the rows of their own table) or `external` (outside the
+ * template): EffectivelyOncePipeline tags its function so when its `state` prop is not a state table.
+ */
+export function functionsWithStateElsewhere(model: TemplateModel): Resource[] {
+  return model.ofType(...FUNCTION_TYPES).filter((f) => STATE_ELSEWHERE.includes(f.tags[STATE_TAG]));
+}
+
+/**
+ * Rule s3-no-guard-table: S3 events reach Lambda, SQS or SNS and the stack has no guard: no guard table, no
+ * function that says where its state is instead.
+ */
 export function checkS3GuardTable(model: TemplateModel): Finding[] {
-  if (guardTables(model).length > 0) return [];
+  if (guardTables(model).length > 0 || functionsWithStateElsewhere(model).length > 0) return [];
   const byResource = new Map<string, string[]>();
   const add = (l: Link, to: string) => byResource.set(l.from.id, [...(byResource.get(l.from.id) ?? []), to]);
   for (const l of s3Notifications(model)) add(l, describeTarget(l));

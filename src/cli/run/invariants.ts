@@ -1,5 +1,7 @@
 import { normalizeSequencer } from "../../core/position.js";
+import { claimedAtMs } from "../../core/state-admin.js";
 import { type Classified, gotThrough } from "./outcomes.js";
+import { type ReadState, RUN_STATE_LIMIT, type RunState } from "./state.js";
 
 /** One invariant check of `eonce run` (docs/local-runtime.md), made from outside the handler where possible. */
 export interface InvariantCheck {
@@ -13,8 +15,8 @@ export interface CheckInputs {
   classified: Classified;
   /** Rows of the effects table (`--effects table:attribute`), with the attribute holding the event's sequencer. */
   effects?: { table: string; attribute: string; rows: Record<string, unknown>[] };
-  /** Items of the guard's state table (`--state-table`). */
-  state?: { table: string; items: Record<string, unknown>[] };
+  /** The guard's state, read through its store's admin (`--state-store`, `--state-table`; state.ts). */
+  state?: RunState;
   /** S3 runs: the input bucket (subjects are `bucket/key`). Message runs have none. */
   bucket?: string;
 }
@@ -59,6 +61,8 @@ function exactlyOnce({ classified, effects }: CheckInputs): InvariantCheck {
       detail: "the handler reports no per-event status; pass --effects <table>:<attribute> to count its rows",
     };
   }
+  const nothing = nothingProcessed(events, classified.detailed, effects?.rows.length ?? 0);
+  if (nothing) return { id: "I1", title, status: "not checked", detail: nothing };
   return {
     id: "I1",
     title,
@@ -67,10 +71,41 @@ function exactlyOnce({ classified, effects }: CheckInputs): InvariantCheck {
   };
 }
 
+/**
+ * Why I1 has nothing to judge, or undefined: no event at all, or none reported processed and no effect row. A check
+ * of zero effects would pass whatever the handler does.
+ */
+function nothingProcessed(
+  events: readonly { outcomes: readonly string[] }[],
+  detailed: boolean,
+  rows: number,
+): string | undefined {
+  if (events.length === 0) return "no event was processed: there were no events";
+  if (!detailed || rows > 0 || events.some((e) => e.outcomes.includes("processed"))) return undefined;
+  return `no event was processed: none of the ${events.length} events was reported processed`;
+}
+
+/** The records I2 and I3 read, or their check when there are none: the state was not named, or was unreadable. */
+function recordsFor(id: "I2" | "I3", title: string, state: RunState | undefined): ReadState | InvariantCheck {
+  if (!state) {
+    const detail = "pass --state-table or --state-store to read the guard's state";
+    return { id, title, status: "not checked", detail };
+  }
+  // Asked for and unreadable: a failure, so that a run pointed at the wrong place does not pass.
+  if ("error" in state)
+    return {
+      id,
+      title,
+      status: "fail",
+      detail: `cannot read the guard's state (${state.where}): ${state.error}`,
+    };
+  return state;
+}
+
 function monotonic({ classified, state, bucket }: CheckInputs): InvariantCheck {
   const title = "monotonic (final position is the newest event's)";
-  if (!state)
-    return { id: "I2", title, status: "not checked", detail: "pass --state-table to read the guard's state" };
+  const read = recordsFor("I2", title, state);
+  if ("id" in read) return read;
   if (bucket === undefined) {
     return {
       id: "I2",
@@ -78,6 +113,11 @@ function monotonic({ classified, state, bucket }: CheckInputs): InvariantCheck {
       status: "not checked",
       detail: "message positions are derived by the handler, not known from outside",
     };
+  }
+  if (read.byRow) {
+    const detail =
+      "records are named by their rows (--row-key without --row-key-inverse): their subjects are unknown";
+    return { id: "I2", title, status: "not checked", detail };
   }
   // Only events that got through count: one that never did is lost (I4), not out of order.
   const newest = new Map<string, string>();
@@ -91,23 +131,17 @@ function monotonic({ classified, state, bucket }: CheckInputs): InvariantCheck {
     const subject = `${bucket}/${e.key}`;
     if ((newest.get(subject) ?? "") < pos) newest.set(subject, pos);
   }
-  let ordered = 0;
-  const behind: string[] = [];
-  for (const item of state.items) {
-    const pk = String(item.pk ?? "");
-    if (!pk.startsWith("o#")) continue;
-    ordered++;
-    const want = newest.get(pk.slice(2));
-    if (want !== undefined && String(item.cpos ?? "") < want) behind.push(pk.slice(2));
-  }
+  const ordered = read.records.filter((r) => r.key.startsWith("o#"));
+  const behind = ordered
+    .filter((r) => {
+      const want = newest.get(r.key.slice(2));
+      return want !== undefined && (r.committedPosition ?? "") < want;
+    })
+    .map((r) => r.key.slice(2));
   const skipped = unfinished ? `; ${unfinished} event(s) never got through, left to I4` : "";
-  if (ordered === 0) {
-    return {
-      id: "I2",
-      title,
-      status: "pass",
-      detail: `no ordered subjects in the state table (dedupe-only handler)${skipped}`,
-    };
+  if (ordered.length === 0) {
+    const detail = `no ordered subjects in ${read.where} (dedupe-only handler)${skipped}`;
+    return { id: "I2", title, status: "pass", detail };
   }
   return {
     id: "I2",
@@ -116,24 +150,36 @@ function monotonic({ classified, state, bucket }: CheckInputs): InvariantCheck {
     detail:
       (behind.length
         ? `${behind.length} subject(s) whose committed position is older than their newest event (${behind[0]})`
-        : `${ordered} ordered subjects, each committed at its newest event (of those acknowledged)`) +
-      skipped,
+        : `${ordered.length} ordered subjects, each committed at its newest event (of those acknowledged)`) +
+      ` in ${read.where}${skipped}${truncated(read.records.length)}`,
   };
 }
 
 function liveness({ state }: CheckInputs): InvariantCheck {
   const title = "liveness (no subject left held)";
-  if (!state)
-    return { id: "I3", title, status: "not checked", detail: "pass --state-table to read the guard's state" };
-  const held = state.items.filter((i) => i.status === "running");
+  const read = recordsFor("I3", title, state);
+  if ("id" in read) return read;
+  // A record last claimed before the run is not this run's to finish (a store that outlives runs: SQL, a file).
+  const before = (r: { fence: number }) => (claimedAtMs(r.fence) ?? read.sinceMs) < read.sinceMs;
+  const mine = read.records.filter((r) => !before(r));
+  const older = read.records.length - mine.length;
+  const held = mine.filter((r) => r.status === "running");
+  const notCounted = older ? `; ${older} record(s) last claimed before this run not counted` : "";
   return {
     id: "I3",
     title,
     status: held.length ? "fail" : "pass",
-    detail: held.length
-      ? `${held.length} subject(s) still claimed by a run that never finished (${String(held[0]?.pk)})`
-      : `${state.items.length} state items, none still claimed`,
+    detail:
+      (held.length
+        ? `${held.length} subject(s) still claimed by a run that never finished (${held[0]?.key})`
+        : `${mine.length} state records, none still claimed`) +
+      ` in ${read.where}${notCounted}${truncated(read.records.length)}`,
   };
+}
+
+/** A listing that reached its limit read only part of the state: the check says so. */
+function truncated(count: number): string {
+  return count >= RUN_STATE_LIMIT ? ` (the first ${RUN_STATE_LIMIT} records only)` : "";
 }
 
 function nothingLost({ classified }: CheckInputs): InvariantCheck {

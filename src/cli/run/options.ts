@@ -16,6 +16,16 @@ import { LOCAL_FUNCTION_OPTIONS } from "../../local/delivery/lambda-runner.js";
 import { SQS_EVENT_SOURCE_OPTIONS } from "../../local/delivery/sqs-event-source.js";
 import { LOCAL_RUNTIME_OPTIONS } from "../../local/runtime.js";
 import { type FaultOptions, resolveFaults } from "../../local/sim/faults.js";
+import {
+  type ConnectionFlagNames,
+  type ResolvedConnection,
+  resolveConnection,
+  STATE_CONNECTION_OPTIONS,
+  STATE_FLAG_NAMES,
+  STATE_STORE_KINDS,
+  type StateConnectionOptions,
+  type StateStoreKind,
+} from "../state/options.js";
 
 /** How events reach the handler. `sns-sqs` (an SNS envelope in an SQS body) is for `messages` only. */
 export type RunSource = "direct" | "sqs" | "sns-sqs" | "eventbridge";
@@ -40,8 +50,24 @@ export interface RunHandlerOptions {
   bucket?: string;
   /** DynamoDB tables to create (`hashKey` default `pk`). */
   tables?: { name: string; hashKey: string }[];
-  /** A guard state table to create (and read for I2/I3); sets STATE_TABLE unless `env` has it. */
+  /**
+   * The guard's state table, read for I2/I3 (any `stateStore`; the user's table for inline state), created on the
+   * DynamoDB kinds; sets STATE_TABLE unless `env` has it.
+   */
   stateTable?: string;
+  /** Where the handler keeps the guard's state; default `dynamodb` when any state option is given. */
+  stateStore?: StateStoreKind;
+  /**
+   * The state's connection, as `eonce state` takes it (src/cli/state/options.ts). For the handler, `databaseUrl`
+   * sets DATABASE_URL, `schema` STATE_SCHEMA and `stateFile` (SQLite) STATE_FILE, unless `env` has them.
+   */
+  keyAttribute?: StateConnectionOptions["keyAttribute"];
+  keyColumn?: StateConnectionOptions["keyColumn"];
+  databaseUrl?: StateConnectionOptions["databaseUrl"];
+  schema?: StateConnectionOptions["schema"];
+  stateFile?: StateConnectionOptions["file"];
+  rowKey?: StateConnectionOptions["rowKey"];
+  rowKeyInverse?: StateConnectionOptions["rowKeyInverse"];
   /** An output bucket to create; sets OUTPUT_BUCKET unless `env` has it. */
   outputBucket?: string;
   /** Rows of this table carry each event's sequencer (messages: its correlation id) in `attribute`: for I1. */
@@ -93,7 +119,21 @@ export const RUN_OPTIONS = schemaFor<RunHandlerOptions>()({
     (v) => Array.isArray(v) && v.every((t) => isRecord(t) && isText(t.name) && isText(t.hashKey)),
     { doc: "create a DynamoDB table (repeatable; hash key default pk)" },
   ),
-  stateTable: string({ doc: "create a guard state table, set STATE_TABLE, check I2/I3 in it" }),
+  stateTable: string({
+    doc: "the guard's state table (inline kinds: your table): set STATE_TABLE, create it on DynamoDB, check I2/I3 in it",
+  }),
+  stateStore: oneOf(STATE_STORE_KINDS, {
+    doc: "where the handler keeps the guard's state, read for I2/I3 (default dynamodb with --state-table)",
+  }),
+  ...pickFields(STATE_CONNECTION_OPTIONS, [
+    "keyAttribute",
+    "keyColumn",
+    "databaseUrl",
+    "schema",
+    "rowKey",
+    "rowKeyInverse",
+  ]),
+  stateFile: STATE_CONNECTION_OPTIONS.file,
   outputBucket: string({ doc: "create an output bucket and set OUTPUT_BUCKET" }),
   effects: custom<{ table: string; attribute: string }>(
     "{table, attribute}",
@@ -114,9 +154,18 @@ export const RUN_OPTIONS = schemaFor<RunHandlerOptions>()({
   logs: boolean({ default: false, doc: "let the handler's Powertools logs and metrics through" }),
 });
 
-export type ResolvedRunOptions = Resolved<typeof RUN_OPTIONS>;
+/** The state connection's flags as `eonce run` names them (the rest are `eonce state`'s). */
+export const RUN_STATE_FLAG_NAMES: ConnectionFlagNames = {
+  ...STATE_FLAG_NAMES,
+  store: "--state-store",
+  table: "--state-table",
+  file: "--state-file",
+};
 
-/** Eager checks: unknown keys, bad values, exclusive inputs, sources that fit the inputs. */
+/** The checked options, and where the guard's state is read (undefined: no state option given, I2/I3 not checked). */
+export type ResolvedRunOptions = Resolved<typeof RUN_OPTIONS> & { state: ResolvedConnection | undefined };
+
+/** Eager checks: unknown keys, bad values, exclusive inputs, sources that fit the inputs, the state's connection. */
 export function resolveRunOptions(options: RunHandlerOptions): ResolvedRunOptions {
   const o = resolveOptions("eonce run", RUN_OPTIONS, options);
   const rule = (holds: boolean, message: string) => optionsRule("eonce run", holds, message);
@@ -131,5 +180,26 @@ export function resolveRunOptions(options: RunHandlerOptions): ResolvedRunOption
   }
   rule(!o.fifo || o.messages !== undefined, "--fifo is for --messages");
   rule(!o.fifo || o.source !== "eventbridge", "--fifo needs an SQS source");
-  return o;
+  rule(
+    o.databaseUrl === undefined || o.env?.DATABASE_URL === undefined,
+    "--database-url sets the handler's DATABASE_URL: not with --env DATABASE_URL",
+  );
+  return { ...o, state: stateConnection(o) };
+}
+
+/** The state's connection, checked as `eonce state` checks it, with `eonce run`'s flag names in its messages. */
+function stateConnection(o: Resolved<typeof RUN_OPTIONS>): ResolvedConnection | undefined {
+  const given = {
+    table: o.stateTable,
+    keyAttribute: o.keyAttribute,
+    keyColumn: o.keyColumn,
+    databaseUrl: o.databaseUrl,
+    schema: o.schema,
+    file: o.stateFile,
+    rowKey: o.rowKey,
+    rowKeyInverse: o.rowKeyInverse,
+  };
+  const options = Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined));
+  if (o.stateStore === undefined && Object.keys(options).length === 0) return undefined;
+  return resolveConnection("eonce run", { store: o.stateStore, ...options }, RUN_STATE_FLAG_NAMES);
 }

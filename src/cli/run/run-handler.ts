@@ -5,8 +5,8 @@ import { DeliveryFailedError } from "../../lambda/errors.js";
 import { LOCAL_CREDENTIALS, LOCAL_REGION } from "../../local/aws-local.js";
 import { currentInvocation } from "../../local/delivery/invocation-scope.js";
 import {
+  type AnyLambdaHandler,
   InjectedFailure,
-  type LambdaHandler,
   type LocalFunction,
   RuntimeStoppedError,
 } from "../../local/delivery/lambda-runner.js";
@@ -14,7 +14,8 @@ import { seesLocalTables } from "../../local/emulators/dynamodb-local.js";
 import { freePort } from "../../local/emulators/free-port.js";
 import { scanTable } from "../../local/emulators/scan-table.js";
 import { applyEnvironment, LocalRuntime } from "../../local/runtime.js";
-import { createStateTable, createTableIfMissing } from "../../stores/dynamodb/schema.js";
+import { createTableIfMissing } from "../../stores/dynamodb/schema.js";
+import { splitExportSpec } from "../load-export.js";
 import { eventBridgeEnvelope, snsEnvelope, sqsAttributes } from "./envelopes.js";
 import { describeLoadError } from "./errors.js";
 import { type Inputs, readInputs } from "./inputs.js";
@@ -23,6 +24,7 @@ import { loadHandler } from "./load-handler.js";
 import { type ResolvedRunOptions, type RunHandlerOptions, resolveRunOptions } from "./options.js";
 import { classify, type RunCapture } from "./outcomes.js";
 import { buildRunReport, type RunReport } from "./report.js";
+import { prepareState, readRunState } from "./state.js";
 
 export type { RunHandlerOptions, RunSource } from "./options.js";
 export { RUN_SOURCES } from "./options.js";
@@ -61,7 +63,7 @@ export async function runHandler(options: RunHandlerOptions): Promise<RunReport>
   const restoreEnv = applyEnvironment(env);
   let runtime: LocalRuntime | undefined;
   try {
-    let handler: LambdaHandler;
+    let handler: AnyLambdaHandler;
     try {
       ({ handler } = await loadHandler(o.handler));
     } catch (error) {
@@ -91,6 +93,9 @@ function handlerEnvironment(o: ResolvedRunOptions, ports: Ports): Record<string,
     env.POWERTOOLS_METRICS_DISABLED = "true";
   }
   if (o.stateTable) env.STATE_TABLE = o.stateTable;
+  if (o.schema) env.STATE_SCHEMA = o.schema;
+  if (o.stateFile) env.STATE_FILE = o.stateFile;
+  if (o.databaseUrl) env.DATABASE_URL = o.databaseUrl;
   if (o.outputBucket) env.OUTPUT_BUCKET = o.outputBucket;
   return {
     ...LocalRuntime.envFor({
@@ -130,7 +135,7 @@ async function drive(
   runtime: LocalRuntime,
   o: ResolvedRunOptions,
   inputs: Inputs,
-  handler: LambdaHandler,
+  handler: AnyLambdaHandler,
   startedMs: number,
 ): Promise<RunReport> {
   const capture: RunCapture = { inputs: new Map(), results: new Map(), reports: new Map(), errors: [] };
@@ -144,11 +149,12 @@ async function drive(
     ...(inputs.kind === "objects" ? { bucket: o.bucket } : { messages: sent }),
     deadLettered,
   });
+  const endpoint = dynamodbEndpointOf(runtime);
   const invariants = checkInvariants({
     classified,
     ...(inputs.kind === "objects" ? { bucket: o.bucket } : {}),
     ...(o.effects ? { effects: { ...o.effects, rows: await scanTable(ddb, o.effects.table) } } : {}),
-    ...(o.stateTable ? { state: { table: o.stateTable, items: await scanTable(ddb, o.stateTable) } } : {}),
+    ...(o.state ? { state: await readRunState(o.state, endpoint, startedMs) } : {}),
   });
   return buildRunReport({
     handler: o.handler,
@@ -169,12 +175,12 @@ async function wire(
   runtime: LocalRuntime,
   o: ResolvedRunOptions,
   inputs: Inputs,
-  handler: LambdaHandler,
+  handler: AnyLambdaHandler,
 ): Promise<Wiring> {
   const ddb = runtime.dynamodbClient();
   if (inputs.kind === "objects") await runtime.createBucket(o.bucket);
   for (const t of o.tables ?? []) await createTableIfMissing(ddb, t.name, t.hashKey);
-  if (o.stateTable) await createStateTable(ddb, { tableName: o.stateTable });
+  await prepareState(o.state, dynamodbEndpointOf(runtime));
   if (o.outputBucket) await runtime.createBucket(o.outputBucket);
   const fn = runtime.fn({
     name: "eonce-run",
@@ -248,14 +254,19 @@ async function feed(
 
 /** The module path of a `path:export` spec (as loadHandler reads it), to name it in load errors. */
 function handlerPath(spec: string): string {
-  const colon = spec.lastIndexOf(":");
-  const hasExport = colon > 1 || (colon === 1 && !/^[A-Za-z]:[\\/]/.test(spec));
-  const file = hasExport ? spec.slice(0, colon) : spec;
+  const { file } = splitExportSpec(spec, "handler");
   return isAbsolute(file) ? file : resolve(file);
 }
 
+/** The DynamoDB the run's tables are on (`eonce run` always starts or reuses one). */
+function dynamodbEndpointOf(runtime: LocalRuntime): string {
+  const endpoint = runtime.dynamodb?.endpoint;
+  if (!endpoint) throw new Error("eonce run: DynamoDB is not running in this runtime");
+  return endpoint;
+}
+
 /** The handler, recording each run's event, result, wrapper report and errors by run id. */
-function capturing(handler: LambdaHandler, capture: RunCapture): LambdaHandler {
+function capturing(handler: AnyLambdaHandler, capture: RunCapture): AnyLambdaHandler {
   return async (event: never, context) => {
     const scope = currentInvocation();
     const runId = scope?.runId ?? "";

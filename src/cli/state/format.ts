@@ -31,10 +31,13 @@ function expiresIn(ms: number): string {
   return ms >= 0 ? `in ${formatDuration(ms)}` : `${formatDuration(ms)} ago: due for deletion`;
 }
 
-/** `eonce state list`'s human output: a table, held or stuck records first (the order they came in). */
-export function formatTable(views: readonly StateView[]): string {
+/**
+ * `eonce state list`'s human output: a table, held or stuck records first (the order they came in). `last` names
+ * the last column: `ROW` when the records are named by their inline row (a custom row mapping without its inverse).
+ */
+export function formatTable(views: readonly StateView[], last: "KEY" | "ROW" = "KEY"): string {
   if (views.length === 0) return "no records";
-  const header = ["STATUS", "LEASE", "AGE", "ATTEMPTS", "FENCE", "POSITION", "KEY"];
+  const header = ["STATUS", "LEASE", "AGE", "ATTEMPTS", "FENCE", "POSITION", last];
   const rows = views.map((v) => [
     v.status,
     v.status === "running" ? describeLease(v) : "-",

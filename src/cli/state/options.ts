@@ -25,13 +25,21 @@ export interface StateConnectionOptions extends AwsConnection {
   keyAttribute?: string;
   /** Inline state on PostgreSQL: the table's key column. Default `pk`. */
   keyColumn?: string;
-  /** PostgreSQL connection string; default node-postgres's PG* environment variables. */
+  /** PostgreSQL connection string; default `DATABASE_URL`, then node-postgres's PG* environment variables. */
   databaseUrl?: string;
   /** PostgreSQL schema. Default `public`. */
   schema?: string;
   /** The SQLite database file (it must exist). */
   file?: string;
+  /** Inline kinds: the store's custom `rowKey`, a function export `path:export` (src/cli/load-export.ts). */
+  rowKey?: string;
+  /** Inline kinds: `rowKey`'s inverse (row → state key), for `list`; without it a custom mapping lists rows. */
+  rowKeyInverse?: string;
 }
+
+/** A function export, `path:export`. */
+const exportSpec = (doc: string) =>
+  opt.string({ pattern: /\S/, expected: "a module and export, path:export", doc });
 
 export const STATE_CONNECTION_OPTIONS = opt.schemaFor<StateConnectionOptions>()({
   store: opt.oneOf(STATE_STORE_KINDS, { default: "dynamodb", doc: "the state store's kind" }),
@@ -42,10 +50,14 @@ export const STATE_CONNECTION_OPTIONS = opt.schemaFor<StateConnectionOptions>()(
   keyAttribute: opt.string({ doc: "dynamodb-inline: the table's hash key attribute (default pk)" }),
   keyColumn: opt.string({ doc: "postgres-inline: the table's key column (default pk)" }),
   databaseUrl: opt.string({
-    doc: "PostgreSQL connection string (default: the PG* environment variables)",
+    doc: "PostgreSQL connection string (default: DATABASE_URL, then the PG* environment variables)",
   }),
   schema: opt.string({ doc: "PostgreSQL schema (default public)" }),
   file: opt.string({ doc: "SQLite database file" }),
+  rowKey: exportSpec("inline kinds: the store's custom rowKey (state key → row), a function export"),
+  rowKeyInverse: exportSpec(
+    "inline kinds: the custom rowKey's inverse (row → state key), to name listed rows",
+  ),
 });
 
 export const CONNECTION_FLAGS: { [K in keyof typeof STATE_CONNECTION_OPTIONS]?: FlagSpec } = {
@@ -55,20 +67,29 @@ export const CONNECTION_FLAGS: { [K in keyof typeof STATE_CONNECTION_OPTIONS]?: 
   keyAttribute: { value: "<name>" },
   keyColumn: { value: "<name>" },
   file: { value: "<path>" },
+  rowKey: { value: "<path:export>" },
+  rowKeyInverse: { value: "<path:export>" },
 };
 
 export type ResolvedConnection = opt.Resolved<typeof STATE_CONNECTION_OPTIONS>;
 
+const ROW_MAPPING = ["rowKey", "rowKeyInverse"] as const;
+
 /** Which options each kind takes, besides `store` and `table`. */
 const OWN: Record<StateStoreKind, readonly (keyof StateConnectionOptions)[]> = {
   dynamodb: ["endpoint", "region"],
-  "dynamodb-inline": ["endpoint", "region", "keyAttribute"],
+  "dynamodb-inline": ["endpoint", "region", "keyAttribute", ...ROW_MAPPING],
   postgres: ["databaseUrl", "schema"],
-  "postgres-inline": ["databaseUrl", "schema", "keyColumn"],
+  "postgres-inline": ["databaseUrl", "schema", "keyColumn", ...ROW_MAPPING],
   sqlite: ["file"],
 };
 
-const FLAG: Record<string, string> = {
+/** Each connection option's flag, for messages; a command that names them otherwise (`eonce run`) passes its own. */
+export type ConnectionFlagNames = Record<keyof StateConnectionOptions, string>;
+
+export const STATE_FLAG_NAMES: ConnectionFlagNames = {
+  store: "--store",
+  table: "--table",
   endpoint: "--endpoint",
   region: "--region",
   keyAttribute: "--key-attribute",
@@ -76,26 +97,44 @@ const FLAG: Record<string, string> = {
   databaseUrl: "--database-url",
   schema: "--schema",
   file: "--file",
+  rowKey: "--row-key",
+  rowKeyInverse: "--row-key-inverse",
 };
 
 /** The kinds without a default table: DynamoDB's state table, and the user's table of inline state. */
 const NEEDS_TABLE: readonly StateStoreKind[] = ["dynamodb", "dynamodb-inline", "postgres-inline"];
 
 /** Eager checks: values, then the rules that relate them (an option of another kind is a mistake, not ignored). */
-export function resolveConnection(what: string, options: StateConnectionOptions): ResolvedConnection {
+export function resolveConnection(
+  what: string,
+  options: StateConnectionOptions,
+  flags: ConnectionFlagNames = STATE_FLAG_NAMES,
+): ResolvedConnection {
   const o = opt.resolveOptions(what, STATE_CONNECTION_OPTIONS, options);
-  for (const [key, flag] of Object.entries(FLAG)) {
-    const given = o[key as keyof ResolvedConnection] !== undefined;
+  const store = `${flags.store} ${o.store}`;
+  for (const key of Object.keys(flags) as (keyof StateConnectionOptions)[]) {
+    if (key === "store" || key === "table") continue;
     opt.optionsRule(
       what,
-      !given || OWN[o.store].includes(key as keyof StateConnectionOptions),
-      `${flag} is not for --store ${o.store}`,
+      o[key] === undefined || OWN[o.store].includes(key),
+      `${flags[key]} is not for ${store}`,
     );
   }
   if (NEEDS_TABLE.includes(o.store))
-    opt.optionsRule(what, o.table !== undefined, `--store ${o.store} needs --table <name>`);
-  if (o.store === "sqlite") opt.optionsRule(what, o.file !== undefined, "--store sqlite needs --file <path>");
+    opt.optionsRule(what, o.table !== undefined, `${store} needs ${flags.table} <name>`);
+  if (o.store === "sqlite")
+    opt.optionsRule(what, o.file !== undefined, `${store} needs ${flags.file} <path>`);
+  opt.optionsRule(
+    what,
+    o.rowKeyInverse === undefined || o.rowKey !== undefined,
+    `${flags.rowKeyInverse} is the inverse of ${flags.rowKey}: give ${flags.rowKey} too`,
+  );
   return o;
+}
+
+/** A custom row mapping without its inverse: `list` names records by their rows (docs/cli-state.md). */
+export function listsByRow(o: ResolvedConnection): boolean {
+  return o.rowKey !== undefined && o.rowKeyInverse === undefined;
 }
 
 export interface StateListOptions {

@@ -12,11 +12,11 @@ import { createLambdaContext } from "./lambda-context.js";
  * Any Lambda handler, whatever event type it declares (a `never` parameter accepts them all; the
  * runtime hands it the event its source builds).
  */
-export type LambdaHandler = (event: never, context: Context) => unknown;
+export type AnyLambdaHandler = (event: never, context: Context) => unknown;
 
 export interface LocalFunctionOptions {
   name: string;
-  handler: LambdaHandler;
+  handler: AnyLambdaHandler;
   /** Lambda's function timeout. Default 3 000 (Lambda's default is 3 s too). */
   timeoutMs?: number;
   /** Reserved concurrency: runs beyond it wait for a free slot. Default 10. */
@@ -58,7 +58,7 @@ export class RuntimeStoppedError extends Error {
 /** The options of a LocalFunction, field by field; `doc` is the help line of the `eonce run` flag. */
 export const LOCAL_FUNCTION_OPTIONS = schemaFor<LocalFunctionOptions>()({
   name: required(string()),
-  handler: required(func<LambdaHandler>()),
+  handler: required(func<AnyLambdaHandler>()),
   timeoutMs: numberField("a positive number of ms", (n) => Number.isFinite(n) && n > 0, {
     default: 3000,
     doc: "function timeout",
@@ -98,7 +98,7 @@ export class LocalFunction {
   readonly timeoutMs: number;
   readonly concurrency: number;
   readonly memoryMb: number;
-  readonly #handler: LambdaHandler;
+  readonly #handler: AnyLambdaHandler;
   readonly #faults: FaultInjector;
   readonly #sim: Simulation;
   readonly #slotWaiters: (() => void)[] = [];

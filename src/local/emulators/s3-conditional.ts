@@ -1,5 +1,5 @@
 import type S3rver from "s3rver";
-import type { ConditionalWritesOptions } from "./s3-server.js";
+import type { ConditionalWritesOptions } from "./s3-conditional-options.js";
 
 /**
  * S3 conditional requests for s3rver, which ignores `If-None-Match` and `If-Match`. A Koa middleware in front of

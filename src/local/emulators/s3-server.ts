@@ -31,6 +31,7 @@ import { S3Client } from "@aws-sdk/client-s3";
 import type S3rver from "s3rver";
 import { LOCAL_CREDENTIALS, LOCAL_REGION } from "../aws-local.js";
 import { conditionalWrites, rejectS3Request } from "./s3-conditional.js";
+import type { ConditionalWritesOptions } from "./s3-conditional-options.js";
 import { makePutObjectDurable } from "./s3-durable-put.js";
 
 /** s3rver accepts only its hard-coded key pair (it does not verify SigV4 signatures): the local one. */
@@ -71,15 +72,6 @@ export interface LocalS3Server {
   onObjectEvent(listener: S3ObjectEventListener): () => void;
   /** Closes the server and removes its storage directory. */
   stop(): Promise<void>;
-}
-
-/** Options of the conditional-write layer (s3-conditional.ts); declared here so the public types need no s3rver. */
-export interface ConditionalWritesOptions {
-  /**
-   * Called between the arrival check and the write of a conditional request: tests use it to land a conflicting
-   * write there (what on S3 happens during a long upload).
-   */
-  beforeConditionalWrite?: (bucket: string, key: string) => Promise<void>;
 }
 
 export interface StartS3ServerOptions {

@@ -1,7 +1,8 @@
 // The DynamoDB state stores. Named exports only (test/exports.test.ts pins them); item codecs stay internal.
+
+export { INLINE_RESERVED_PREFIX } from "../inline-prefix.js";
 export { type DynamoDBAtomicWrite, isDynamoDBAtomicWrite } from "./atomic-write.js";
 export {
-  INLINE_RESERVED_PREFIX,
   INLINE_STATE_ATTRIBUTES,
   InlineDynamoDBStore,
   type InlineDynamoDBStoreOptions,

@@ -3,37 +3,49 @@ import {
   type DynamoDBClient,
   UpdateItemCommand,
 } from "@aws-sdk/client-dynamodb";
+import { OptionsError } from "../../core/errors.js";
 import type { StateRecord } from "../../core/state.js";
-import type { ForgetOptions, ForgetResult, StateAdmin, StateQuery } from "../../core/state-admin.js";
+import {
+  type ForgetOptions,
+  type ForgetResult,
+  type InlineRowMapping,
+  inlineKeyOfRow,
+  type StateAdmin,
+  type StateQuery,
+} from "../../core/state-admin.js";
 import { type Item, storeError } from "./expressions.js";
 import {
   hasState,
   InlineDynamoDBStore,
   type InlineDynamoDBStoreOptions,
   NAMES,
-  stateKeyOfRow,
   toInlineRecord,
 } from "./inline.js";
 import { FORGET_CONDITION, forgetValues, scanState } from "./scan-state.js";
 
-/** Inline state's admin takes the store's options but its default row mapping (it must map rows back to keys). */
-export type InlineStateAdminOptions = Omit<InlineDynamoDBStoreOptions, "rowKey">;
+/** Inline state's admin takes the store's options, and with a custom `rowKey` its inverse for `list`. */
+export type InlineStateAdminOptions = InlineDynamoDBStoreOptions & Pick<InlineRowMapping, "stateKeyOfRow">;
 
 /**
  * The operator's view of inline state (src/core/state-admin.ts): the `eo_*` attributes of the user's rows.
  * `list` scans the table for rows that hold state (the user's attributes are not read); `forget` removes the state
  * attributes in one conditional UpdateItem and leaves the row and its user attributes. The row's write stamp
  * (`eo_wpos`, `eo_wfence`) stays too: it describes the user attributes, so an older event still cannot replace them.
- * Rows map to state keys by the store's default (`<subject>` ↔ `o#<subject>`; `u#…` rows are their own key).
+ * Rows map to state keys by the store's `rowKey` and its inverse (src/core/state-admin.ts inlineKeyOfRow): the
+ * default's (`stateKeyOfInlineRow`, src/core/state-key.ts), or a custom `rowKey`'s `stateKeyOfRow`;
+ * with a custom `rowKey` and no inverse, `list` names each record by its row.
  */
 export class InlineStateAdmin implements StateAdmin {
   readonly engine = "dynamodb-inline";
   readonly store: InlineDynamoDBStore;
   readonly #client: DynamoDBClient;
+  readonly #keyOfRow: (row: string) => string;
 
   constructor(options: InlineStateAdminOptions) {
-    this.store = new InlineDynamoDBStore(options);
+    const { stateKeyOfRow: _inverse, ...storeOptions } = options;
+    this.store = new InlineDynamoDBStore(storeOptions);
     this.#client = options.client;
+    this.#keyOfRow = inlineKeyOfRow(this.engine, options, (key) => this.store.rowKeyOf(key));
   }
 
   async list(query: StateQuery): Promise<StateRecord[]> {
@@ -47,12 +59,15 @@ export class InlineStateAdmin implements StateAdmin {
           names: { ...names, "#key": key },
           toRecord: (item) => {
             const row = item[key]?.S;
-            return row !== undefined && hasState(item) ? toInlineRecord(stateKeyOfRow(row), item) : undefined;
+            return row !== undefined && hasState(item)
+              ? toInlineRecord(this.#keyOfRow(row), item)
+              : undefined;
           },
         },
         query,
       );
     } catch (error) {
+      if (error instanceof OptionsError) throw error; // a stateKeyOfRow that is no inverse: no store error
       throw storeError("DynamoDB inline", "list", this.store.tableName, error);
     }
   }

@@ -9,8 +9,9 @@ import {
 import { OptionsError, StoreError, UnsupportedAtomicWriteError } from "../../core/errors.js";
 import { func, resolveOptions, schemaFor, string } from "../../core/options.js";
 import { type ClaimRequest, claimAllowed, isOwnClaim, landedAs, type StateRecord } from "../../core/state.js";
-import { inlineRowKey, stateKeyOfInlineRow } from "../../core/state-key.js";
+import { inlineRowKey } from "../../core/state-key.js";
 import type * as Store from "../../core/store.js";
+import { INLINE_RESERVED_PREFIX } from "../inline-prefix.js";
 import * as dx from "./expressions.js";
 import { type Item, N, S } from "./expressions.js";
 import { DYNAMODB_MAX_RESULT_BYTES } from "./limits.js";
@@ -38,7 +39,6 @@ import { attributeItem, checkExpression, checkName, DYNAMODB_MAX_EXPRESSION_BYTE
  * | eo_exp     | N    | epoch seconds the guard would keep state for; NOT a TTL attribute by default |
  * | eo_att     | N    | consecutive claims of the current identity; removed at commit              |
  */
-export const INLINE_RESERVED_PREFIX = "eo_";
 
 /** Placeholders → the reserved attribute names; the admin (inline-admin.ts) uses them too. */
 export const NAMES = {
@@ -69,8 +69,8 @@ export interface InlineDynamoDBStoreOptions {
   /** The table's (string) hash key attribute. Default `pk`. */
   keyAttribute?: string;
   /**
-   * The row a state key lives in; must be one-to-one. Default: `o#<subject>` → `<subject>` (ordered events: the
-   * subject's row), any other key (unordered events: one per identity) → the state key itself.
+   * The row a state key lives in; must be one-to-one. Default `inlineRowKey` (src/core/state-key.ts): an ordered
+   * subject's row is the subject (`u#o#<rest>` for a subject `u#<rest>`), an unordered event's its state key.
    */
   rowKey?: (stateKey: string) => string;
 }
@@ -509,9 +509,6 @@ const MAX_ROW_SHAPES = 256;
 function applied(writes: InlineRowWrite[]): Store.WriteOutcome[] {
   return writes.map((w) => ({ description: w.description, status: "applied" }));
 }
-
-/** The row's state key (`inlineRowKey`'s inverse), for the admin's listing. */
-export const stateKeyOfRow = stateKeyOfInlineRow;
 
 export function hasState(item: Item | undefined): item is Item {
   return item !== undefined && item[NAMES["#fence"]]?.N !== undefined;

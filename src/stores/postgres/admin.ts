@@ -8,7 +8,7 @@ import {
   type StateQuery,
 } from "../../core/state-admin.js";
 import { postgresStoreError } from "./errors.js";
-import type { PostgresPool } from "./schema.js";
+import type { PostgresPool } from "./pool.js";
 import { toRecord } from "./sql.js";
 import { PostgresStore, type PostgresStoreOptions } from "./store.js";
 

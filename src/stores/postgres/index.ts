@@ -10,13 +10,7 @@ export {
   type InlinePostgresStoreOptions,
 } from "./inline.js";
 export { type InlineTableOptions, migrateInline } from "./inline-schema.js";
-export {
-  deleteExpired,
-  type MigrateOptions,
-  migrate,
-  type PostgresClient,
-  type PostgresPool,
-  type PostgresTableOptions,
-} from "./schema.js";
+export type { PostgresClient, PostgresPool } from "./pool.js";
+export { deleteExpired, type MigrateOptions, migrate, type PostgresTableOptions } from "./schema.js";
 export { PostgresFencedSink, type PostgresFencedSinkOptions, type PostgresFenceSource } from "./sink.js";
 export { PostgresStore, type PostgresStoreOptions } from "./store.js";

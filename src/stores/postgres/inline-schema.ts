@@ -2,7 +2,8 @@ import { OptionsError } from "../../core/errors.js";
 import { required, schemaFor } from "../../core/options.js";
 import { INLINE_COLUMN_NAMES, INLINE_COLUMNS } from "./inline-sql.js";
 import { lockTimeoutField, migrationOptions, type Queryable, runMigration } from "./migration.js";
-import { DEFAULT_SCHEMA, identifier, type PostgresPool, qualified } from "./schema.js";
+import type { PostgresPool } from "./pool.js";
+import { DEFAULT_SCHEMA, identifier, qualified } from "./schema.js";
 
 export interface InlineTableOptions {
   /** Default `public`. */

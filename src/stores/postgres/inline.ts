@@ -5,6 +5,7 @@ import { inlineRowKey } from "../../core/state-key.js";
 import type * as Store from "../../core/store.js";
 import { unknownWrites } from "../../core/store.js";
 import { DYNAMODB_MAX_RESULT_BYTES } from "../dynamodb/limits.js";
+import { INLINE_RESERVED_PREFIX } from "../inline-prefix.js";
 import { postgresStoreError } from "./errors.js";
 import {
   INLINE_COLUMN_NAMES,
@@ -13,12 +14,10 @@ import {
   InlineStatements,
   inlineRecord,
 } from "./inline-sql.js";
+import type { PostgresPool } from "./pool.js";
 import { runStatement } from "./prepared.js";
-import { DEFAULT_SCHEMA, identifier, type PostgresPool, poolField, qualified, quote } from "./schema.js";
-import { claimAndCommitParams, claimParams, claimResult, commitParams } from "./sql.js";
-
-/** The prefix of the state columns in the user's table (`eo_*`, as the inline DynamoDB store's attributes). */
-export const INLINE_POSTGRES_PREFIX = "eo_";
+import { DEFAULT_SCHEMA, identifier, poolField, qualified, quote } from "./schema.js";
+import { claimAndCommitParams, claimParams, claimResult, commitParams, RACE_RETRIES } from "./sql.js";
 
 export interface InlinePostgresStoreOptions {
   /** A `pg.Pool`; every step is one statement on it (no transaction is opened). */
@@ -30,8 +29,8 @@ export interface InlinePostgresStoreOptions {
   /** The table's primary key (or unique) column. Default `pk`. Any type the row keys (strings) convert to. */
   keyColumn?: string;
   /**
-   * The row a state key lives in; must be one-to-one. Default: `o#<subject>` → `<subject>` (ordered events: the
-   * subject's row), any other key (unordered events: one per identity) → the state key itself.
+   * The row a state key lives in; must be one-to-one. Default `inlineRowKey` (src/core/state-key.ts): an ordered
+   * subject's row is the subject (`u#o#<rest>` for a subject `u#<rest>`), an unordered event's its state key.
    */
   rowKey?: (stateKey: string) => string;
   /** Largest stored result; default the DynamoDB store's, so a pipeline behaves alike on either. */
@@ -50,8 +49,8 @@ const INLINE_POSTGRES_OPTIONS = schemaFor<InlinePostgresStoreOptions>()({
   table: required(identifier()),
   keyColumn: string({
     default: "pk",
-    pattern: new RegExp(`^(?!${INLINE_POSTGRES_PREFIX})[A-Za-z_][A-Za-z0-9_]{0,62}$`),
-    expected: `a plain SQL identifier outside the reserved prefix ${INLINE_POSTGRES_PREFIX}`,
+    pattern: new RegExp(`^(?!${INLINE_RESERVED_PREFIX})[A-Za-z_][A-Za-z0-9_]{0,62}$`),
+    expected: `a plain SQL identifier outside the reserved prefix ${INLINE_RESERVED_PREFIX}`,
   }),
   rowKey: func<(stateKey: string) => string>(),
   maxResultBytes: integer({ min: 1, default: DYNAMODB_MAX_RESULT_BYTES }),
@@ -79,9 +78,6 @@ interface RowColumns {
 }
 
 type Decided = { landed: boolean; wrote: boolean; old: StateRecord | undefined };
-
-/** A statement run once more when the row appeared between its snapshot and its insert (see inline-sql.ts). */
-const RACE_RETRIES = 5;
 
 /** Statements a store keeps per set of written columns (a handful in use; a store that sees more starts over). */
 const MAX_SHAPES = 256;
@@ -158,9 +154,9 @@ export class InlinePostgresStore implements Store.StateStore {
     if (typeof columns !== "object" || columns === null)
       throw new OptionsError("InlinePostgresStore.row: columns must be an object");
     for (const name of Object.keys(columns)) {
-      if (name === this.#keyColumn || name.startsWith(INLINE_POSTGRES_PREFIX))
+      if (name === this.#keyColumn || name.startsWith(INLINE_RESERVED_PREFIX))
         throw new OptionsError(
-          `InlinePostgresStore.row: column "${name}" is the key or reserved (${INLINE_POSTGRES_PREFIX}*)`,
+          `InlinePostgresStore.row: column "${name}" is the key or reserved (${INLINE_RESERVED_PREFIX}*)`,
         );
       quote(name); // a plain identifier, or OptionsError
     }
@@ -204,13 +200,9 @@ export class InlinePostgresStore implements Store.StateStore {
   }
 
   async claimAndCommit(req: Store.ClaimAndCommitRequest): Promise<Store.ClaimAndCommitResult> {
-    const rowKey = this.rowKeyOf(req.key);
-    const writes = this.#rowWrites(rowKey, req.writes);
-    const row = writes.length > 0 ? rowColumns(writes) : undefined;
-    const params = [...claimAndCommitParams(req, rowKey), ...(row?.values ?? [])];
-    const sql = row
-      ? this.#shaped("apply", row.names, () => this.#sql.claimAndCommit(row.names))
-      : this.#fixed.apply;
+    const { writes, sql, params } = this.#folding("apply", req, (rowKey) =>
+      claimAndCommitParams(req, rowKey),
+    );
     const out = await this.#decide("claimAndCommit", req.key, sql, params);
     if (out.landed) return { claimed: true, writes: outcomes(writes, out.wrote) };
     const state = out.old as StateRecord;
@@ -221,13 +213,7 @@ export class InlinePostgresStore implements Store.StateStore {
   }
 
   async commit(req: Store.CommitRequest): Promise<Store.CommitResult> {
-    const rowKey = this.rowKeyOf(req.key);
-    const writes = this.#rowWrites(rowKey, req.writes);
-    const row = writes.length > 0 ? rowColumns(writes) : undefined;
-    const params = [...commitParams(req, rowKey), ...(row?.values ?? [])];
-    const sql = row
-      ? this.#shaped("commit", row.names, () => this.#sql.commit(row.names))
-      : this.#fixed.commit;
+    const { writes, sql, params } = this.#folding("commit", req, (rowKey) => commitParams(req, rowKey));
     const out = await this.#run("commit", req.key, sql, params);
     if (out.landed) return { committed: true, writes: outcomes(writes, out.wrote) };
     // A retry of a commit that landed: only the holder of this fence could have committed it.
@@ -257,6 +243,25 @@ export class InlinePostgresStore implements Store.StateStore {
     } catch (error) {
       throw postgresStoreError("read", key, error);
     }
+  }
+
+  /**
+   * A step that folds the request's row writes (`apply`, `commit`): the writes, checked, and the statement and
+   * parameters (the step's, from `stepParams`, then the written columns' values) for the columns they write.
+   */
+  #folding(
+    step: "apply" | "commit",
+    req: { key: string; writes?: readonly Store.AtomicWrite[] },
+    stepParams: (rowKey: string) => unknown[],
+  ): { writes: InlinePostgresRowWrite[]; sql: string; params: unknown[] } {
+    const rowKey = this.rowKeyOf(req.key);
+    const writes = this.#rowWrites(rowKey, req.writes);
+    const row = writes.length > 0 ? rowColumns(writes) : undefined;
+    const params = [...stepParams(rowKey), ...(row?.values ?? [])];
+    const build = (columns: readonly string[]) =>
+      step === "apply" ? this.#sql.claimAndCommit(columns) : this.#sql.commit(columns);
+    const sql = row ? this.#shaped(step, row.names, () => build(row.names)) : this.#fixed[step];
+    return { writes, sql, params };
   }
 
   /** A statement that writes `columns`, built once per set of them. */

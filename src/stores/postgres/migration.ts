@@ -1,7 +1,7 @@
 import { OptionsError } from "../../core/errors.js";
 import { integer, type Resolved, resolveOptions, type Schema } from "../../core/options.js";
 import { MigrationLockTimeoutError } from "./errors.js";
-import type { PostgresPool } from "./schema.js";
+import type { PostgresPool } from "./pool.js";
 
 /** Where a migration's statements run: the pool (the first catalog read) or the migration's own transaction. */
 export type Queryable = Pick<PostgresPool, "query">;

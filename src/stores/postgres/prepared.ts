@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type { QueryResult } from "pg";
-import type { PostgresClient, PostgresPool } from "./schema.js";
+import type { PostgresClient, PostgresPool } from "./pool.js";
 
 /** Statement names by text: a store sends a handful of statements (inline state: one per set of written columns). */
 const NAMES = new Map<string, string>();

@@ -1,14 +1,7 @@
-import type { Pool, PoolClient } from "pg";
 import { OptionsError } from "../../core/errors.js";
 import { custom, type Field, required, schemaFor, string } from "../../core/options.js";
 import { lockTimeoutField, migrationOptions, type Queryable, runMigration } from "./migration.js";
-
-/** What the store, the sink and `migrate` run statements on: a `pg.Pool` (transactions take one of its clients). */
-export interface PostgresPool {
-  query: Pool["query"];
-  connect(): Promise<PostgresClient>;
-}
-export type PostgresClient = Pick<PoolClient, "query" | "release">;
+import type { PostgresPool } from "./pool.js";
 
 export const DEFAULT_SCHEMA = "public";
 export const DEFAULT_STATE_TABLE = "eonce_state";

@@ -3,7 +3,8 @@ import { required, resolveOptions, schemaFor } from "../../core/options.js";
 import { type FenceSource, fencedPosition } from "../../sinks/fence.js";
 import type { PostgresAtomicWrite } from "./atomic-write.js";
 import { postgresStoreError } from "./errors.js";
-import { DEFAULT_SCHEMA, identifier, type PostgresPool, poolField, qualified, quote } from "./schema.js";
+import type { PostgresPool } from "./pool.js";
+import { DEFAULT_SCHEMA, identifier, poolField, qualified, quote } from "./schema.js";
 
 /** What a fenced write needs from the guard's context: the event's position and the claim's fence. */
 export type PostgresFenceSource = FenceSource;

@@ -14,6 +14,9 @@ import type { ClaimAndCommitRequest, ClaimResult, CommitRequest } from "../../co
  * (`race`): the caller runs it again, now seeing the row.
  */
 
+/** How many times a store runs a statement that reported `race` before it gives up (a retryable StoreError). */
+export const RACE_RETRIES = 5;
+
 /** Columns of the state row as the statements return them (`old.*`), prefixed so they never clash. */
 const COLUMNS = [
   "state_key",

@@ -6,16 +6,9 @@ import { unknownWrites } from "../../core/store.js";
 import { DYNAMODB_MAX_RESULT_BYTES } from "../dynamodb/limits.js";
 import { isPostgresAtomicWrite, type PostgresAtomicWrite } from "./atomic-write.js";
 import { postgresStoreError } from "./errors.js";
+import type { PostgresClient, PostgresPool } from "./pool.js";
 import { runStatement } from "./prepared.js";
-import {
-  DEFAULT_SCHEMA,
-  DEFAULT_STATE_TABLE,
-  identifier,
-  type PostgresClient,
-  type PostgresPool,
-  poolField,
-  qualified,
-} from "./schema.js";
+import { DEFAULT_SCHEMA, DEFAULT_STATE_TABLE, identifier, poolField, qualified } from "./schema.js";
 import {
   COMMIT_SET,
   claimAndCommitParams,
@@ -27,6 +20,7 @@ import {
   type Decided,
   decided,
   fencedSql,
+  RACE_RETRIES,
   RELEASE_SET,
   RENEW_SET,
   toRecord,
@@ -56,9 +50,6 @@ const POSTGRES_STORE_OPTIONS = schemaFor<PostgresStoreOptions>()({
   maxResultBytes: integer({ min: 1, default: DYNAMODB_MAX_RESULT_BYTES }),
   preparedStatements: boolean({ default: false }),
 });
-
-/** A statement run once more when the row appeared between its snapshot and its insert (see sql.ts). */
-const RACE_RETRIES = 5;
 
 type Statement = { sql: string; params: unknown[] };
 

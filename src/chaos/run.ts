@@ -1,0 +1,34 @@
+import type { Backend } from "./backend.js";
+import type { Chooser } from "./chooser.js";
+import type { ColdStarts } from "./cold-start.js";
+import type { HistoryFaultInjector } from "./faults.js";
+import type { HistoryConfig } from "./history-config.js";
+import type { KnownIssue } from "./known-issues.js";
+import type { HistoryObserver } from "./observer.js";
+import type { SimDelivery } from "./sim-delivery.js";
+import type { SimEvent } from "./sim-event.js";
+import type { Source } from "./source.js";
+import type { VirtualScheduler } from "./virtual-time.js";
+
+/** What one running history's phases share: its scheduler, checks, stores, events, queue and what happened. */
+export interface Run {
+  readonly cfg: HistoryConfig;
+  readonly chooser: Chooser;
+  readonly sim: VirtualScheduler;
+  readonly observer: HistoryObserver;
+  readonly faults: HistoryFaultInjector;
+  readonly backend: Backend;
+  readonly events: SimEvent[];
+  /** State keys and the subjects with a sink row (ordered events), sampled and checked at the end. */
+  readonly keys: string[];
+  readonly sinkSubjects: string[];
+  readonly source: Source;
+  readonly deliveries: SimDelivery[];
+  readonly knownIssues: Set<KnownIssue>;
+  /** SQL servers: cold starts (migrations) beside live traffic, at a chosen step (cold-start.ts). */
+  readonly coldStarts: ColdStarts | undefined;
+  /** Guard calls so far (numbering them), whether a delivery ended since the last sample, workers done. */
+  calls: number;
+  sampleDue: boolean;
+  settled: number;
+}

@@ -1,0 +1,76 @@
+import type { StateRecord } from "../../core/state.js";
+import type { StateAdmin } from "../../core/state-admin.js";
+import { dynamoDBClient } from "../../local/emulators/dynamodb-local.js";
+import { createStateTable, createTableIfMissing } from "../../stores/dynamodb/schema.js";
+import { oneLine } from "../errors.js";
+import { openAdmin } from "../state/connect.js";
+import { listsByRow, type ResolvedConnection } from "../state/options.js";
+import { RUN_STATE_FLAG_NAMES } from "./options.js";
+
+/**
+ * The guard's state after a run, as I2 and I3 read it (invariants.ts): every record of the store, through the
+ * engine's StateAdmin, or why it could not be read.
+ */
+export type RunState = ReadState | { where: string; error: string };
+
+export interface ReadState {
+  /** The store kind and table (or file), for the report. */
+  where: string;
+  records: StateRecord[];
+  /** Records are named by their inline row, not their state key (a custom --row-key without its inverse). */
+  byRow: boolean;
+  /** When the run started (epoch ms): a record last claimed before it is not this run's. */
+  sinceMs: number;
+}
+
+/** More records than any local run makes; a listing that reaches it says so. */
+export const RUN_STATE_LIMIT = 1_000_000;
+
+/** The kind and table (or file) the state is in, for the report. */
+export function stateWhere(c: ResolvedConnection): string {
+  const place = c.store === "sqlite" ? (c.file ?? "") : (c.table ?? "eonce_state");
+  const schema = c.store.startsWith("postgres") ? `${c.schema ?? "public"}.` : "";
+  return `${c.store} ${schema}${place}`;
+}
+
+/**
+ * Creates the state's table where the run owns the engine: on DynamoDB (its DynamoDB Local), the state table or the
+ * inline state's table with its hash key. PostgreSQL and SQLite are the user's: the handler creates its tables, as on
+ * a cold start (`migrate`, `migrateInline`; SqliteStore makes its own).
+ */
+export async function prepareState(
+  c: ResolvedConnection | undefined,
+  dynamodbEndpoint: string,
+): Promise<void> {
+  if (c?.store !== "dynamodb" && c?.store !== "dynamodb-inline") return;
+  const client = dynamoDBClient(dynamodbEndpoint);
+  try {
+    const table = c.table as string; // resolveConnection requires it
+    if (c.store === "dynamodb") await createStateTable(client, { tableName: table });
+    else await createTableIfMissing(client, table, c.keyAttribute ?? "pk");
+  } finally {
+    client.destroy();
+  }
+}
+
+/** Lists every record of the state through its admin (DynamoDB: the run's own, with the runtime's key pair). */
+export async function readRunState(
+  c: ResolvedConnection,
+  dynamodbEndpoint: string,
+  sinceMs: number,
+): Promise<RunState> {
+  const where = stateWhere(c);
+  const dynamodb = c.store.startsWith("dynamodb") ? dynamoDBClient(dynamodbEndpoint) : undefined;
+  let admin: StateAdmin | undefined;
+  try {
+    admin = await openAdmin(c, { ...(dynamodb ? { dynamodb } : {}), flags: RUN_STATE_FLAG_NAMES });
+    const records = await admin.list({ limit: RUN_STATE_LIMIT, nowMs: Date.now() });
+    return { where, records, byRow: listsByRow(c), sinceMs };
+  } catch (error) {
+    return { where, error: oneLine(error) };
+  } finally {
+    // The admin owns the client; one that never opened leaves it to us.
+    if (admin) await admin.close().catch(() => {});
+    else dynamodb?.destroy();
+  }
+}

@@ -1,0 +1,161 @@
+import { describe, expect, it } from "vitest";
+import { checkInvariants } from "../../src/cli/run/invariants.js";
+import type { Classified, DeliveryOutcome } from "../../src/cli/run/outcomes.js";
+import type { RunState } from "../../src/cli/run/state.js";
+import { normalizeSequencer } from "../../src/core/position.js";
+import type { StateRecord } from "../../src/core/state.js";
+
+/*
+ * `eonce run`'s invariant checks on what a run found (the spawned runs are in test/local/run-command.test.ts and
+ * run-truth.test.ts): when I1 has nothing to judge, and how I2 and I3 read the state an engine's admin listed.
+ */
+
+const BUCKET = "in";
+const SINCE_MS = Date.UTC(2026, 0, 1);
+
+/** One event per key, each with these delivery outcomes; `detailed`: the handler reported per-event statuses. */
+function classified(events: Record<string, { seq: string; outcomes: DeliveryOutcome[] }>, detailed = true) {
+  const perEvent: Classified["perEvent"] = new Map();
+  for (const [key, e] of Object.entries(events))
+    perEvent.set(`req-${key}`, { id: `req-${key}`, key, sequencer: e.seq, outcomes: e.outcomes });
+  return { perDelivery: [...perEvent.values()].flatMap((e) => e.outcomes), perEvent, detailed };
+}
+
+/** A record of subject `in/<key>`, last claimed `claimedMs` (its fence is that time's), committed at `seq`. */
+function record(key: string, status: StateRecord["status"], seq: string, claimedMs = SINCE_MS + 1000) {
+  return {
+    key: `o#${BUCKET}/${key}`,
+    status,
+    position: normalizeSequencer(seq),
+    identity: `${seq}:created`,
+    fence: claimedMs * 1000,
+    attempts: 0,
+    ...(status === "done" ? { committedPosition: normalizeSequencer(seq) } : {}),
+  } as StateRecord;
+}
+
+const state = (records: StateRecord[], byRow = false): RunState => ({
+  where: "postgres public.eonce_state",
+  records,
+  byRow,
+  sinceMs: SINCE_MS,
+});
+
+const checks = (inputs: Parameters<typeof checkInvariants>[0]) =>
+  Object.fromEntries(checkInvariants(inputs).map((c) => [c.id, c]));
+
+describe("I1 has something to judge only when some event was processed", () => {
+  it("no event at all: not checked, and says why", () => {
+    const { I1 } = checks({ classified: classified({}), bucket: BUCKET });
+    expect(I1).toMatchObject({
+      status: "not checked",
+      detail: "no event was processed: there were no events",
+    });
+    const withEffects = checks({
+      classified: classified({}, false),
+      effects: { table: "rows", attribute: "sequencer", rows: [] },
+    });
+    expect(withEffects.I1?.status).toBe("not checked");
+  });
+
+  it("events, none reported processed and no effect row: not checked", () => {
+    const { I1 } = checks({
+      classified: classified({ a: { seq: "01", outcomes: ["failed-will-retry", "failed"] } }),
+      bucket: BUCKET,
+    });
+    expect(I1).toMatchObject({
+      status: "not checked",
+      detail: "no event was processed: none of the 1 events was reported processed",
+    });
+  });
+
+  it("one processed event: judged (pass), and a twice-processed one fails", () => {
+    const once = checks({ classified: classified({ a: { seq: "01", outcomes: ["processed"] } }) });
+    expect(once.I1?.status).toBe("pass");
+    const twice = checks({
+      classified: classified({ a: { seq: "01", outcomes: ["processed", "processed"] } }),
+    });
+    expect(twice.I1?.status).toBe("fail");
+  });
+});
+
+describe("I2 and I3 read the records the engine's admin listed", () => {
+  const events = classified({
+    a: { seq: "02", outcomes: ["processed"] },
+    b: { seq: "03", outcomes: ["duplicate"] },
+  });
+
+  it("each subject committed at its newest event and none held: pass, naming the store", () => {
+    const { I2, I3 } = checks({
+      classified: events,
+      bucket: BUCKET,
+      state: state([record("a", "done", "02"), record("b", "done", "03")]),
+    });
+    expect(I2).toMatchObject({ status: "pass" });
+    expect(I2?.detail).toBe(
+      "2 ordered subjects, each committed at its newest event (of those acknowledged) in postgres public.eonce_state",
+    );
+    expect(I3).toMatchObject({
+      status: "pass",
+      detail: "2 state records, none still claimed in postgres public.eonce_state",
+    });
+  });
+
+  it("a subject committed at an older event fails I2; one left running fails I3", () => {
+    const { I2, I3 } = checks({
+      classified: events,
+      bucket: BUCKET,
+      state: state([record("a", "done", "01"), record("b", "running", "03")]),
+    });
+    expect(I2?.status).toBe("fail");
+    expect(I2?.detail).toMatch(
+      /^2 subject\(s\) whose committed position is older than their newest event \(in\/a\)/,
+    );
+    expect(I3?.status).toBe("fail");
+    expect(I3?.detail).toMatch(/^1 subject\(s\) still claimed by a run that never finished \(o#in\/b\)/);
+  });
+
+  it("I3 leaves out records last claimed before the run (a store that outlives runs)", () => {
+    const { I3 } = checks({
+      classified: events,
+      bucket: BUCKET,
+      state: state([record("a", "done", "02"), record("old", "running", "01", SINCE_MS - 60_000)]),
+    });
+    expect(I3).toMatchObject({
+      status: "pass",
+      detail:
+        "1 state records, none still claimed in postgres public.eonce_state; 1 record(s) last claimed before this " +
+        "run not counted",
+    });
+  });
+
+  it("records named by row (a custom --row-key without its inverse): I2 not checked, I3 still read", () => {
+    const { I2, I3 } = checks({
+      classified: events,
+      bucket: BUCKET,
+      state: state([record("a", "done", "02")], true),
+    });
+    expect(I2).toMatchObject({ status: "not checked" });
+    expect(I2?.detail).toMatch(/--row-key without --row-key-inverse/);
+    expect(I3?.status).toBe("pass");
+  });
+
+  it("a state that cannot be read fails both, with the engine's error", () => {
+    const unread: RunState = { where: "sqlite /tmp/x.db", error: "no SQLite database at /tmp/x.db" };
+    const { I2, I3 } = checks({ classified: events, bucket: BUCKET, state: unread });
+    for (const check of [I2, I3])
+      expect(check).toMatchObject({
+        status: "fail",
+        detail: "cannot read the guard's state (sqlite /tmp/x.db): no SQLite database at /tmp/x.db",
+      });
+  });
+
+  it("no state named: not checked, and says which flags read it", () => {
+    const { I2, I3 } = checks({ classified: events, bucket: BUCKET });
+    for (const check of [I2, I3])
+      expect(check).toMatchObject({
+        status: "not checked",
+        detail: "pass --state-table or --state-store to read the guard's state",
+      });
+  });
+});
