@@ -93,7 +93,7 @@ export const BROKEN_STORES: Record<string, { what: string; wrap: StoreWrapper }>
 };
 
 /**
- * Inline row mappings that are not one-to-one (`npm run chaos -- --store inline|postgres-inline --break <name>`), to
+ * Inline row mappings that are not one-to-one (`npm run chaos -- --store dynamodb-inline|postgres-inline --break <name>`), to
  * show that the simulator's adversarial subjects catch one (src/chaos/names.ts).
  */
 export const BROKEN_ROW_KEYS: Record<string, { what: string; rowKey: (stateKey: string) => string }> = {

@@ -99,7 +99,7 @@ async function dynamoEnv(endpoint: string | undefined) {
 
 /** A run's server-side environment: DynamoDB tables, or a Postgres schema; none for memory. */
 async function storeEnv(store: StoreName, endpoint: string | undefined) {
-  if (store === "dynamodb" || store === "inline") return dynamoEnv(endpoint);
+  if (store === "dynamodb" || store === "dynamodb-inline") return dynamoEnv(endpoint);
   if (store !== "postgres" && store !== "postgres-inline") return undefined;
   const postgres = await postgresChaosEnv();
   return { postgres, close: () => postgres.close() };
@@ -149,7 +149,7 @@ function backendFor(
   if (o.store === "postgres") return postgresBackend(o.postgres as PostgresChaosEnv);
   if (o.store === "postgres-inline") return postgresInlineBackend(o.postgres as PostgresChaosEnv, o.rowKey);
   const tables = o.tables as DynamoDBTables;
-  return o.store === "inline" ? inlineBackend(tables, o.rowKey) : dynamoDBBackend(tables);
+  return o.store === "dynamodb-inline" ? inlineBackend(tables, o.rowKey) : dynamoDBBackend(tables);
 }
 
 function emptySummary(): CampaignSummary {

@@ -12,7 +12,7 @@ export interface DynamoDBTables {
   state: string;
   sink: string;
   counter: string;
-  /** The user's table of inline state (`--store inline`): one row per subject. */
+  /** The user's table of inline state (`--store dynamodb-inline`): one row per subject. */
   inline: string;
 }
 

@@ -39,7 +39,7 @@ export function inlineBackend(t: DynamoDBTables, rowKey?: (stateKey: string) => 
   const counterAttribute = (e: EffectTarget) => `${COUNT_PREFIX}${e.counterId}.`;
   const ctx = (e: EffectTarget, fence: number) => ({ stateKey: e.key, fence });
   return {
-    name: "inline",
+    name: "dynamodb-inline",
     store,
     sinkReportsItself: false,
     counter: (e, fence) => store.row(ctx(e, fence), { [`${counterAttribute(e)}${fence}`]: 1 }),

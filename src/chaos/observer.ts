@@ -1,21 +1,18 @@
+import { INVARIANT_CATALOGUE, type InvariantId } from "../core/invariants.js";
 import { positionBefore } from "../core/position.js";
 import { type ClaimRequest, classifyRefusal, type StateRecord } from "../core/state.js";
 import { VIRTUAL_EPOCH_MS, type VirtualScheduler } from "./virtual-time.js";
 
 /**
- * The invariants (docs/architecture.md, "Fault simulator"). `fencing` marks those that fencing guarantees whatever
- * the clocks do: they are reported even in histories whose clocks differ beyond the guard's clockSkewMs.
+ * The invariants a history checks, from the one catalogue (src/core/invariants.ts; I5, bad input, is the parsing
+ * suites'). `fencing` marks those that fencing guarantees whatever the clocks do: they are reported even in
+ * histories whose clocks differ beyond the guard's clockSkewMs.
  */
-export const INVARIANTS = {
-  I1: "each event's folded effect applied at most once; exactly once when delivered until acknowledged",
-  I2: "committed positions and sink rows never go backwards; the sink ends at the newest committed position; no zombie write lands",
-  I3: "no live holder is taken over; no subject stays blocked past lease + clockSkewMs after its holder stopped",
-  I4: "every delivery ends in exactly one outcome; nothing acknowledged that no one committed",
-  I6: "a store recognises its own landed claim or commit",
-  I7: "the state item stays bounded; fences never repeat nor go back per subject",
-} as const;
+export const INVARIANTS = Object.fromEntries(
+  (["I1", "I2", "I3", "I4", "I6", "I7"] as const).map((id) => [id, INVARIANT_CATALOGUE[id].statement]),
+) as Record<Exclude<InvariantId, "I5">, string>;
 
-export type InvariantId = keyof typeof INVARIANTS;
+export type { InvariantId };
 
 export interface Violation {
   invariant: InvariantId;

@@ -1,6 +1,6 @@
 /**
- * `dynamodb` and `inline` run on DynamoDB Local (the state table, or inline state in the user's rows); `postgres` and
- * `postgres-inline` (the state table, or inline state in the user's rows) on
- * the PostgreSQL server (EONCE_POSTGRES_URL, default the local one); `sqlite` in an in-memory database per history.
+ * The simulator's stores are the engines (src/stores/names.ts): `dynamodb` and `dynamodb-inline` run on DynamoDB
+ * Local (the state table, or inline state in the user's rows); `postgres` and `postgres-inline` on the PostgreSQL
+ * server (EONCE_POSTGRES_URL, default the local one); `sqlite` in an in-memory database per history.
  */
-export type StoreName = "memory" | "dynamodb" | "inline" | "postgres" | "postgres-inline" | "sqlite";
+export type { StoreName } from "../stores/names.js";

@@ -8,6 +8,7 @@ import { type CampaignSummary, replay, runCampaign } from "../chaos/campaign.js"
 import { EXHAUSTIVE_CASES, explore, replayPath } from "../chaos/exhaustive.js";
 import { INVARIANTS, type Violation } from "../chaos/observer.js";
 import type { StoreName } from "../chaos/store-name.js";
+import { INLINE_STORE_NAMES, isStoreName, STORE_NAMES } from "../stores/names.js";
 
 interface ChaosOptions {
   histories: number;
@@ -36,7 +37,7 @@ export function registerChaos(program: Command): void {
     .option("--seed <n>", "seed of the first history (history i has seed + i)", integer, 1)
     .option(
       "--store <name>",
-      "memory, sqlite, dynamodb or inline (inline state in the user's rows; both start DynamoDB Local themselves), or postgres or postgres-inline (EONCE_POSTGRES_URL, default the local server)",
+      "memory, sqlite, dynamodb or dynamodb-inline (inline state in the user's rows; both start DynamoDB Local themselves), or postgres or postgres-inline (EONCE_POSTGRES_URL, default the local server)",
       storeName,
       "memory",
     )
@@ -73,8 +74,8 @@ function common(o: ChaosOptions) {
   const broken = o.break ? BROKEN_STORES[o.break] : undefined;
   const rows = o.break ? BROKEN_ROW_KEYS[o.break] : undefined;
   if (o.break && !broken && !rows) throw new Error(`unknown --break ${o.break}`);
-  if (rows && o.store !== "inline" && o.store !== "postgres-inline")
-    throw new Error(`--break ${o.break} needs --store inline or postgres-inline`);
+  if (rows && !(INLINE_STORE_NAMES as readonly StoreName[]).includes(o.store))
+    throw new Error(`--break ${o.break} needs --store ${INLINE_STORE_NAMES.join(" or ")}`);
   return {
     store: o.store,
     ...(o.dynamodbEndpoint ? { endpoint: o.dynamodbEndpoint } : {}),
@@ -258,18 +259,10 @@ function integer(value: string): number {
   return n;
 }
 
-const STORE_NAMES: readonly StoreName[] = [
-  "memory",
-  "sqlite",
-  "dynamodb",
-  "inline",
-  "postgres",
-  "postgres-inline",
-];
-
+/** An engine's name (src/stores/names.ts); `inline`, the simulator's old name of `dynamodb-inline`, still works. */
 function storeName(value: string): StoreName {
-  const name = STORE_NAMES.find((s) => s === value);
-  if (name === undefined) throw new InvalidArgumentError(`expected ${STORE_NAMES.join(", ")}`);
+  const name = value === "inline" ? "dynamodb-inline" : value;
+  if (!isStoreName(name)) throw new InvalidArgumentError(`expected ${STORE_NAMES.join(", ")}`);
   return name;
 }
 

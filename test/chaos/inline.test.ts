@@ -14,7 +14,7 @@ describe("fault simulator: seeded histories on inline state (InlineDynamoDBStore
     const s = await runCampaign({
       histories: HISTORIES,
       seed: 1,
-      store: "inline",
+      store: "dynamodb-inline",
       endpoint: inject("dynamodbEndpoint"),
     });
     console.log(
@@ -37,7 +37,7 @@ describe("fault simulator: seeded histories on inline state (InlineDynamoDBStore
       const s = await runCampaign({
         histories: 60,
         seed: 11,
-        store: "inline",
+        store: "dynamodb-inline",
         endpoint: inject("dynamodbEndpoint"),
         wrapStore: BROKEN_STORES[name]?.wrap,
         // Caught once is enough: the histories after it would only repeat the finding.
@@ -56,7 +56,7 @@ describe("fault simulator: seeded histories on inline state (InlineDynamoDBStore
     const s = await runCampaign({
       histories: 200,
       seed: 5,
-      store: "inline",
+      store: "dynamodb-inline",
       endpoint: inject("dynamodbEndpoint"),
       rowKey: BROKEN_ROW_KEYS["colliding-row-keys"]?.rowKey,
       stopWhen: (sum) => sum.unexplained > 0,

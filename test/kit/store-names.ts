@@ -1,16 +1,7 @@
-/**
- * The store engines the store and guard suites run on, and the `EONCE_STORES` filter. No imports: vitest.config.ts
- * reads it too.
- */
-export const STORE_NAMES = [
-  "dynamodb",
-  "dynamodb-inline",
-  "memory",
-  "postgres",
-  "postgres-inline",
-  "sqlite",
-] as const;
-export type StoreName = (typeof STORE_NAMES)[number];
+/** The store engines the store and guard suites run on, and the `EONCE_STORES` filter: the engines' one list. */
+import { STORE_NAMES, type StoreName } from "../../src/stores/names.js";
+
+export { STORE_NAMES, type StoreName };
 
 /** `"a, b"` → `["a", "b"]`; unset → undefined (no filter). */
 export function parseStoreList(list: string | undefined): string[] | undefined {

@@ -1,3 +1,4 @@
+import { INVARIANT_CATALOGUE, type InvariantId } from "../../core/invariants.js";
 import { normalizeSequencer } from "../../core/position.js";
 import { claimedAtMs } from "../../core/state-admin.js";
 import { type Classified, gotThrough } from "./outcomes.js";
@@ -5,7 +6,8 @@ import { type ReadState, RUN_STATE_LIMIT, type RunState } from "./state.js";
 
 /** One invariant check of `eonce run` (docs/local-runtime.md), made from outside the handler where possible. */
 export interface InvariantCheck {
-  id: "I1" | "I2" | "I3" | "I4";
+  /** The catalogue's id (src/core/invariants.ts), shared with the fault simulator. */
+  id: Extract<InvariantId, "I1" | "I2" | "I3" | "I4">;
   title: string;
   status: "pass" | "fail" | "not checked";
   detail: string;
@@ -26,7 +28,7 @@ export function checkInvariants(inputs: CheckInputs): InvariantCheck[] {
 }
 
 function exactlyOnce({ classified, effects }: CheckInputs): InvariantCheck {
-  const title = "exactly-once effect";
+  const title = INVARIANT_CATALOGUE.I1.title;
   const problems: string[] = [];
   const evidence: string[] = [];
   const events = [...classified.perEvent.values()];
@@ -103,7 +105,7 @@ function recordsFor(id: "I2" | "I3", title: string, state: RunState | undefined)
 }
 
 function monotonic({ classified, state, bucket }: CheckInputs): InvariantCheck {
-  const title = "monotonic (final position is the newest event's)";
+  const title = `${INVARIANT_CATALOGUE.I2.title} (final position is the newest event's)`;
   const read = recordsFor("I2", title, state);
   if ("id" in read) return read;
   if (bucket === undefined) {
@@ -156,7 +158,7 @@ function monotonic({ classified, state, bucket }: CheckInputs): InvariantCheck {
 }
 
 function liveness({ state }: CheckInputs): InvariantCheck {
-  const title = "liveness (no subject left held)";
+  const title = `${INVARIANT_CATALOGUE.I3.title} (no subject left held)`;
   const read = recordsFor("I3", title, state);
   if ("id" in read) return read;
   // A record last claimed before the run is not this run's to finish (a store that outlives runs: SQL, a file).
@@ -183,7 +185,7 @@ function truncated(count: number): string {
 }
 
 function nothingLost({ classified }: CheckInputs): InvariantCheck {
-  const title = "nothing lost";
+  const title = INVARIANT_CATALOGUE.I4.title;
   const events = [...classified.perEvent.values()];
   const dead = events.filter((e) => !gotThrough(e) && e.outcomes.includes("dead-lettered"));
   const lost = events.filter((e) => !gotThrough(e) && !e.outcomes.includes("dead-lettered"));

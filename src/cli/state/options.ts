@@ -2,18 +2,15 @@ import { InvalidArgumentError } from "commander";
 import * as opt from "../../core/options.js";
 import type { StateStatus } from "../../core/state.js";
 import { FORGET_OPTIONS } from "../../core/state-admin.js";
+import { STORE_NAMES, type StoreName } from "../../stores/names.js";
 import { AWS_CONNECTION_FIELDS, type AwsConnection } from "../aws-connection.js";
 import type { FlagSpec } from "../options.js";
 
-/** The store kinds `eonce state` connects to: every shipped store but the in-process memory store. */
-export const STATE_STORE_KINDS = [
-  "dynamodb",
-  "dynamodb-inline",
-  "postgres",
-  "postgres-inline",
-  "sqlite",
-] as const;
-export type StateStoreKind = (typeof STATE_STORE_KINDS)[number];
+/** The store kinds `eonce state` connects to: every engine (src/stores/names.ts) but the in-process memory store. */
+export type StateStoreKind = Exclude<StoreName, "memory">;
+export const STATE_STORE_KINDS: readonly StateStoreKind[] = STORE_NAMES.filter(
+  (n): n is StateStoreKind => n !== "memory",
+);
 
 /** Where the state is: the store kind and how to reach it. Each kind takes only its own options. */
 export interface StateConnectionOptions extends AwsConnection {
