@@ -66,11 +66,3 @@ export function resolveAuditConnection(
     opt.optionsRule(what, o.file !== undefined, "--engine sqlite needs --file <path>");
   return o;
 }
-
-/** `--database-url`, else `DATABASE_URL` (as most hosts set it); undefined leaves node-postgres to the PG* variables. */
-export function postgresConnectionString(
-  o: ResolvedAuditConnection,
-  env: NodeJS.ProcessEnv = process.env,
-): string | undefined {
-  return o.databaseUrl ?? (env.DATABASE_URL || undefined);
-}

@@ -8,7 +8,6 @@ import { OptionsError } from "../core/errors.js";
 import {
   AUDIT_CONNECTION_FLAGS,
   AUDIT_CONNECTION_OPTIONS,
-  postgresConnectionString,
   type ResolvedAuditConnection,
   resolveAuditConnection,
 } from "./audit-table-options.js";
@@ -16,6 +15,7 @@ import { formatTableAudit } from "./audit-table-report.js";
 import { dynamoDBClientFor } from "./aws-connection.js";
 import { oneLine } from "./errors.js";
 import { addSchemaOptions, type FlagSpec, type FlagValues } from "./options.js";
+import { postgresConnectionString } from "./postgres-connection.js";
 
 /** 0: no duplicates; 1: duplicates found; 2: usage error, or the table could not be described or read. */
 export type AuditTableExitCode = 0 | 1 | 2;

@@ -9,6 +9,7 @@ import { SqliteStateAdmin } from "../../stores/sqlite/admin.js";
 import { defaultDriver, openConnection } from "../../stores/sqlite/connection.js";
 import { dynamoDBClientFor } from "../aws-connection.js";
 import { loadExport } from "../load-export.js";
+import { postgresConnectionString } from "../postgres-connection.js";
 import { StateUsageError } from "./errors.js";
 import { type ConnectionFlagNames, type ResolvedConnection, STATE_FLAG_NAMES } from "./options.js";
 
@@ -62,17 +63,6 @@ function requireSqliteTable(file: string, table: string): void {
   } finally {
     db.close();
   }
-}
-
-/**
- * The PostgreSQL connection string: the flag, else `DATABASE_URL` (the variable the README's handlers read), else
- * none, and node-postgres reads libpq's PG* variables (PGHOST, PGUSER, …) for every part the string does not give.
- */
-export function postgresConnectionString(
-  o: Pick<ResolvedConnection, "databaseUrl">,
-  env: NodeJS.ProcessEnv = process.env,
-): string | undefined {
-  return o.databaseUrl ?? (env.DATABASE_URL || undefined);
 }
 
 /** The inline store's custom rowKey and its inverse, loaded from their modules; none for the default mapping. */
