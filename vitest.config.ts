@@ -1,6 +1,7 @@
 import { defineConfig } from "vitest/config";
 import { BaseSequencer, type TestSpecification } from "vitest/node";
-import { type StoreName, wantsStore } from "./test/kit/store-names.js";
+import { ENGINES, SERVER_STORE_NAMES, STORE_NAMES, type StoreName } from "./src/engines/registry.js";
+import { wantsStore } from "./test/kit/store-names.js";
 
 /**
  * Two projects, one run:
@@ -15,21 +16,27 @@ import { type StoreName, wantsStore } from "./test/kit/store-names.js";
 const STORE_SUITES = [
   "test/core/guard.test.ts",
   "test/core/guard-faults.test.ts",
-  "test/stores/contract.test.ts",
+  "test/engines/contract.test.ts",
 ];
-/** PostgreSQL's own suites (statements, errors, the orders example, chaos): run with the postgres store suites. */
+/** PostgreSQL's suites outside its folder (the orders example, chaos, audit): run with the postgres store suites. */
 const POSTGRES_SUITES = [
-  "test/stores/postgres.test.ts",
-  "test/stores/postgres-inline.test.ts",
-  "test/stores/postgres-migrate.test.ts",
   "test/examples/orders-postgres.test.ts",
-  "test/chaos/postgres.test.ts",
+  "test/sim/postgres.test.ts",
   "test/audit/table-postgres.test.ts",
 ];
 const wants = (store: StoreName) => wantsStore(process.env.EONCE_STORES, store);
-/** The engines behind a server: their store suites run in the integration project. */
-const SERVER_STORES: StoreName[] = ["dynamodb", "dynamodb-inline", "postgres", "postgres-inline"];
+/** The engines behind a server (src/engines/registry.ts): their store suites run in the integration project. */
+const SERVER_STORES = SERVER_STORE_NAMES;
+/** The engines in this process: their store suites run in the unit project. */
+const IN_PROCESS_STORES = STORE_NAMES.filter((n) => !SERVER_STORE_NAMES.includes(n));
 const wantsPostgres = wants("postgres") || wants("postgres-inline");
+/**
+ * A server engine's own suites, `test/engines/<folder>/` (src/engines/registry.ts): in the integration project when
+ * one of the folder's engines is wanted; never in the unit project (they need the server).
+ */
+const SERVER_FOLDERS = [...new Set(ENGINES.filter((e) => e.server).map((e) => e.folder))];
+const folderSuites = (folder: string) => `test/engines/${folder}/**/*.test.ts`;
+const wantedFolders = SERVER_FOLDERS.filter((f) => ENGINES.some((e) => e.folder === f && wants(e.name)));
 
 const INTEGRATION = [
   // CDK synth (aws-cdk-lib alone takes seconds to import per file, esbuild bundling, CloudFormation validation).
@@ -38,9 +45,10 @@ const INTEGRATION = [
   // eonce audit template on the synthesized reference stacks (and the one spawned CLI run).
   "test/audit/reference-stacks.test.ts",
   // The fault simulator: tens of thousands of histories, exhaustive small cases, 500 on DynamoDB Local.
-  "test/chaos/**/*.test.ts",
+  "test/sim/**/*.test.ts",
   "test/cli/state.test.ts",
   "test/consumer.test.ts",
+  "test/docs/readme-starts.test.ts",
   "test/demo.test.ts",
   "test/demo-cli.test.ts",
   "test/lambda/bad-input.test.ts",
@@ -54,12 +62,10 @@ const INTEGRATION = [
   "test/local/servers.test.ts",
   "test/local/sqs-event-source.test.ts",
   "test/examples/**/*.test.ts",
-  "test/sinks/dynamodb-effects.test.ts",
-  "test/sinks/dynamodb-fenced.test.ts",
-  "test/sinks/dynamodb-expressions.property.test.ts",
+  // Durable functions on DynamoDB Local (the dispatcher's and the step effects' unit tests run in unit).
+  "test/durable/dynamodb/**/*.test.ts",
   "test/sinks/fenced-rule.property.test.ts",
   "test/sinks/s3-fenced.test.ts",
-  "test/stores/inline.test.ts",
   "test/audit/table.test.ts",
 ];
 
@@ -70,8 +76,8 @@ const INTEGRATION = [
 const QUIET_SDK = { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true" };
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
 
-/** The two longest files (the packed package in a new project; the demo, three seeds) start first, side by side. */
-const FIRST = ["test/consumer.test.ts", "test/demo.test.ts"];
+/** The longest files (the packed package in new projects: the consumer test, the README's starts; the demo, three seeds) start first. */
+const FIRST = ["test/consumer.test.ts", "test/docs/readme-starts.test.ts", "test/demo.test.ts"];
 
 class LongestFirst extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
@@ -103,10 +109,11 @@ export default defineConfig({
           exclude: [
             ...INTEGRATION,
             ...POSTGRES_SUITES,
-            ...(wants("memory") || wants("sqlite") ? [] : STORE_SUITES),
+            ...SERVER_FOLDERS.map(folderSuites),
+            ...(IN_PROCESS_STORES.some(wants) ? [] : STORE_SUITES),
           ],
           // SQLite needs no server: a database file per suite in a temp directory.
-          env: { EONCE_PROJECT_STORES: "memory,sqlite", ...QUIET_SDK },
+          env: { EONCE_PROJECT_STORES: IN_PROCESS_STORES.join(","), ...QUIET_SDK },
           // Type tests (test/**/*.test-d.ts): expectTypeOf and @ts-expect-error, checked by tsc; a regression fails.
           typecheck: { enabled: true, include: ["test/**/*.test-d.ts"], tsconfig: "tsconfig.typetest.json" },
         },
@@ -119,6 +126,7 @@ export default defineConfig({
             ...INTEGRATION,
             ...(SERVER_STORES.some(wants) ? STORE_SUITES : []),
             ...(wantsPostgres ? POSTGRES_SUITES : []),
+            ...wantedFolders.map(folderSuites),
           ],
           exclude: wantsPostgres ? [] : POSTGRES_SUITES,
           env: { EONCE_PROJECT_STORES: SERVER_STORES.join(","), ...QUIET_SDK },

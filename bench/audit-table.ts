@@ -10,9 +10,9 @@
 import { randomUUID } from "node:crypto";
 import { cpus, loadavg } from "node:os";
 import { Command, InvalidArgumentError } from "commander";
-import { auditTable } from "../src/audit/table-scan.js";
+import { auditTable } from "../src/engines/dynamodb/audit-rows.js";
+import { createTableIfMissing } from "../src/engines/dynamodb/schema.js";
 import { dynamoDBClient, startDynamoDBLocal } from "../src/local/emulators/dynamodb-local.js";
-import { createTableIfMissing } from "../src/stores/dynamodb/schema.js";
 import { batchPut } from "../test/kit/batch-write.js";
 
 const positiveInt = (value: string): number => {

@@ -1,5 +1,5 @@
 import type { AttributeValue, DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { dynamoItemBytes } from "../src/stores/dynamodb/limits.js";
+import { dynamoItemBytes } from "../src/engines/dynamodb/limits.js";
 
 /**
  * Capacity consumed, summed from DynamoDB's own `ConsumedCapacity` (`ReturnConsumedCapacity: TOTAL` is set on every
@@ -20,6 +20,11 @@ export interface CapacityMeter {
   readonly rcu: number;
   /** The part of `wcu` estimated for refused writes (no ConsumedCapacity returned by DynamoDB Local). */
   readonly estimatedWcu: number;
+  /**
+   * `wcu` by the role of the table written (the name's last `-` segment: `out`, `state`, `idem`, `lock`): how many
+   * units land on one key's item, for where a hot key's partition stops scaling.
+   */
+  wcuByRole(): Record<string, number>;
   reset(): void;
 }
 
@@ -35,6 +40,11 @@ interface Consumed {
 
 export function meterCapacity(client: Pick<DynamoDBClient, "middlewareStack">): CapacityMeter {
   const totals = { wcu: 0, rcu: 0, estimatedWcu: 0 };
+  let byRole = new Map<string, number>();
+  const addWrite = (table: unknown, units: number) => {
+    const role = roleOf(table);
+    byRole.set(role, (byRole.get(role) ?? 0) + units);
+  };
   client.middlewareStack.add(
     (next, context) => async (args) => {
       const command = String(context.commandName ?? "").replace(/Command$/, "");
@@ -45,7 +55,7 @@ export function meterCapacity(client: Pick<DynamoDBClient, "middlewareStack">): 
       try {
         const out = await next(args);
         if (command === "TransactWriteItems") {
-          const units = transactionUnits(input, []);
+          const units = transactionUnits(input, [], addWrite);
           totals.wcu += units;
           totals.estimatedWcu += units;
           return out;
@@ -54,11 +64,14 @@ export function meterCapacity(client: Pick<DynamoDBClient, "middlewareStack">): 
         for (const c of [consumed ?? []].flat()) {
           const units = c.CapacityUnits ?? (c.ReadCapacityUnits ?? 0) + (c.WriteCapacityUnits ?? 0);
           if (isRead) totals.rcu += units;
-          else totals.wcu += units;
+          else {
+            totals.wcu += units;
+            addWrite(input.TableName, units);
+          }
         }
         return out;
       } catch (error) {
-        const estimate = refusedWriteUnits(command, input, error);
+        const estimate = refusedWriteUnits(command, input, error, addWrite);
         totals.wcu += estimate;
         totals.estimatedWcu += estimate;
         throw error;
@@ -76,7 +89,9 @@ export function meterCapacity(client: Pick<DynamoDBClient, "middlewareStack">): 
     get estimatedWcu() {
       return totals.estimatedWcu;
     },
+    wcuByRole: () => Object.fromEntries(byRole),
     reset() {
+      byRole = new Map();
       totals.wcu = 0;
       totals.rcu = 0;
       totals.estimatedWcu = 0;
@@ -85,27 +100,47 @@ export function meterCapacity(client: Pick<DynamoDBClient, "middlewareStack">): 
 }
 
 /** What AWS bills for a refused write (see above); 0 for any other error (throttling, validation: not billed). */
-function refusedWriteUnits(command: string, input: Record<string, unknown>, error: unknown): number {
+function refusedWriteUnits(
+  command: string,
+  input: Record<string, unknown>,
+  error: unknown,
+  addWrite: AddWrite,
+): number {
   const name = (error as { name?: string }).name;
   if (name === "ConditionalCheckFailedException") {
     const old = (error as { Item?: Item }).Item;
     const written = (input.Item as Item | undefined) ?? {};
-    return kb(Math.max(old ? dynamoItemBytes(old) : 0, dynamoItemBytes(written)));
+    const units = kb(Math.max(old ? dynamoItemBytes(old) : 0, dynamoItemBytes(written)));
+    addWrite(input.TableName, units);
+    return units;
   }
   if (name === "TransactionCanceledException" && command === "TransactWriteItems") {
     const reasons = (error as { CancellationReasons?: { Item?: Item }[] }).CancellationReasons ?? [];
-    return transactionUnits(input, reasons);
+    return transactionUnits(input, reasons, addWrite);
   }
   return 0;
 }
 
+type AddWrite = (table: unknown, units: number) => void;
+
+/** A table's role: its name's last `-` segment (the bench names tables `<prefix>-out`, `-state`, `-idem`, `-lock`). */
+const roleOf = (table: unknown): string => /[^-]*$/.exec(String(table ?? ""))?.[0] ?? "";
+
 /** AWS's price of a TransactWriteItems: 2 WCU per action per KB of its item (old item where known). */
-function transactionUnits(input: Record<string, unknown>, reasons: { Item?: Item }[]): number {
-  const actions = (input.TransactItems as Record<string, { Item?: Item }>[] | undefined) ?? [];
+function transactionUnits(
+  input: Record<string, unknown>,
+  reasons: { Item?: Item }[],
+  addWrite: AddWrite,
+): number {
+  const actions =
+    (input.TransactItems as Record<string, { Item?: Item; TableName?: string }>[] | undefined) ?? [];
   return actions.reduce((sum, action, i) => {
-    const written = Object.values(action)[0]?.Item ?? {};
+    const body = Object.values(action)[0];
+    const written = body?.Item ?? {};
     const old = reasons[i]?.Item;
-    return sum + 2 * kb(Math.max(old ? dynamoItemBytes(old) : 0, dynamoItemBytes(written)));
+    const units = 2 * kb(Math.max(old ? dynamoItemBytes(old) : 0, dynamoItemBytes(written)));
+    addWrite(body?.TableName, units);
+    return sum + units;
   }, 0);
 }
 

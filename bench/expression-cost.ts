@@ -17,9 +17,9 @@ import {
 } from "@aws-sdk/client-dynamodb";
 import { unmarshall } from "@aws-sdk/util-dynamodb";
 import { Command } from "commander";
+import { InlineDynamoDBStore } from "../src/engines/dynamodb/inline-store.js";
 import { LOCAL_CREDENTIALS, LOCAL_REGION } from "../src/local/aws-local.js";
 import { startDynamoDBLocal } from "../src/local/emulators/dynamodb-local.js";
-import { InlineDynamoDBStore } from "../src/stores/dynamodb/inline.js";
 import { cpuMeter } from "./cpu.js";
 import { makeEvent } from "./events.js";
 import { effectRow } from "./impls/types.js";

@@ -11,10 +11,12 @@ import { sequencerLock } from "./impls/sequencer-lock.js";
 import type { HandlerPlan, Implementation, Instance } from "./impls/types.js";
 import { rawWrite, unguarded } from "./impls/unguarded.js";
 import { conditionalPut, getThenPut } from "./impls/usual-fixes.js";
+import { type InjectedRun, measureInjectedLatency } from "./injected-latency.js";
 import { dynamoDBLocalVersion } from "./jar-version.js";
 import { type Progress, silentProgress } from "./progress.js";
 import { type Delivery, deliverAll, type RunResult } from "./runner.js";
 import { percentile, round, type Spread, spread } from "./stats.js";
+import { measureWrapperPath, type WrapperResults } from "./wrapper-path.js";
 
 export interface BenchOptions {
   /** Use this DynamoDB Local instead of starting one (tests share theirs). */
@@ -34,12 +36,29 @@ export interface BenchOptions {
   /** Events per implementation that warm DynamoDB Local's JIT before anything is measured. */
   warmupEvents: number;
   seed: number;
+  /** The wrapper path (bench/wrapper-path.ts): measured invocations per row and repetition, and repetitions. */
+  wrapperInvocations: number;
+  wrapperReps: number;
+  /** Injected latency (bench/latency-proxy.ts): one-way delays, ms (each a separate run), and their jitter. */
+  injectedOneWayMs: number[];
+  jitterMs: number;
+  /** Measured events per implementation per repetition, and repetitions, at each injected latency. */
+  injectedEvents: number;
+  injectedReps: number;
   /** Run only these scenarios (development); default all. */
   only?: Scenario[];
   progress?: Progress;
 }
 
-export const SCENARIOS = ["requests", "latency", "hotkey", "throughput", "storm"] as const;
+export const SCENARIOS = [
+  "requests",
+  "latency",
+  "hotkey",
+  "throughput",
+  "storm",
+  "wrappers",
+  "injected",
+] as const;
 export type Scenario = (typeof SCENARIOS)[number];
 
 export const FULL: Omit<BenchOptions, "endpoint" | "progress" | "only"> = {
@@ -51,6 +70,12 @@ export const FULL: Omit<BenchOptions, "endpoint" | "progress" | "only"> = {
   hotKeyWorkers: 10,
   stormKeys: 300,
   warmupEvents: 500,
+  wrapperInvocations: 150,
+  wrapperReps: 3,
+  injectedOneWayMs: [1, 4, 8],
+  jitterMs: 0,
+  injectedEvents: 100,
+  injectedReps: 3,
   seed: 20261121,
 };
 
@@ -64,6 +89,12 @@ export const QUICK: Omit<BenchOptions, "endpoint" | "progress" | "only"> = {
   hotKeyWorkers: 10,
   stormKeys: 30,
   warmupEvents: 20,
+  wrapperInvocations: 5,
+  wrapperReps: 1,
+  injectedOneWayMs: [4],
+  jitterMs: 0,
+  injectedEvents: 8,
+  injectedReps: 1,
   seed: 20261121,
 };
 
@@ -166,6 +197,23 @@ const STORM: Implementation[] = [
   unguarded,
 ];
 
+// At injected latency: every path of ours, the baselines, and rawWrite (the reference of the ratios).
+const INJECTED: Implementation[] = [
+  rawWrite,
+  unguarded,
+  conditionalPut,
+  INLINE,
+  INLINE_RUN,
+  INLINE_WRAPPER,
+  INLINE_WRAPPER_RUN,
+  OURS_APPLY,
+  OURS,
+  OURS_PUT,
+  powertools,
+  getThenPut,
+  sequencerLock,
+];
+
 /** A redelivery waits this long: a stand-in for the SQS visibility timeout or Lambda's async retry (minutes). */
 const REDELIVERY_DELAY_MS = 250;
 const MAX_DELIVERIES = 100;
@@ -179,6 +227,8 @@ export interface RequestCounts {
   breakdown: Record<"new" | "duplicate" | "stale" | "failed", Record<string, number>>;
   /** Capacity units per event of each kind (mean of the samples), from DynamoDB's ConsumedCapacity. */
   capacity: Record<"new" | "duplicate" | "stale" | "failed", Capacity>;
+  /** A new event's write units by table role (`out`, `state`, `idem`, `lock`); absent in reports before it. */
+  newWcuByRole?: Record<string, number>;
   correctness: Correctness;
 }
 
@@ -207,6 +257,8 @@ export interface HotKeyResult {
   correct: boolean;
   correctness: Correctness;
   outcomes: RunResult["outcomes"];
+  /** Write units per version delivered, by table role, contention included; absent in reports before it. */
+  wcuPerVersionByRole?: Record<string, number>;
 }
 
 export interface ThroughputRun {
@@ -257,6 +309,10 @@ export interface Report {
    */
   rawWriteRuns: Record<string, ThroughputRun[]>;
   storm: Record<string, StormResult>;
+  /** The Lambda wrapper path on the loopback (bench/wrapper-path.ts); absent in reports before it. */
+  wrappers?: WrapperResults;
+  /** Latency behind the latency proxy, one run per one-way delay (bench/injected-latency.ts); absent before it. */
+  injectedLatency?: InjectedRun[];
 }
 
 export async function runBench(options: BenchOptions): Promise<Report> {
@@ -296,7 +352,9 @@ async function runAll(
   loadAverageStart: number[],
 ): Promise<Report> {
   let runNo = 0;
-  const prefix = (name: string) => `bench-${started.toString(36)}-${++runNo}-${name}`;
+  // Table names allow letters, digits, `_`, `.` and `-` only (row names have spaces).
+  const prefix = (name: string) =>
+    `bench-${started.toString(36)}-${++runNo}-${name.replace(/[^\w.-]+/g, "-")}`;
   const open = (impl: Implementation) => impl.open({ client: bc.client, prefix: prefix(impl.name) });
   const cpu = cpuMeter(endpoint);
   const runs = (s: Scenario) => !options.only || options.only.includes(s);
@@ -308,6 +366,14 @@ async function runAll(
     ? await measureThroughput(bc, open, cpu, options, progress)
     : { throughput: {}, rawWriteRuns: {} };
   const storm = runs("storm") ? await measureStorm(bc, open, options, progress) : {};
+  const { wrappers, injectedLatency } = await measureLambdaPath(
+    bc,
+    endpoint,
+    options,
+    progress,
+    prefix,
+    runs,
+  );
   progress.stop();
   const { progress: _p, endpoint: _e, only: _o, ...rest } = options;
   return {
@@ -331,7 +397,47 @@ async function runAll(
     throughput,
     rawWriteRuns,
     storm,
+    ...(wrappers ? { wrappers } : {}),
+    ...(injectedLatency ? { injectedLatency } : {}),
   };
+}
+
+/** (6) The wrapper path on the loopback, and (7) every path at injected latencies (with the wrapper path again). */
+async function measureLambdaPath(
+  bc: BenchClient,
+  endpoint: string,
+  options: BenchOptions,
+  progress: Progress,
+  prefix: (name: string) => string,
+  runs: (s: Scenario) => boolean,
+): Promise<{ wrappers?: WrapperResults; injectedLatency?: InjectedRun[] }> {
+  const wrappers = runs("wrappers")
+    ? await measureWrapperPath(
+        bc,
+        (impl) => impl.open({ client: bc.client, prefix: prefix(impl.name) }),
+        { invocations: options.wrapperInvocations, reps: options.wrapperReps, tag: "loopback" },
+        progress,
+      )
+    : undefined;
+  const injectedLatency = runs("injected")
+    ? await measureInjectedLatency(
+        endpoint,
+        INJECTED,
+        (client, impl) => impl.open({ client: client.client, prefix: prefix(impl.name) }),
+        {
+          oneWayMs: options.injectedOneWayMs,
+          jitterMs: options.jitterMs,
+          events: options.injectedEvents,
+          reps: options.injectedReps,
+          warmup: Math.min(5, Math.ceil(options.injectedEvents / 10)),
+          wrapperInvocations: options.wrapperInvocations,
+          wrapperReps: options.wrapperReps,
+          maxSockets: 32,
+        },
+        progress,
+      )
+    : undefined;
+  return { wrappers, injectedLatency };
 }
 
 type Open = (impl: Implementation) => Promise<Instance>;
@@ -372,65 +478,86 @@ async function measureRequests(
   open: Open,
   progress: Progress,
 ): Promise<Record<string, RequestCounts>> {
-  const samples = 3;
   const out: Record<string, RequestCounts> = {};
-  progress.phase("requests per event", REQUESTS.length * samples * 4);
+  progress.phase("requests per event", REQUESTS.length * REQUEST_SAMPLES * 4);
   for (const impl of REQUESTS) {
     const instance = await open(impl);
-    // Not counted: the first request of each kind on a fresh table.
-    for (let i = 0; i < 3; i++) await instance.deliver(makeEvent(`req-warm-${i}`, 1), { workMs: 0 });
-    const totals = { new: 0, duplicate: 0, stale: 0, failed: 0 };
-    const breakdown = { new: {}, duplicate: {}, stale: {}, failed: {} };
-    const zero = (): Capacity => ({ wcu: 0, rcu: 0, estimatedWcu: 0 });
-    const capacity = { new: zero(), duplicate: zero(), stale: zero(), failed: zero() };
-    const expected = new Map<string, string>();
-    const count = async (kind: keyof typeof totals, event: BenchEvent, plan: HandlerPlan, sample: number) => {
-      bc.requests.reset();
-      bc.capacity.reset();
-      try {
-        await instance.deliver(event, plan);
-      } catch {
-        // The planned failure: the invocation fails; its requests are what we count.
-      }
-      totals[kind] += bc.requests.total();
-      capacity[kind].wcu += bc.capacity.wcu;
-      capacity[kind].rcu += bc.capacity.rcu;
-      capacity[kind].estimatedWcu += bc.capacity.estimatedWcu;
-      if (sample === 0) breakdown[kind] = { ...bc.requests.counts };
-      progress.tick();
-    };
-    for (let s = 0; s < samples; s++) {
-      const v2 = makeEvent(`req-${s}`, 2);
-      await count("new", v2, { workMs: 0 }, s);
-      await count("duplicate", v2, { workMs: 0 }, s);
-      await count("stale", makeEvent(`req-${s}`, 1), { workMs: 0 }, s);
-      await count("failed", makeEvent(`req-fail-${s}`, 1), { workMs: 0, fail: "before-effect" }, s);
-      expected.set(v2.subject, v2.position);
-    }
-    for (let i = 0; i < 3; i++)
-      expected.set(makeEvent(`req-warm-${i}`, 1).subject, makeEvent(`req-warm-${i}`, 1).position);
-    const correctness = await checkOutput(bc.client, bc.writes, instance.outputTable, expected);
-    out[impl.name] = {
-      new: round(totals.new / samples),
-      duplicate: round(totals.duplicate / samples),
-      stale: round(totals.stale / samples),
-      failed: round(totals.failed / samples),
-      breakdown,
-      capacity: Object.fromEntries(
-        Object.entries(capacity).map(([k, c]) => [
-          k,
-          {
-            wcu: round(c.wcu / samples),
-            rcu: round(c.rcu / samples),
-            estimatedWcu: round(c.estimatedWcu / samples),
-          },
-        ]),
-      ) as RequestCounts["capacity"],
-      correctness,
-    };
+    out[impl.name] = await countRequests(bc, instance, progress);
     await instance.close();
   }
   return out;
+}
+
+const REQUEST_SAMPLES = 3;
+
+/** One implementation's requests and capacity per event of each kind, and the output table checked afterwards. */
+async function countRequests(
+  bc: BenchClient,
+  instance: Instance,
+  progress: Progress,
+): Promise<RequestCounts> {
+  const samples = REQUEST_SAMPLES;
+  // Not counted: the first request of each kind on a fresh table.
+  for (let i = 0; i < 3; i++) await instance.deliver(makeEvent(`req-warm-${i}`, 1), { workMs: 0 });
+  const totals = { new: 0, duplicate: 0, stale: 0, failed: 0 };
+  const breakdown = { new: {}, duplicate: {}, stale: {}, failed: {} };
+  const zero = (): Capacity => ({ wcu: 0, rcu: 0, estimatedWcu: 0 });
+  const capacity = { new: zero(), duplicate: zero(), stale: zero(), failed: zero() };
+  const newByRole = new Map<string, number>();
+  const expected = new Map<string, string>();
+  const count = async (kind: keyof typeof totals, event: BenchEvent, plan: HandlerPlan, sample: number) => {
+    bc.requests.reset();
+    bc.capacity.reset();
+    try {
+      await instance.deliver(event, plan);
+    } catch {
+      // The planned failure: the invocation fails; its requests are what we count.
+    }
+    totals[kind] += bc.requests.total();
+    capacity[kind].wcu += bc.capacity.wcu;
+    capacity[kind].rcu += bc.capacity.rcu;
+    capacity[kind].estimatedWcu += bc.capacity.estimatedWcu;
+    if (kind === "new")
+      for (const [role, wcu] of Object.entries(bc.capacity.wcuByRole()))
+        newByRole.set(role, (newByRole.get(role) ?? 0) + wcu);
+    if (sample === 0) breakdown[kind] = { ...bc.requests.counts };
+    progress.tick();
+  };
+  for (let s = 0; s < samples; s++) {
+    const v2 = makeEvent(`req-${s}`, 2);
+    await count("new", v2, { workMs: 0 }, s);
+    await count("duplicate", v2, { workMs: 0 }, s);
+    await count("stale", makeEvent(`req-${s}`, 1), { workMs: 0 }, s);
+    await count("failed", makeEvent(`req-fail-${s}`, 1), { workMs: 0, fail: "before-effect" }, s);
+    expected.set(v2.subject, v2.position);
+  }
+  for (let i = 0; i < 3; i++)
+    expected.set(makeEvent(`req-warm-${i}`, 1).subject, makeEvent(`req-warm-${i}`, 1).position);
+  const correctness = await checkOutput(bc.client, bc.writes, instance.outputTable, expected);
+  return {
+    new: round(totals.new / samples),
+    duplicate: round(totals.duplicate / samples),
+    stale: round(totals.stale / samples),
+    failed: round(totals.failed / samples),
+    breakdown,
+    capacity: perSample(capacity, samples),
+    newWcuByRole: Object.fromEntries([...newByRole].map(([role, wcu]) => [role, round(wcu / samples)])),
+    correctness,
+  };
+}
+
+/** Capacity sums over the samples → per event. */
+function perSample(capacity: Record<string, Capacity>, samples: number): RequestCounts["capacity"] {
+  return Object.fromEntries(
+    Object.entries(capacity).map(([k, c]) => [
+      k,
+      {
+        wcu: round(c.wcu / samples),
+        rcu: round(c.rcu / samples),
+        estimatedWcu: round(c.estimatedWcu / samples),
+      },
+    ]),
+  ) as RequestCounts["capacity"];
 }
 
 /**
@@ -508,7 +635,11 @@ async function measureHotKey(
     const deliveries = order.map((v) =>
       once(makeEvent("hot/object.jpg", v), { workMs: workMs.get(v) ?? 10 }),
     );
+    bc.capacity.reset();
     const result = await run(instance, deliveries, options.hotKeyWorkers, progress);
+    const wcuPerVersionByRole = Object.fromEntries(
+      Object.entries(bc.capacity.wcuByRole()).map(([role, wcu]) => [role, round(wcu / newest)]),
+    );
     const newestEvent = makeEvent("hot/object.jpg", newest);
     const correctness = await checkOutput(
       bc.client,
@@ -529,6 +660,7 @@ async function measureHotKey(
       correct: correctness.ok,
       correctness,
       outcomes: result.outcomes,
+      wcuPerVersionByRole,
     };
     await instance.close();
   }

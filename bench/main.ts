@@ -7,6 +7,8 @@
  *   tsx bench/main.ts --quick         small numbers (the test suite's smoke run)
  *   tsx bench/main.ts --out r.json --svg chart.svg   also keep the full report and draw the chart
  *   tsx bench/main.ts --from r.json --svg chart.svg  redraw from a saved report, without running
+ *   tsx bench/main.ts --latency 1,4,8 [--jitter 1]  latency mode: only the runs behind the latency proxy
+ *                                                    (bench/latency-proxy.ts) at these one-way delays, in ms
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { pathToFileURL } from "node:url";
@@ -47,6 +49,15 @@ const scenarioList = (value: string): Scenario[] => {
 
 const workerList = (value: string): number[] => value.split(",").map((s) => positiveInt(s.trim()));
 
+const milliseconds = (value: string): number => {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n < 0 || value.trim() === "")
+    throw new InvalidArgumentError("must be a number of milliseconds ≥ 0");
+  return n;
+};
+
+const msList = (value: string): number[] => value.split(",").map((s) => milliseconds(s.trim()));
+
 export async function main(argv: string[], io: Io = defaultIo()): Promise<Report> {
   const program = new Command()
     .name("bench")
@@ -65,6 +76,12 @@ export async function main(argv: string[], io: Io = defaultIo()): Promise<Report
       scenarioList,
     )
     .option("--workers <list>", "worker counts for throughput (default 1,4,16)", workerList)
+    .option(
+      "--latency <ms>",
+      "latency mode: one-way delays injected by a TCP proxy, e.g. 1,4,8 (alone: runs only that scenario)",
+      msList,
+    )
+    .option("--jitter <ms>", "± jitter on each injected delay (default 0)", milliseconds)
     .exitOverride()
     .configureOutput({ writeOut: io.stdout, writeErr: (s) => io.stderr.write(s) });
   program.parse(argv, { from: "user" });
@@ -79,6 +96,8 @@ export async function main(argv: string[], io: Io = defaultIo()): Promise<Report
     from?: string;
     only?: Scenario[];
     workers?: number[];
+    latency?: number[];
+    jitter?: number;
   }>();
 
   let report: Report;
@@ -87,22 +106,41 @@ export async function main(argv: string[], io: Io = defaultIo()): Promise<Report
   } else {
     // The SDK warns once per process about Node 20; it is noise on stderr here.
     process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
-    const base = opts.quick ? QUICK : FULL;
-    const options: BenchOptions = {
-      ...base,
-      ...(opts.events ? { events: opts.events } : {}),
-      ...(opts.reps ? { reps: opts.reps } : {}),
-      ...(opts.endpoint ? { endpoint: opts.endpoint } : {}),
-      ...(opts.only ? { only: opts.only } : {}),
-      ...(opts.workers ? { workers: opts.workers } : {}),
-      progress: terminalProgress(io.stderr),
-    };
-    report = await runBench(options);
+    report = await runBench(benchOptions(opts, io));
   }
   if (opts.out) writeFileSync(opts.out, reportJson(report));
   if (opts.svg) writeFileSync(opts.svg, chartOf(report));
   io.stdout(opts.json ? `${JSON.stringify(toBenchJson(report))}\n` : renderMarkdown(report));
   return report;
+}
+
+type Opts = {
+  events?: number;
+  reps?: number;
+  quick?: boolean;
+  endpoint?: string;
+  only?: Scenario[];
+  workers?: number[];
+  latency?: number[];
+  jitter?: number;
+};
+
+/** The command line over the full (or quick) defaults. */
+function benchOptions(opts: Opts, io: Io): BenchOptions {
+  const base = opts.quick ? QUICK : FULL;
+  return {
+    ...base,
+    ...(opts.events ? { events: opts.events } : {}),
+    ...(opts.reps ? { reps: opts.reps } : {}),
+    ...(opts.endpoint ? { endpoint: opts.endpoint } : {}),
+    ...(opts.only ? { only: opts.only } : {}),
+    ...(opts.workers ? { workers: opts.workers } : {}),
+    ...(opts.latency ? { injectedOneWayMs: opts.latency } : {}),
+    ...(opts.jitter !== undefined ? { jitterMs: opts.jitter } : {}),
+    // --latency alone is the latency mode: only the runs behind the proxy.
+    ...(opts.latency && !opts.only ? { only: ["injected" as const] } : {}),
+    progress: terminalProgress(io.stderr),
+  };
 }
 
 export function chartOf(report: Report): string {

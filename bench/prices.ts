@@ -11,11 +11,13 @@ export const PRICES = {
   dynamodbReadRequestUnitPerMillionUsd: 0.125,
   /** USD per GB-second of Lambda duration (x86, first tier). */
   lambdaGbSecondUsd: 0.0000166667,
+  /** USD per million Lambda requests (invocations). */
+  lambdaRequestPerMillionUsd: 0.2,
   /** Memory the Lambda duration cost is quoted at. */
   lambdaMemoryMb: 1024,
   sources: [
     "https://airbyte.com/data-engineering-resources/dynamodb-pricing (DynamoDB on-demand, US East, dated 2025-07-21)",
-    "https://cloudchipr.com/blog/aws-lambda-pricing (Lambda duration, x86, US East)",
+    "https://cloudchipr.com/blog/aws-lambda-pricing (Lambda duration, x86, US East; requests)",
   ],
 } as const;
 

@@ -1,5 +1,7 @@
 import type { Report } from "./harness.js";
 import { dynamodbCostPerMillionUsd, lambdaCostPerMillionUsd, PRICES } from "./prices.js";
+import { lambdaPathTargets, renderLambdaPath } from "./report-lambda.js";
+import { RATES, scaleRows } from "./scale.js";
 import { round } from "./stats.js";
 
 type Kind = "new" | "duplicate" | "stale" | "failed";
@@ -15,6 +17,25 @@ export interface BenchJson {
   capacityPerEvent: Record<string, Record<Kind, { wcu: number; rcu: number }>>;
   /** USD per million events of each kind at DynamoDB on-demand prices (bench/prices.ts), DynamoDB only. */
   costPerMillion: Record<string, Record<Kind, number>>;
+  /** Per one-way delay (ms), per implementation: p50 and p99 (ms) and what they add over a raw conditional put. */
+  injectedLatency: Record<
+    string,
+    Record<string, { p50: number; p99: number; addedP50Ms: number; addedP99Ms: number; ratioP50: number }>
+  >;
+  /** Per condition (`loopback`, `<n>ms`), trigger and row: the wrapper path per event. */
+  wrappers: Record<string, Record<string, Record<string, WrapperJson>>>;
+  /** Per implementation: USD per month at each rate (events/s), DynamoDB + Lambda, new events. */
+  scale: Record<string, Record<string, { dynamodb: number; lambda: number; total: number }>>;
+}
+
+export interface WrapperJson {
+  requestsPerEvent: number;
+  wcuPerEvent: number;
+  msPerEvent: number;
+  addedMsPerEvent: number;
+  cpuMsPerEvent: number;
+  /** Wrapper rows: p50 over the bare guard's in the same mode. */
+  overBare?: number;
 }
 
 /** DynamoDB cost per million events of each kind, USD. */
@@ -66,7 +87,66 @@ export function toBenchJson(report: Report): BenchJson {
     throughput,
     capacityPerEvent,
     costPerMillion: costPerMillion(report),
+    ...lambdaPathJson(report),
   };
+}
+
+/** The JSON of the latency mode, the wrapper path and the scale on paper (empty objects when not measured). */
+function lambdaPathJson(report: Report): Pick<BenchJson, "injectedLatency" | "wrappers" | "scale"> {
+  const injectedLatency: BenchJson["injectedLatency"] = {};
+  for (const run of report.injectedLatency ?? []) {
+    injectedLatency[String(run.oneWayMs)] = Object.fromEntries(
+      Object.entries(run.rows).map(([name, r]) => [
+        name,
+        {
+          p50: r.p50Ms.median,
+          p99: r.p99Ms.median,
+          addedP50Ms: r.addedP50Ms.median,
+          addedP99Ms: r.addedP99Ms.median,
+          ratioP50: r.ratioP50.median,
+        },
+      ]),
+    );
+  }
+  const wrappers: BenchJson["wrappers"] = {};
+  const conditions = [
+    ["loopback", report.wrappers] as const,
+    ...(report.injectedLatency ?? []).map((r) => [`${r.oneWayMs}ms`, r.wrappers] as const),
+  ];
+  for (const [label, results] of conditions) {
+    if (!results) continue;
+    wrappers[label] = Object.fromEntries(
+      Object.entries(results).map(([trigger, rows]) => [
+        trigger,
+        Object.fromEntries(
+          Object.entries(rows ?? {}).map(([name, w]) => [
+            name,
+            {
+              requestsPerEvent: w.requestsPerEvent,
+              wcuPerEvent: w.wcuPerEvent,
+              msPerEvent: w.msPerEvent,
+              addedMsPerEvent: w.addedMsPerEvent,
+              cpuMsPerEvent: w.cpuMsPerEvent,
+              ...(w.overBareP50 ? { overBare: w.overBareP50.median } : {}),
+            },
+          ]),
+        ),
+      ]),
+    );
+  }
+  const scale: BenchJson["scale"] = {};
+  for (const row of scaleRows(report)) {
+    scale[row.name] = Object.fromEntries(
+      RATES.map((rate) => {
+        const c = row.perMonth[String(rate)];
+        return [
+          String(rate),
+          { dynamodb: c?.dynamodbUsd ?? 0, lambda: c?.lambdaUsd ?? 0, total: c?.totalUsd ?? 0 },
+        ];
+      }),
+    );
+  }
+  return { injectedLatency, wrappers, scale };
 }
 
 /** The ceiling per worker count: the mean of the raw runs before and after that block. */
@@ -101,6 +181,7 @@ export function targets(report: Report): Target[] {
       exclude: [],
     }),
     ...inlineTargets(report),
+    ...lambdaPathTargets(report),
   ];
 }
 
@@ -447,6 +528,8 @@ export function renderMarkdown(report: Report): string {
       ]),
     ),
   );
+
+  parts.push(renderLambdaPath(report));
 
   parts.push("\n### Targets\n");
   parts.push(

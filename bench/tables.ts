@@ -1,5 +1,5 @@
 import { DeleteTableCommand, type DynamoDBClient, ResourceNotFoundException } from "@aws-sdk/client-dynamodb";
-import { createTableIfMissing } from "../src/stores/dynamodb/schema.js";
+import { createTableIfMissing } from "../src/engines/dynamodb/schema.js";
 
 /** An on-demand table with one string hash key (DynamoDB Local creates it ACTIVE at once). */
 export async function createTable(client: DynamoDBClient, name: string, hashKey = "pk"): Promise<void> {

@@ -28,9 +28,12 @@ describe("bench --quick --json", () => {
       "capacityPerEvent",
       "costPerMillion",
       "hotKey",
+      "injectedLatency",
       "overheadRatio",
       "requestsPerEvent",
+      "scale",
       "throughput",
+      "wrappers",
     ]);
     for (const counts of Object.values(json.requestsPerEvent)) {
       expect(Object.keys(counts).sort()).toEqual(["duplicate", "failed", "new", "stale"]);
@@ -212,6 +215,63 @@ describe("bench --quick --json", () => {
         missing: 0,
       });
     }
+  });
+
+  it("latency mode: every implementation behind the proxy, with what it adds over a raw conditional put", () => {
+    // Quick mode: one run at 4 ms one way. Figures are not checked here (a loaded machine moves them), only their shape.
+    expect(Object.keys(json.injectedLatency)).toEqual(["4"]);
+    const at4 = json.injectedLatency["4"] ?? {};
+    expect(Object.keys(at4)).toEqual(
+      expect.arrayContaining(["rawWrite", "inline", "inline-run", "ours", "ours-apply", "powertools"]),
+    );
+    expect(at4.rawWrite?.addedP50Ms).toBe(0);
+    for (const [name, row] of Object.entries(at4)) {
+      expect(Object.keys(row).sort(), name).toEqual(["addedP50Ms", "addedP99Ms", "p50", "p99", "ratioP50"]);
+      // Every request pays at least the round trip the proxy adds (2 × 4 ms).
+      expect(row.p50, name).toBeGreaterThanOrEqual(8);
+    }
+    const run = report.injectedLatency?.[0];
+    expect(run?.rows.inline?.requestsPerEvent).toBe(1);
+    expect(run?.rows["inline-run"]?.requestsPerEvent).toBe(2);
+    expect(run?.rows.powertools?.requestsPerEvent).toBe(3);
+  });
+
+  it("wrapper path: S3, SQS batch of 10, EventBridge; apply costs one request per event, run two, Powertools three", () => {
+    for (const condition of ["loopback", "4ms"]) {
+      const byTrigger = json.wrappers[condition] ?? {};
+      expect(Object.keys(byTrigger).sort(), condition).toEqual(["eventbridge", "s3", "sqs"]);
+      for (const [trigger, rows] of Object.entries(byTrigger)) {
+        const at = `${condition} ${trigger}`;
+        expect(Object.keys(rows), at).toEqual([
+          "unguarded",
+          "guard.apply",
+          "guard.run",
+          "wrapper apply",
+          "wrapper run",
+          "powertools",
+        ]);
+        expect(rows["wrapper apply"]?.requestsPerEvent, at).toBe(1);
+        expect(rows["wrapper apply"]?.wcuPerEvent, at).toBe(1);
+        expect(rows["wrapper run"]?.requestsPerEvent, at).toBe(2);
+        expect(rows.powertools?.requestsPerEvent, at).toBe(3);
+        expect(rows["wrapper apply"]?.overBare, at).toBeGreaterThan(0);
+      }
+    }
+    for (const [trigger, rows] of Object.entries(report.wrappers ?? {})) {
+      for (const [name, row] of Object.entries(rows ?? {}))
+        expect(row.correct, `${trigger} ${name}`).toBe(true);
+    }
+    expect(report.wrappers?.sqs?.["wrapper apply"]?.batch).toBe(10);
+  });
+
+  it("scale on paper: monthly cost from the measured units and latency, and each hot key's write units by table", () => {
+    expect(json.scale.inline?.["1000"]?.dynamodb).toBeGreaterThan(0);
+    // 1 WCU per event at 1,000 events/s for a 730-hour month: 2,628 million WRU at $0.625 per million.
+    expect(json.scale.inline?.["1000"]?.dynamodb).toBe(1643);
+    expect(json.scale.ours?.["10000"]?.total).toBeGreaterThan(json.scale.inline?.["10000"]?.total ?? 0);
+    expect(report.requestsPerEvent.ours?.newWcuByRole).toEqual({ state: 3, out: 2 });
+    expect(report.requestsPerEvent.inline?.newWcuByRole).toEqual({ out: 1 });
+    expect(report.hotKey["inline-supersede"]?.wcuPerVersionByRole?.out).toBeGreaterThanOrEqual(1);
   });
 
   it("supersede never waits on the hot key", () => {

@@ -2,7 +2,7 @@ import { Command } from "commander";
 import { describe, expect, it } from "vitest";
 import { addSchemaOptions } from "../src/cli/options.js";
 import { RUN_OPTIONS } from "../src/cli/run/options.js";
-import { FAULT_OPTIONS } from "../src/local/sim/faults.js";
+import { FAULT_OPTIONS } from "../src/sim/live/faults.js";
 
 /** A command with the fault flags, parsed from `args`; commander's errors are thrown, not printed. */
 function parse(args: string[]) {

@@ -1,14 +1,13 @@
-import { execFile } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { packedProject, sh as shell } from "../scripts/packed-project.mjs";
+import { createStateTable, createTableIfMissing } from "../src/engines/dynamodb/schema.js";
 import type { InvocationReport } from "../src/lambda/invocation.js";
 import { dynamoDBClient } from "../src/local/emulators/dynamodb-local.js";
-import { createStateTable, createTableIfMissing } from "../src/stores/dynamodb/schema.js";
 
 /**
  * The package as users get it: `npm pack`, the tarball installed into a new project (with the optional peers the
@@ -23,47 +22,16 @@ const pkg = JSON.parse(await readFile(join(root, "package.json"), "utf8")) as {
   devDependencies: Record<string, string>;
   peerDependencies: Record<string, string>;
 };
-const run = promisify(execFile);
-
 let dir: string;
 let project: string;
-let tarball: string;
 let files: string[];
-
-interface Result {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
 
 // A user's environment: without the test run's switch for the SDK's Node 22 notice (vitest.config.ts), so that the
 // installed CLI is seen silencing it itself.
 const { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: _quiet, ...userEnv } = process.env;
 
-async function sh(
-  cmd: string,
-  args: string[],
-  env: Record<string, string> = {},
-  timeout = 300_000,
-): Promise<Result> {
-  try {
-    const { stdout, stderr } = await run(cmd, args, {
-      cwd: project,
-      env: { ...userEnv, NO_COLOR: "1", ...env },
-      encoding: "utf8",
-      maxBuffer: 64 * 1024 * 1024,
-      timeout,
-    });
-    return { code: 0, stdout, stderr };
-  } catch (e) {
-    const err = e as { code?: number | string; stdout?: string; stderr?: string; message: string };
-    return {
-      code: typeof err.code === "number" ? err.code : -1,
-      stdout: err.stdout ?? "",
-      stderr: err.stderr || err.message,
-    };
-  }
-}
+const sh = (cmd: string, args: string[], env: Record<string, string> = {}) =>
+  shell(cmd, args, { cwd: project, env: { ...userEnv, NO_COLOR: "1", ...env } });
 
 const eonce = (args: string[], env: Record<string, string> = {}) =>
   sh(join(project, "node_modules/.bin/eonce"), args, env);
@@ -99,13 +67,18 @@ import * as middy from "effectively-once/lambda/middy";
 import * as local from "effectively-once/local";
 import type { LocalRuntimeOptions } from "effectively-once/local";
 import * as observe from "effectively-once/observe";
+import * as dynamodb from "effectively-once/engines/dynamodb";
+import * as memory from "effectively-once/engines/memory";
+import * as postgres from "effectively-once/engines/postgres";
+import * as sqlite from "effectively-once/engines/sqlite";
 import * as sinks from "effectively-once/sinks/dynamodb";
 import * as sources from "effectively-once/sources";
 import type { DeliveryUnit } from "effectively-once/sources";
-import * as dynamodb from "effectively-once/stores/dynamodb";
-import * as memory from "effectively-once/stores/memory";
-import * as postgres from "effectively-once/stores/postgres";
-import * as sqlite from "effectively-once/stores/sqlite";
+// The 0.x subpaths, deprecated aliases of the engines' (CHANGELOG.md): they must still resolve.
+import * as oldDynamodb from "effectively-once/stores/dynamodb";
+import * as oldMemory from "effectively-once/stores/memory";
+import * as oldPostgres from "effectively-once/stores/postgres";
+import * as oldSqlite from "effectively-once/stores/sqlite";
 import { handler } from "./handler.js";
 
 const store: StateStore = new memory.MemoryStore();
@@ -131,6 +104,10 @@ export const values = [
   dynamodb.DynamoDBStore,
   postgres.PostgresStore,
   sqlite.SqliteStore,
+  oldDynamodb.DynamoDBStore === dynamodb.DynamoDBStore,
+  oldMemory.MemoryStore === memory.MemoryStore,
+  oldPostgres.PostgresStore === postgres.PostgresStore,
+  oldSqlite.SqliteStore === sqlite.SqliteStore,
   handler,
 ];
 `;
@@ -177,55 +154,50 @@ const tsconfig = (resolution: "NodeNext" | "bundler") =>
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), "eonce-consumer-"));
-  project = join(dir, "app");
-  await mkdir(project);
-  await writeFile(
-    join(project, "package.json"),
-    JSON.stringify({ name: "app", private: true, type: "module" }),
-  );
-  await writeFile(join(project, "handler.ts"), HANDLER);
-  await writeFile(join(project, "every-subpath.ts"), EVERY_SUBPATH);
-  await writeFile(join(project, "run-bundle.mjs"), RUN_BUNDLE);
-  await writeFile(join(project, "tsconfig.nodenext.json"), tsconfig("NodeNext"));
-  await writeFile(join(project, "tsconfig.bundler.json"), tsconfig("bundler"));
   // The README's install lines: the local runtime's optional peers and the project's own tools (while the
-  // package is packed), then the library from the tarball.
+  // package is packed: `npm pack` runs the build first, as publishing does), then the library from the tarball.
   const d = pkg.devDependencies;
-  const tools = sh("npm", [
-    "install",
-    "--no-audit",
-    "--no-fund",
-    "--prefer-offline",
-    "--save-exact",
-    "s3rver",
-    "amplify-dynamodb-simulator",
-    "fauxqs@1.9.2",
-    "tsx",
-    `typescript@${d.typescript}`,
-    `esbuild@${d.esbuild}`,
-    `@types/node@${d["@types/node"]}`,
-    `aws-cdk-lib@${d["aws-cdk-lib"]}`,
-    `constructs@${d.constructs}`,
-    `pg@${d.pg}`,
-    `@types/pg@${d["@types/pg"]}`,
-  ]);
-  // `npm pack` runs the build (prepare) first, as publishing does.
-  const packed = await run("npm", ["pack", "--json", "--pack-destination", dir], {
-    cwd: root,
-    encoding: "utf8",
-    maxBuffer: 64 * 1024 * 1024,
+  const installed = await packedProject({
+    root,
+    dir,
+    env: userEnv,
+    files: {
+      "handler.ts": HANDLER,
+      "every-subpath.ts": EVERY_SUBPATH,
+      "run-bundle.mjs": RUN_BUNDLE,
+      "tsconfig.nodenext.json": tsconfig("NodeNext"),
+      "tsconfig.bundler.json": tsconfig("bundler"),
+    },
+    packages: [
+      "s3rver",
+      "amplify-dynamodb-simulator",
+      "fauxqs@1.9.2",
+      "tsx",
+      `typescript@${d.typescript}`,
+      `esbuild@${d.esbuild}`,
+      `@types/node@${d["@types/node"]}`,
+      `aws-cdk-lib@${d["aws-cdk-lib"]}`,
+      `constructs@${d.constructs}`,
+      `pg@${d.pg}`,
+      `@types/pg@${d["@types/pg"]}`,
+    ],
   });
-  const info = JSON.parse(packed.stdout.slice(packed.stdout.indexOf("["))) as {
-    filename: string;
-    files: { path: string }[];
-  }[];
-  tarball = join(dir, info[0]?.filename ?? "");
-  files = (info[0]?.files ?? []).map((f) => f.path);
-  const installedTools = await tools;
-  if (installedTools.code !== 0) throw new Error(`npm install failed:\n${installedTools.stderr}`);
-  const install = await sh("npm", ["install", "--no-audit", "--no-fund", "--prefer-offline", tarball]);
-  if (install.code !== 0) throw new Error(`npm install ${tarball} failed:\n${install.stderr}`);
+  project = installed.project;
+  files = installed.files;
 }, 600_000);
+
+/** Whether `version` is in `range`: only the forms `engines` uses here (`^x.y.z`, `>=x.y.z`, joined by `||`). */
+function satisfies(version: string, range: string): boolean {
+  const parse = (v: string) => v.split(".").map(Number) as [number, number, number];
+  const cmp = (a: number[], b: number[]) => a.reduce((c, x, i) => c || x - (b[i] ?? 0), 0);
+  const v = parse(version);
+  return range.split("||").some((part) => {
+    const m = /^\s*(\^|>=)(\d+\.\d+\.\d+)\s*$/.exec(part);
+    if (!m) throw new Error(`engines: cannot read ${JSON.stringify(part)}`);
+    const min = parse(m[2] as string);
+    return cmp(v, min) >= 0 && (m[1] === ">=" || v[0] === min[0]);
+  });
+}
 
 afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
@@ -248,6 +220,16 @@ describe.concurrent("the packed package", () => {
       await readFile(join(project, "node_modules/effectively-once/package.json"), "utf8"),
     ) as { dependencies: Record<string, string> };
     expect(Object.keys(installed.dependencies)).toContain("@types/aws-lambda");
+  });
+
+  it("runs no script when installed (npm 11 asks users to allow each one), and its engines cover this Node", async () => {
+    const installed = JSON.parse(
+      await readFile(join(project, "node_modules/effectively-once/package.json"), "utf8"),
+    ) as { scripts?: Record<string, string>; engines: { node: string } };
+    const atInstall = ["preinstall", "install", "postinstall", "prepare"];
+    expect(Object.keys(installed.scripts ?? {}).filter((s) => atInstall.includes(s))).toEqual([]);
+    // CI runs this file on Node 20, 22 and 24 (scripts/with-node.mjs; docs/decisions/0009-node-versions.md).
+    expect(satisfies(process.versions.node, installed.engines.node), installed.engines.node).toBe(true);
   });
 
   for (const resolution of ["nodenext", "bundler"] as const) {

@@ -127,7 +127,9 @@ const PUBLIC: Record<string, string[]> = {
     "parseInvocation",
     "s3ObjectInput",
   ],
-  "./stores/dynamodb": [
+  "./engines/dynamodb": [
+    "DynamoDBFencedSink",
+    "updateEffect",
     "DynamoDBStore",
     "STATE_KEY_ATTRIBUTE",
     "TTL_ATTRIBUTE",
@@ -138,8 +140,8 @@ const PUBLIC: Record<string, string[]> = {
     "INLINE_STATE_ATTRIBUTES",
     "InlineDynamoDBStore",
   ],
-  "./stores/memory": ["MemoryStore"],
-  "./stores/postgres": [
+  "./engines/memory": ["MemoryStore"],
+  "./engines/postgres": [
     "INLINE_POSTGRES_COLUMNS",
     "InlinePostgresStore",
     "PostgresFencedSink",
@@ -152,8 +154,7 @@ const PUBLIC: Record<string, string[]> = {
     "migrateInline",
     "postgresWrite",
   ],
-  "./stores/sqlite": ["SqliteFencedSink", "SqliteStore", "isSqliteAtomicWrite"],
-  "./sinks/dynamodb": ["DynamoDBFencedSink", "updateEffect"],
+  "./engines/sqlite": ["SqliteFencedSink", "SqliteStore", "isSqliteAtomicWrite"],
   "./sinks/s3": ["S3FencedSink", "S3SinkBodyTooLargeError", "S3SinkConflictError", "S3_SINK_METADATA"],
   "./lambda": [
     "DeliveryFailedError",
@@ -244,6 +245,18 @@ const INTERNAL = [
   "describe",
 ];
 
+/**
+ * The subpaths of 0.x, kept for one minor version (CHANGELOG.md): each is the same module as the engine subpath
+ * that replaced it (`./sinks/dynamodb` is the DynamoDB engine's sink module, a subset of `./engines/dynamodb`).
+ */
+const DEPRECATED_ALIASES: Record<string, { target: string; module: string }> = {
+  "./stores/dynamodb": { target: "./engines/dynamodb", module: "./dist/engines/dynamodb/index.js" },
+  "./stores/memory": { target: "./engines/memory", module: "./dist/engines/memory/store.js" },
+  "./stores/postgres": { target: "./engines/postgres", module: "./dist/engines/postgres/index.js" },
+  "./stores/sqlite": { target: "./engines/sqlite", module: "./dist/engines/sqlite/index.js" },
+  "./sinks/dynamodb": { target: "./engines/dynamodb", module: "./dist/engines/dynamodb/sink.js" },
+};
+
 const pkg = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as {
   exports: Record<string, { types: string; import: string }>;
 };
@@ -254,8 +267,19 @@ const sourceOf = (target: string) =>
 
 describe("public exports", () => {
   it("pins every subpath of package.json", () => {
-    expect(Object.keys(pkg.exports).sort()).toEqual(Object.keys(PUBLIC).sort());
+    expect(Object.keys(pkg.exports).sort()).toEqual(
+      [...Object.keys(PUBLIC), ...Object.keys(DEPRECATED_ALIASES)].sort(),
+    );
   });
+
+  for (const [alias, { target, module }] of Object.entries(DEPRECATED_ALIASES)) {
+    it(`${alias} (deprecated) still gives what ${target} gives`, async () => {
+      expect(pkg.exports[alias]?.import).toBe(module);
+      const mod = (await import(sourceOf(module))) as Record<string, unknown>;
+      const names = PUBLIC[target] ?? [];
+      for (const name of Object.keys(mod)) expect(names).toContain(name);
+    }, 60_000);
+  }
 
   for (const [subpath, names] of Object.entries(PUBLIC)) {
     it(`${subpath} exports exactly its public names`, async () => {

@@ -3,13 +3,13 @@ import { Metrics } from "@aws-lambda-powertools/metrics";
 import type { Context } from "aws-lambda";
 import { type BusyPolicy, createGuard, type GuardOutcomeStatus } from "../../src/core/guard.js";
 import { GUARD_OUTCOME_STATUSES, isAcknowledged } from "../../src/core/outcomes.js";
+import { InlineDynamoDBStore } from "../../src/engines/dynamodb/inline-store.js";
 import {
   type ApplyEventHandler,
   DeliveryFailedError,
   s3Handler,
   type WrapperMode,
 } from "../../src/lambda/index.js";
-import { InlineDynamoDBStore } from "../../src/stores/dynamodb/inline.js";
 import { lambdaContext } from "../../test/kit/context.js";
 import type { BenchEvent } from "../events.js";
 import { createTable, dropTables } from "../tables.js";
@@ -119,7 +119,7 @@ export function oursInlineWrapper(name: string, options: { mode: WrapperMode }):
 }
 
 /** A silent Logger and a disabled Metrics instance (no output on the bench's stdout). */
-function quietObservability(): { logger: Logger; metrics: Metrics } {
+export function quietObservability(): { logger: Logger; metrics: Metrics } {
   const saved = process.env.POWERTOOLS_METRICS_DISABLED;
   process.env.POWERTOOLS_METRICS_DISABLED = "true";
   try {
@@ -138,7 +138,7 @@ function guardStatus(status: string | undefined): GuardOutcomeStatus {
 }
 
 /** The effect's attributes (the row's key is the subject) and its position, as the other implementations write. */
-function rowOf(event: BenchEvent): Record<string, unknown> {
+export function rowOf(event: BenchEvent): Record<string, unknown> {
   const { pk: _key, ...attributes } = effectItem(event);
   return { ...attributes, srcPos: event.position };
 }

@@ -1,9 +1,9 @@
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { type BusyPolicy, createGuard, type GuardOutcomeStatus } from "../../src/core/guard.js";
 import { isAcknowledged } from "../../src/core/outcomes.js";
-import { DynamoDBFencedSink } from "../../src/sinks/dynamodb.js";
-import { createStateTable } from "../../src/stores/dynamodb/schema.js";
-import { DynamoDBStore } from "../../src/stores/dynamodb/store.js";
+import { createStateTable } from "../../src/engines/dynamodb/schema.js";
+import { DynamoDBFencedSink } from "../../src/engines/dynamodb/sink.js";
+import { DynamoDBStore } from "../../src/engines/dynamodb/store.js";
 import { createTable, dropTables } from "../tables.js";
 import { type DeliveryResult, effectItem, type Implementation, newStats, runHandler } from "./types.js";
 

@@ -1,6 +1,6 @@
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { S3Client } from "@aws-sdk/client-s3";
-import { DynamoDBStore } from "../../src/stores/dynamodb/store.js";
+import { DynamoDBStore } from "../../src/engines/dynamodb/store.js";
 import { numberEnv, requireEnv } from "../shared/env.js";
 import { guardedImagesHandler } from "./handler.js";
 

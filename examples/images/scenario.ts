@@ -1,7 +1,7 @@
 import { GetObjectCommand, PutObjectCommand } from "@aws-sdk/client-s3";
 import type { KeyTimeline, Scenario, ScenarioResult } from "../../src/cli/demo/scenario.js";
 import { buildTimeline } from "../../src/cli/demo/timeline.js";
-import type { TraceEvent } from "../../src/local/sim/trace.js";
+import type { TraceEvent } from "../../src/sim/live/trace.js";
 import { localStateStore, quietObservability, sleep } from "../shared/demo-kit.js";
 import { guardedImagesHandler, naiveImagesHandler, outputKey } from "./handler.js";
 import { classify, type Picture, pictures } from "./pictures.js";

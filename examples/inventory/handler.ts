@@ -1,7 +1,7 @@
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { StateStore } from "../../src/core/store.js";
+import { updateEffect } from "../../src/engines/dynamodb/sink.js";
 import { sqsHandler } from "../../src/lambda/handlers.js";
-import { updateEffect } from "../../src/sinks/dynamodb.js";
 
 /**
  * Inventory counted exactly once: each sale message takes `quantity` from the product's stock. A counter is the

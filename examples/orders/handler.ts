@@ -4,10 +4,10 @@ import type { SQSClient } from "@aws-sdk/client-sqs";
 import { marshall } from "@aws-sdk/util-dynamodb";
 import type { SQSEvent } from "aws-lambda";
 import type { StateStore } from "../../src/core/store.js";
+import { DynamoDBFencedSink } from "../../src/engines/dynamodb/sink.js";
 import { sqsHandler } from "../../src/lambda/handlers.js";
 import type { EffectivelyOnceOptions } from "../../src/lambda/options.js";
 import { faultPoint } from "../../src/local/delivery/invocation-scope.js";
-import { DynamoDBFencedSink } from "../../src/sinks/dynamodb.js";
 import { parseOrder } from "./order.js";
 
 /**

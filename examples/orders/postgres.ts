@@ -1,8 +1,8 @@
 import type { SQSBatchResponse, SQSEvent } from "aws-lambda";
+import { type PostgresPool, PostgresStore, postgresWrite } from "../../src/engines/postgres/index.js";
 import type { LambdaHandler } from "../../src/lambda/handlers.js";
 import { sqsHandler } from "../../src/lambda/handlers.js";
 import type { EffectivelyOnceOptions } from "../../src/lambda/options.js";
-import { type PostgresPool, PostgresStore, postgresWrite } from "../../src/stores/postgres/index.js";
 import { parseOrder } from "./order.js";
 
 /**

@@ -1,6 +1,6 @@
 import type { Scenario, ScenarioResult } from "../../src/cli/demo/scenario.js";
-import { createPrng } from "../../src/local/sim/prng.js";
-import { createTableIfMissing } from "../../src/stores/dynamodb/schema.js";
+import { createTableIfMissing } from "../../src/engines/dynamodb/schema.js";
+import { createPrng } from "../../src/sim/prng.js";
 import { countBy, forEachLimited, localStateStore, quietObservability, scanAll } from "../shared/demo-kit.js";
 import { guardedOrdersHandler, naiveOrdersHandler } from "./handler.js";
 import type { Order } from "./order.js";

@@ -3,9 +3,9 @@ import { type DynamoDBClient, PutItemCommand } from "@aws-sdk/client-dynamodb";
 import { marshall } from "@aws-sdk/util-dynamodb";
 import type { S3Event, S3EventRecord } from "aws-lambda";
 import type { StateStore } from "../../src/core/store.js";
+import { DynamoDBFencedSink } from "../../src/engines/dynamodb/sink.js";
 import { type EffectivelyOnceOptions, s3Handler } from "../../src/lambda/index.js";
 import { faultPoint } from "../../src/local/delivery/invocation-scope.js";
-import { DynamoDBFencedSink } from "../../src/sinks/dynamodb.js";
 
 /**
  * Records: one DynamoDB row per upload (S3 → Lambda → DynamoDB, the pipeline of the articles).

@@ -1,4 +1,5 @@
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { InlineDynamoDBStore } from "../../src/engines/dynamodb/inline-store.js";
 import {
   type ApplyEventHandler,
   type EffectivelyOnceApplyOptions,
@@ -6,7 +7,6 @@ import {
   s3Handler,
   sqsHandler,
 } from "../../src/lambda/index.js";
-import { InlineDynamoDBStore } from "../../src/stores/dynamodb/inline.js";
 
 /**
  * Records with inline state: the guard's state lives in each upload's own record row, so there is no state table and

@@ -1,5 +1,5 @@
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { DynamoDBStore } from "../../src/stores/dynamodb/store.js";
+import { DynamoDBStore } from "../../src/engines/dynamodb/store.js";
 import { numberEnv, requireEnv } from "../shared/env.js";
 import { guardedRecordsHandler } from "./handler.js";
 

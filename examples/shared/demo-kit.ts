@@ -1,11 +1,11 @@
 import { Logger } from "@aws-lambda-powertools/logger";
 import { Metrics } from "@aws-lambda-powertools/metrics";
 import type { StateStore } from "../../src/core/store.js";
+import { createStateTable } from "../../src/engines/dynamodb/schema.js";
+import { DynamoDBStore } from "../../src/engines/dynamodb/store.js";
 import { scanTable } from "../../src/local/emulators/scan-table.js";
 import type { LocalRuntime } from "../../src/local/runtime.js";
-import { instrumentStore } from "../../src/local/sim/instrumented-store.js";
-import { createStateTable } from "../../src/stores/dynamodb/schema.js";
-import { DynamoDBStore } from "../../src/stores/dynamodb/store.js";
+import { instrumentStore } from "../../src/sim/live/instrumented-store.js";
 
 /** Helpers the three demo scenarios share: quiet observability, table scans, bounded parallel work. */
 

@@ -54,6 +54,11 @@ export const RULES = {
     why: "S3 delivers each event at least once and not in order: without a guard's state table nothing in the stack drops the duplicates or the stale events, so effects run twice or an older version overwrites a newer one.",
     fix: "Add a guard state table (DynamoDB, single string partition key pk, TTL on expiresAt, e.g. the EffectivelyOncePipeline construct) and guard the handler.",
   },
+  "hand-made-lock-table": {
+    severity: "error",
+    why: "A lock the handler keeps in its own table drops a duplicate only while its holder is alive and on time: a holder that crashes keeps the lock until something frees it, and a holder that stalls past its lock is not stopped from writing after a newer holder took over unless it renews a lease and its write checks a fencing token. A template shows only the TTL: the lease, the fencing and any comparison of S3 sequencers (which keeps an older event from being applied after a newer one) are in the handler's code.",
+    fix: "Guard the handler with a guard state table (EffectivelyOncePipeline: a lease, a fence checked at the commit, the S3 sequencer's order, TTL on expiresAt); or keep the lock and add TimeToLiveSpecification, a lease the holder renews and a fencing token its write checks. If the table is no lock, tag it eonce:role: records (s3-no-guard-table is then reported instead).",
+  },
   "async-no-on-failure": {
     severity: "error",
     why: "An asynchronous invoke (S3, SNS, EventBridge) that fails its retries is discarded: without an on-failure destination or a dead-letter queue the event is lost silently.",

@@ -20,19 +20,25 @@ export function lowerSam(doc: Json): Json {
   for (const [id, r] of Object.entries(input)) {
     const res = asObject(r);
     if (res.Type !== "AWS::Serverless::Function") continue;
-    lowerFunction(out, id, { ...globals, ...asObject(res.Properties) });
+    lowerFunction(out, id, { ...globals, ...asObject(res.Properties) }, res.Metadata);
   }
   return { ...doc, Resources: out };
 }
 
-function lowerFunction(out: Resources, id: string, p: Json): void {
+/**
+ * The function's Metadata goes on every resource lowered from it: the function is where a SAM author can write a
+ * suppression, and the findings name the lowered resources (`<Function><Event>`).
+ */
+function lowerFunction(out: Resources, id: string, p: Json, metadata: unknown): void {
   const dlq = asObject(p.DeadLetterQueue);
+  const created = [id];
   out[id] = {
     Type: "AWS::Lambda::Function",
     Properties: {
       Timeout: p.Timeout,
       FunctionName: p.FunctionName,
       Tags: p.Tags,
+      Role: p.Role ?? lowerPolicies(out, id, p.Policies),
       ...(isObject(p.DeadLetterQueue)
         ? { DeadLetterConfig: { TargetArn: dlq.TargetArn ?? SAM_CREATED } }
         : {}),
@@ -40,6 +46,7 @@ function lowerFunction(out: Resources, id: string, p: Json): void {
   };
   const onFailure = asObject(asObject(asObject(p.EventInvokeConfig).DestinationConfig).OnFailure);
   if (onFailure.Type !== undefined || onFailure.Destination !== undefined) {
+    created.push(`${id}EventInvokeConfig`);
     out[`${id}EventInvokeConfig`] = {
       Type: "AWS::Lambda::EventInvokeConfig",
       Properties: {
@@ -50,11 +57,46 @@ function lowerFunction(out: Resources, id: string, p: Json): void {
     };
   }
   for (const [name, event] of Object.entries(asObject(p.Events))) {
-    lowerEvent(out, id, `${id}${name}`, asObject(event));
+    if (lowerEvent(out, id, `${id}${name}`, asObject(event))) created.push(`${id}${name}`);
   }
+  if (metadata === undefined) return;
+  for (const key of created) out[key] = { ...out[key], Metadata: metadata };
 }
 
-function lowerEvent(out: Resources, fn: string, id: string, event: Json): void {
+/** SAM's policy templates that grant item writes (PutItem and UpdateItem among them) on their TableName. */
+const TABLE_WRITE_TEMPLATES = ["DynamoDBCrudPolicy", "DynamoDBWritePolicy"];
+
+/**
+ * The role SAM creates for a function without `Role` (`<Function>Role`), with what can be read of its `Policies`:
+ * policy documents, and the policy templates that write a table. Managed policy names are skipped (their
+ * statements are not in the template). Returns the role's ARN, or undefined when there are no policies.
+ */
+function lowerPolicies(out: Resources, id: string, policies: unknown): unknown {
+  if (policies === undefined) return undefined;
+  const list = Array.isArray(policies) ? policies : [policies];
+  const documents = list.filter(isObject).flatMap((policy) => {
+    if (policy.Statement !== undefined) return [policy];
+    const template = TABLE_WRITE_TEMPLATES.find((t) => policy[t] !== undefined);
+    if (!template) return [];
+    const tableName = asObject(policy[template]).TableName;
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: CloudFormation's ${} syntax, not JavaScript's
+    const arn = "arn:${AWS::Partition}:dynamodb:${AWS::Region}:${AWS::AccountId}:table/${tableName}";
+    const Resource = { "Fn::Sub": [arn, { tableName }] };
+    return [
+      { Statement: [{ Effect: "Allow", Action: ["dynamodb:PutItem", "dynamodb:UpdateItem"], Resource }] },
+    ];
+  });
+  out[`${id}Role`] = {
+    Type: "AWS::IAM::Role",
+    Properties: {
+      Policies: documents.map((PolicyDocument, i) => ({ PolicyName: `${id}Policy${i}`, PolicyDocument })),
+    },
+  };
+  return { "Fn::GetAtt": [`${id}Role`, "Arn"] };
+}
+
+/** Lowers one event; true when it created a resource named `id` (an S3 event changes its bucket instead). */
+function lowerEvent(out: Resources, fn: string, id: string, event: Json): boolean {
   const p = asObject(event.Properties);
   const arn = { "Fn::GetAtt": [fn, "Arn"] };
   switch (event.Type) {
@@ -67,16 +109,16 @@ function lowerEvent(out: Resources, fn: string, id: string, event: Json): void {
         Type: "AWS::Lambda::EventSourceMapping",
         Properties: { ...rest, EventSourceArn: source, FunctionName: { Ref: fn } },
       };
-      return;
+      return true;
     }
     case "SNS":
       // With SqsSubscription SAM puts a queue between topic and function: a poll, not an async invoke.
-      if (p.SqsSubscription) return;
+      if (p.SqsSubscription) return false;
       out[id] = {
         Type: "AWS::SNS::Subscription",
         Properties: { Protocol: "lambda", TopicArn: p.Topic, Endpoint: arn },
       };
-      return;
+      return true;
     case "EventBridgeRule":
     case "CloudWatchEvent":
     case "Schedule":
@@ -85,11 +127,12 @@ function lowerEvent(out: Resources, fn: string, id: string, event: Json): void {
         Type: "AWS::Events::Rule",
         Properties: { EventPattern: p.Pattern, Targets: [ruleTarget(id, p, arn)] },
       };
-      return;
+      return true;
     case "S3":
       addBucketNotification(out, p, arn);
-      return;
+      return false;
   }
+  return false;
 }
 
 function ruleTarget(id: string, p: Json, arn: unknown): Json {

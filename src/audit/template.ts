@@ -5,6 +5,8 @@ export interface Resource {
   readonly properties: Record<string, unknown>;
   /** Tags as a map: CloudFormation's `[{Key, Value}]` list and SAM's mapping both end up here. */
   readonly tags: Readonly<Record<string, string>>;
+  /** The resource's `Metadata` (where cdk-nag and cfn-lint suppressions live); `{}` when it has none. */
+  readonly metadata: Json;
 }
 
 export type Json = Record<string, unknown>;
@@ -26,10 +28,13 @@ export class TemplateModel {
   readonly resources: ReadonlyMap<string, Resource>;
   /** Parameters, conditions' inputs: references to these are known but their values are not. */
   readonly parameters: ReadonlySet<string>;
+  /** The template's own top-level `Metadata`; `{}` when it has none. */
+  readonly metadata: Json;
 
-  constructor(resources: Iterable<Resource>, parameters: Iterable<string> = []) {
+  constructor(resources: Iterable<Resource>, parameters: Iterable<string> = [], metadata: Json = {}) {
     this.resources = new Map([...resources].map((r) => [r.id, r]));
     this.parameters = new Set(parameters);
+    this.metadata = metadata;
   }
 
   /** The template's JSON form (parsed by load.ts) as a model. */
@@ -38,9 +43,10 @@ export class TemplateModel {
     for (const [id, raw] of Object.entries(asObject(doc.Resources))) {
       const r = asObject(raw);
       const properties = asObject(r.Properties);
-      resources.push({ id, type: String(r.Type ?? ""), properties, tags: tagsOf(properties.Tags) });
+      const metadata = asObject(r.Metadata);
+      resources.push({ id, type: String(r.Type ?? ""), properties, tags: tagsOf(properties.Tags), metadata });
     }
-    return new TemplateModel(resources, Object.keys(asObject(doc.Parameters)));
+    return new TemplateModel(resources, Object.keys(asObject(doc.Parameters)), asObject(doc.Metadata));
   }
 
   get(id: string): Resource | undefined {

@@ -199,3 +199,36 @@ export function sourceQueues(model: TemplateModel): Map<string, Resource> {
   }
   return out;
 }
+
+/**
+ * The functions an event sent to `value` runs: the function it names, the functions polling the queue it names, or
+ * those a topic's subscriptions reach (directly or through a queue). Unresolved targets reach none.
+ */
+export function functionsReached(model: TemplateModel, value: unknown, hops = 2): Resource[] {
+  const r = resolveFunction(model, value);
+  if (r.kind !== "resource") return [];
+  const target = r.resource;
+  if (FUNCTION_TYPES.includes(target.type)) return [target];
+  if (target.type === QUEUE) {
+    return mappings(model).flatMap((m) =>
+      m.source.kind === "resource" && m.source.resource.id === target.id && m.function.kind === "resource"
+        ? [m.function.resource]
+        : [],
+    );
+  }
+  // Topic → queue → function at most: a template cannot loop a topic into itself, but a broken one must not hang.
+  if (target.type !== "AWS::SNS::Topic" || hops === 0) return [];
+  return topicEndpoints(model, target).flatMap((e) => functionsReached(model, e, hops - 1));
+}
+
+/** The endpoints of a topic's subscriptions: standalone ones naming it, and its own inline ones. */
+function topicEndpoints(model: TemplateModel, topic: Resource): unknown[] {
+  const standalone = model.ofType("AWS::SNS::Subscription").filter((s) => {
+    const t = resolve(model, s.properties.TopicArn);
+    return t.kind === "resource" && t.resource.id === topic.id;
+  });
+  return [
+    ...standalone.map((s) => s.properties.Endpoint),
+    ...asArray(topic.properties.Subscription).map((s) => asObject(s).Endpoint),
+  ];
+}

@@ -1,7 +1,7 @@
 import * as lambda from "aws-cdk-lib/aws-lambda";
 
 /** The state table's names: the store's own (a module with no imports, so no SDK is loaded). */
-export { STATE_KEY_ATTRIBUTE, TTL_ATTRIBUTE } from "../stores/dynamodb/schema-names.js";
+export { STATE_KEY_ATTRIBUTE, TTL_ATTRIBUTE } from "../engines/dynamodb/schema-names.js";
 
 /** Environment variables the construct sets on the function (the reference handlers read these). */
 export const ENV = {

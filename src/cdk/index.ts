@@ -1,6 +1,7 @@
 /**
  * AWS CDK constructs (`effectively-once/cdk`). aws-cdk-lib and constructs are optional peer dependencies:
  * only this entry point imports them, never the runtime path.
+ * @module effectively-once/cdk
  */
 
 export {

@@ -13,7 +13,13 @@ export {
   SERVICE_DIMENSION,
 } from "../observe/metric-names.js";
 
+/**
+ * Every outcome counter the adapters emit, as CloudWatch metric names (the dashboard's and alarms'
+ * vocabulary).
+ */
 export const OUTCOME_METRICS = COUNTERS;
+/** One outcome counter's metric name. */
 export type OutcomeMetric = (typeof OUTCOME_METRICS)[number];
 
+/** Any metric a pipeline emits: an outcome counter, `receiveCount` or `handlerDuration`. */
 export type PipelineMetric = OutcomeMetric | typeof RECEIVE_COUNT_METRIC | typeof HANDLER_DURATION_METRIC;

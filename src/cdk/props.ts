@@ -11,14 +11,20 @@ import type * as s3 from "aws-cdk-lib/aws-s3";
  * - `sqs`: a queue (with DLQ) that producers send messages to; no input bucket.
  */
 export type DeliveryKind = "s3-direct" | "s3-eventbridge" | "s3-sqs" | "sqs";
+/** Every `DeliveryKind`, in the order the docs list them. */
 export const DELIVERIES: readonly DeliveryKind[] = ["s3-direct", "s3-eventbridge", "s3-sqs", "sqs"];
 
 /** What happens to the buckets, tables and log group when the stack is deleted. */
 export type Removal = "retain" | "destroy";
 
+/**
+ * The props of `EffectivelyOncePipeline`; checked when the construct is created (unknown keys and unsafe
+ * values throw `OptionsError`).
+ */
 export interface EffectivelyOncePipelineProps {
   /** Names the pipeline: the `pipeline` metric dimension, the service name in logs, resource descriptions. */
   pipelineName: string;
+  /** How events reach the function: S3 directly, through EventBridge, through SQS, or SQS messages. */
   delivery: DeliveryKind;
   /** The handler file (TypeScript or JavaScript), bundled with esbuild. Required unless `code` is given. */
   entry?: string;
@@ -99,10 +105,14 @@ export interface EffectivelyOncePipelineProps {
  */
 export type StateOptions = TableStateOptions | InlineStateOptions | ExternalStateOptions;
 
+/** The guard's state in a state table the construct creates (the default). */
 export interface TableStateOptions {
   kind: "table";
 }
 
+/**
+ * The guard's state inline, in the rows of the records table or of a table of yours (`InlineDynamoDBStore`).
+ */
 export interface InlineStateOptions {
   kind: "inline";
   /** The table whose rows hold the state. Default: the records table (`recordsTable` must be set). */
@@ -114,12 +124,17 @@ export interface InlineStateOptions {
   keyAttribute?: string;
 }
 
+/**
+ * The guard's state outside the stack (PostgreSQL, another stack's table): no state table, no DynamoDB grant.
+ */
 export interface ExternalStateOptions {
   kind: "external";
 }
 
+/** The function's processor architecture. */
 export type Architecture = "arm64" | "x86_64";
 
+/** The records table: the table the handler's effects go to, created by the construct. */
 export interface RecordsTableOptions {
   /** The hash key (a string), the sink's `keyAttribute`. Default `pk`. */
   keyAttribute?: string;
@@ -132,6 +147,7 @@ export interface RecordsTableOptions {
   actions?: RecordsTableAction[];
 }
 
+/** A DynamoDB action the function may be granted on the records table. */
 export type RecordsTableAction = "dynamodb:PutItem" | "dynamodb:GetItem" | "dynamodb:UpdateItem";
 export const RECORDS_TABLE_ACTIONS: readonly RecordsTableAction[] = [
   "dynamodb:PutItem",

@@ -1,5 +1,6 @@
 import type * as dynamodb from "aws-cdk-lib/aws-dynamodb";
 import { OptionsError } from "../core/errors.js";
+import { INLINE_RESERVED_PREFIX } from "../core/inline-prefix.js";
 import {
   checkField,
   custom,
@@ -10,7 +11,6 @@ import {
   schemaFor,
   string,
 } from "../core/options.js";
-import { INLINE_RESERVED_PREFIX } from "../stores/inline-prefix.js";
 import type {
   ExternalStateOptions,
   InlineStateOptions,
@@ -33,7 +33,7 @@ export type ResolvedState =
   | { readonly kind: "external" };
 
 /**
- * What InlineDynamoDBStore calls on its table (src/stores/dynamodb/inline.ts): UpdateItem (claim, renew, commit with
+ * What InlineDynamoDBStore calls on its table (src/engines/dynamodb/inline-store.ts): UpdateItem (claim, renew, commit with
  * the row, release) and GetItem (the fallback read of a refused claim). Never PutItem, Query or Scan.
  */
 export const INLINE_STATE_ACTIONS: readonly RecordsTableAction[] = [

@@ -1,6 +1,6 @@
 import { AUDIT_ENGINES, type AuditEngine } from "../audit/table-audit.js";
 import * as opt from "../core/options.js";
-import { AWS_CONNECTION_FIELDS, type AwsConnection } from "./aws-connection.js";
+import { AWS_CONNECTION_FIELDS, type AwsConnection } from "../engines/dynamodb/connection.js";
 import type { FlagSpec } from "./options.js";
 
 /** Which engine `eonce audit table` reads, and how to reach it. Each engine takes only its own flags. */

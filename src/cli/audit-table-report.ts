@@ -1,5 +1,5 @@
 import type { DuplicateExample, DuplicateGroup } from "../audit/duplicate-tally.js";
-import type { TableAuditReport } from "../audit/table-scan.js";
+import type { TableAuditReport } from "../engines/dynamodb/audit-rows.js";
 
 /** `eonce audit table`'s human report: the figures, then the most duplicated effects and groups, then the verdict. */
 export function formatTableAudit(r: TableAuditReport): string {

@@ -1,10 +1,12 @@
 import cliProgress from "cli-progress";
 import type { Command } from "commander";
-import { auditPostgresTable } from "../audit/postgres-rows.js";
-import { auditSqliteTable } from "../audit/sqlite-rows.js";
 import type { TableScanProgress } from "../audit/table-audit.js";
-import { auditTable, TABLE_AUDIT_OPTIONS, type TableAuditOptions } from "../audit/table-scan.js";
 import { OptionsError } from "../core/errors.js";
+import { auditTable, TABLE_AUDIT_OPTIONS, type TableAuditOptions } from "../engines/dynamodb/audit-rows.js";
+import { dynamoDBClientFor } from "../engines/dynamodb/connection.js";
+import { auditPostgresTable } from "../engines/postgres/audit-rows.js";
+import { postgresConnectionString } from "../engines/postgres/connection.js";
+import { auditSqliteTable } from "../engines/sqlite/audit-rows.js";
 import {
   AUDIT_CONNECTION_FLAGS,
   AUDIT_CONNECTION_OPTIONS,
@@ -12,10 +14,8 @@ import {
   resolveAuditConnection,
 } from "./audit-table-options.js";
 import { formatTableAudit } from "./audit-table-report.js";
-import { dynamoDBClientFor } from "./aws-connection.js";
 import { oneLine } from "./errors.js";
 import { addSchemaOptions, type FlagSpec, type FlagValues } from "./options.js";
-import { postgresConnectionString } from "./postgres-connection.js";
 
 /** 0: no duplicates; 1: duplicates found; 2: usage error, or the table could not be described or read. */
 export type AuditTableExitCode = 0 | 1 | 2;

@@ -3,12 +3,12 @@ import { realpathSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import cliProgress from "cli-progress";
 import { Command, CommanderError, InvalidArgumentError } from "commander";
-import { BROKEN_ROW_KEYS, BROKEN_STORES } from "../chaos/broken.js";
-import { type CampaignSummary, replay, runCampaign } from "../chaos/campaign.js";
-import { EXHAUSTIVE_CASES, explore, replayPath } from "../chaos/exhaustive.js";
-import { INVARIANTS, type Violation } from "../chaos/observer.js";
-import type { StoreName } from "../chaos/store-name.js";
-import { INLINE_STORE_NAMES, isStoreName, STORE_NAMES } from "../stores/names.js";
+import type { StoreName } from "../engines/registry.js";
+import { INLINE_STORE_NAMES, isStoreName, STORE_NAMES } from "../engines/registry.js";
+import { BROKEN_ROW_KEYS, BROKEN_STORES } from "../sim/broken.js";
+import { type CampaignSummary, replay, runCampaign } from "../sim/campaign.js";
+import { EXHAUSTIVE_CASES, explore, replayPath } from "../sim/exhaustive.js";
+import { INVARIANTS, type Violation } from "../sim/observer.js";
 
 interface ChaosOptions {
   histories: number;
@@ -22,10 +22,12 @@ interface ChaosOptions {
   unfencedSink?: boolean;
   dynamodbEndpoint?: string;
   concurrency?: number;
+  failover?: boolean;
+  waitForReplicas?: boolean;
 }
 
 /**
- * `eonce chaos` / `npm run chaos`: the fault simulator (src/chaos). Seeded histories of workers running the guard
+ * `eonce chaos` / `npm run chaos`: the fault simulator (src/sim). Seeded histories of workers running the guard
  * on virtual time under injected faults, checked against the invariants; any violation comes with the command that
  * replays it. Exits 1 when there are violations.
  */
@@ -53,6 +55,11 @@ export function registerChaos(program: Command): void {
       "--unfenced-sink",
       "use a sink that ignores positions and fences (memory; to see the checks fire)",
     )
+    .option(
+      "--failover",
+      "valkey: each history's server fails over once to a replica that lacks the last acknowledged writes (docs/valkey.md)",
+    )
+    .option("--wait-for-replicas", "with --failover: the store WAITs for the replica after each step")
     .option("--dynamodb-endpoint <url>", "use this running DynamoDB Local instead of starting one")
     .option(
       "--concurrency <n>",
@@ -82,6 +89,7 @@ function common(o: ChaosOptions) {
     ...(broken ? { wrapStore: broken.wrap } : {}),
     ...(rows ? { rowKey: rows.rowKey } : {}),
     ...(o.unfencedSink ? { unfencedSink: true } : {}),
+    ...(o.failover ? { failover: { waitForReplicas: o.waitForReplicas === true } } : {}),
   };
 }
 
@@ -91,12 +99,15 @@ function replayCommand(o: ChaosOptions, seed: number): string {
     o.store !== "memory" ? `--store ${o.store}` : "",
     o.break ? `--break ${o.break}` : "",
     o.unfencedSink ? "--unfenced-sink" : "",
+    o.failover ? "--failover" : "",
+    o.failover && o.waitForReplicas ? "--wait-for-replicas" : "",
   ].filter(Boolean);
   return ["npm run chaos -- --replay", String(seed), ...extra].join(" ");
 }
 
 async function chaos(o: ChaosOptions): Promise<number> {
   if (o.unfencedSink && o.store !== "memory") throw new Error("--unfenced-sink needs --store memory");
+  if (o.waitForReplicas && !o.failover) throw new Error("--wait-for-replicas needs --failover");
   if (o.replayPath !== undefined) return replayExhaustive(o.replayPath);
   if (o.replay !== undefined) return replayHistory(o, o.replay);
   const summary = await campaign(o);
@@ -199,6 +210,7 @@ function jsonReport(o: ChaosOptions, r: Report): string {
     states: r.states,
     faults: s.faults,
     store: o.store,
+    ...(o.failover ? { failover: { waitForReplicas: o.waitForReplicas === true } } : {}),
     seed: o.seed,
     beyondSkew: s.beyondSkew,
     beyondSkewUnreported: s.beyondSkewUnreported,
@@ -218,7 +230,7 @@ function textReport(o: ChaosOptions, r: Report): string[] {
       .map(([k, v]) => `${k} ${v}`)
       .join(", ");
   return [
-    `${s.histories} histories on ${o.store} (seeds ${o.seed}..${o.seed + s.histories - 1}), ${s.states} distinct, in ${(s.wallMs / 1000).toFixed(1)}s`,
+    `${s.histories} histories on ${o.store}${o.failover ? ` with a failover${o.waitForReplicas ? " (waitForReplicas)" : ""}` : ""} (seeds ${o.seed}..${o.seed + s.histories - 1}), ${s.states} distinct, in ${(s.wallMs / 1000).toFixed(1)}s`,
     `faults: ${list(s.faults)}`,
     `clocks beyond the skew bound: ${s.beyondSkew} histories (${s.beyondSkewUnreported} violations there not reported: the guarantee does not hold)`,
     ...r.exhaustive.map(
@@ -259,7 +271,7 @@ function integer(value: string): number {
   return n;
 }
 
-/** An engine's name (src/stores/names.ts); `inline`, the simulator's old name of `dynamodb-inline`, still works. */
+/** An engine's name (src/engines/registry.ts); `inline`, the simulator's old name of `dynamodb-inline`, still works. */
 function storeName(value: string): StoreName {
   const name = value === "inline" ? "dynamodb-inline" : value;
   if (!isStoreName(name)) throw new InvalidArgumentError(`expected ${STORE_NAMES.join(", ")}`);

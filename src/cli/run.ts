@@ -1,22 +1,24 @@
 import { type Command, InvalidArgumentError } from "commander";
 import { localPackagesFor, requireLocalPackages } from "../local/emulators/requirements.js";
-import { FAULT_OPTIONS } from "../local/sim/faults.js";
+import { FAULT_OPTIONS } from "../sim/live/faults.js";
 import { exitSoon, oneLine } from "./errors.js";
 import { addSchemaOptions, type FlagSpec } from "./options.js";
 import { isTypeScriptHandler } from "./run/load-handler.js";
 import { RUN_OPTIONS } from "./run/options.js";
-import { formatRunReport, runHandler } from "./run/run-handler.js";
+import { formatRunReport, type RunReport, runHandler } from "./run/run-handler.js";
 import { CONNECTION_FLAGS } from "./state/options.js";
 
 /** Where a flag differs from its field: its name, its value's name in help, how its text is read. */
 const RUN_FLAGS: { [K in keyof typeof RUN_OPTIONS]?: FlagSpec } = {
   from: { value: "<folder>" },
+  versions: { value: "<folder>" },
   messages: { value: "<file|folder>" },
   reuploads: { name: "reupload" },
   tables: { name: "table", value: "<name[:hashKey]>", parse: table },
   effects: { value: "<table:attribute>", parse: effects },
   env: { value: "<KEY=VALUE>", parse: envPair },
   dynamodbEndpoint: { value: "<url>" },
+  crashedClaims: { value: "<keep|release>" },
   // The state's connection: eonce state's flags (src/cli/state/options.ts), the store and file named for the state.
   stateStore: CONNECTION_FLAGS.store,
   stateFile: CONNECTION_FLAGS.file,
@@ -25,6 +27,8 @@ const RUN_FLAGS: { [K in keyof typeof RUN_OPTIONS]?: FlagSpec } = {
   keyColumn: CONNECTION_FLAGS.keyColumn,
   rowKey: CONNECTION_FLAGS.rowKey,
   rowKeyInverse: CONNECTION_FLAGS.rowKeyInverse,
+  stateUrl: CONNECTION_FLAGS.url,
+  keyPrefix: CONNECTION_FLAGS.keyPrefix,
 };
 
 /**
@@ -55,20 +59,44 @@ export function registerRun(program: Command): void {
             typescript: isTypeScriptHandler(handler),
           }),
         );
-        const report = await runHandler({
-          ...options,
-          handler,
-          faults: faultOptions(flags),
-          handleSignals: true,
-        });
-        process.stdout.write(flags.json ? `${JSON.stringify(report)}\n` : `${formatRunReport(report)}\n`);
+        const print = (report: RunReport) =>
+          process.stdout.write(flags.json ? `${JSON.stringify(report)}\n` : `${formatRunReport(report)}\n`);
+        let printed = false;
+        const report = await runHandler(
+          { ...options, handler, faults: faultOptions(flags), handleSignals: true },
+          {
+            // --keep: the report first, then the servers stay up with what the run left until Ctrl-C.
+            beforeStop: async (r, endpoints) => {
+              if (!options.keep) return;
+              print(r);
+              printed = true;
+              await keepUntilInterrupted(endpoints);
+            },
+          },
+        );
+        if (!printed) print(report);
         process.exitCode = report.ok ? 0 : 1;
+        // A crashed run's code is left dead, not unwound (--crashed-claims keep): what it holds (a pooled
+        // connection, a timer) must not keep the process alive, any more than it outlives a crashed Lambda.
+        exitSoon();
       } catch (error) {
         process.stderr.write(`eonce run: ${oneLine(error)}\n`);
         process.exitCode = 2;
         exitSoon();
       }
     });
+}
+
+/** Prints where the kept servers are, then waits for SIGINT or SIGTERM. */
+async function keepUntilInterrupted(endpoints: Record<string, string>): Promise<void> {
+  const lines = Object.entries(endpoints).map(([k, v]) => `  ${k}=${v}`);
+  process.stderr.write(
+    `eonce run --keep: the servers stay up until Ctrl-C (local credentials: docs/local-runtime.md)\n${lines.join("\n")}\n`,
+  );
+  await new Promise<void>((resolve) => {
+    process.once("SIGINT", () => resolve());
+    process.once("SIGTERM", () => resolve());
+  });
 }
 
 function table(value: string, previous: unknown): { name: string; hashKey: string }[] {

@@ -13,6 +13,7 @@ export interface Clock {
   random?(): number;
 }
 
+/** The real clock: `Date.now()` and timers (the guard's default). */
 export const systemClock: Clock = {
   now: () => Date.now(),
   sleep: realSleep,

@@ -24,6 +24,7 @@ export interface Delivery {
   eventBridge?: { id: string; detailType: string; source: string };
 }
 
+/** How an event came through SQS: the message and its attributes. */
 export interface SqsDelivery {
   messageId: string;
   receiptHandle: string;
@@ -76,4 +77,5 @@ export interface MessageEvent {
   messageId: string;
 }
 
+/** An event as a source parser returns it: an S3 object event, an S3 test event or an application message. */
 export type NormalizedEvent = S3ObjectEvent | S3TestEvent | MessageEvent;

@@ -27,9 +27,14 @@ import type { AtomicWrite, StateStore, WriteOutcome } from "./store.js";
  */
 
 export type BusyPolicy = "wait" | "retry" | "supersede";
+/**
+ * What a claim does when the same event is running elsewhere: `wait` for it, or `retry` (end `in-flight`, for
+ * a later redelivery).
+ */
 export type InFlightPolicy = "wait" | "retry";
 export type { GuardOutcomeStatus } from "./outcomes.js";
 
+/** The options of `createGuard`; unknown keys and bad values throw `OptionsError`. */
 export interface GuardOptions {
   store: StateStore;
   /** How long a claim holds without a heartbeat. Default 30 000. */
@@ -78,6 +83,7 @@ export interface GuardedEvent {
   fingerprint?: string;
 }
 
+/** Per-call options of `guard.run` and `guard.apply`. */
 export interface RunOptions {
   /** Epoch ms by which waiting must give up (e.g. Lambda deadline minus a margin). Default now + leaseMs. */
   deadlineMs?: number;
@@ -87,6 +93,7 @@ export interface RunOptions {
   onEvent?: (event: GuardTrace) => void;
 }
 
+/** What a handler under `guard.run` gets: the claim it holds and the writes to fold into its commit. */
 export interface GuardContext {
   /** Aborted when the lease is lost or cannot be confirmed, or the outer signal aborts. */
   signal: AbortSignal;
@@ -101,6 +108,10 @@ export interface GuardContext {
   atCommit(write: AtomicWrite): void;
 }
 
+/**
+ * How one `guard.run` or `guard.apply` ended; `status` says whether the delivery is acknowledged (see
+ * `isAcknowledged`).
+ */
 export type GuardOutcome<R> =
   | {
       status: "processed";
@@ -128,6 +139,7 @@ export type GuardOutcome<R> =
   /** The store did not confirm the claim, lease or commit (an outage): the delivery must be retried. */
   | { status: "unconfirmed"; phase: "claim" | "commit" | "release"; error: unknown };
 
+/** One step of the guard (claimed, waiting, committed, …), given to `onEvent` for logs, metrics and tests. */
 export type GuardTrace =
   | {
       type: "claimed";
@@ -146,6 +158,9 @@ export type GuardTrace =
   | { type: "heartbeat"; key: string; fence: number; ok: boolean; error?: unknown }
   | { type: "outcome"; key: string; status: GuardOutcomeStatus; durationMs: number };
 
+/**
+ * The handler `guard.run` runs while it holds the claim; its result is committed and replayed to duplicates.
+ */
 export type GuardHandler<R> = (ctx: GuardContext) => Promise<R>;
 
 /** What `apply`'s compute function gets: no lease, no signal; the fence its one request will take. */
@@ -154,6 +169,7 @@ export type ApplyContext = Pick<
   "position" | "subject" | "identity" | "stateKey" | "fence" | "atCommit"
 >;
 
+/** Exactly-once, in-order processing of events over one state store (`createGuard`). */
 export interface Guard {
   readonly options: Readonly<Resolved>;
   /** Claim, run the handler under a lease, commit: for handlers with any kind of effect. New event: 2 requests. */
@@ -280,6 +296,7 @@ export function resolveGuardOptions(what: string, options: GuardOptions): Resolv
   };
 }
 
+/** A guard over `options.store`; the options are checked now (`OptionsError`). */
 export function createGuard(options: GuardOptions): Guard {
   const opts = resolveGuardOptions("createGuard", options);
   const trace = options.onEvent ?? (() => {});

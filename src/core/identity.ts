@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import type { S3ObjectEvent, S3Operation } from "./event.js";
 import type { Position } from "./position.js";
 
+/** The subject of an S3 object: `bucket/key` (what order and exclusivity are scoped to). */
 export function s3Subject(bucket: string, key: string): string {
   return `${bucket}/${key}`;
 }

@@ -1,3 +1,7 @@
+/**
+ * The guard and its model: events, positions, outcomes, the state store contract, errors.
+ * @module effectively-once/core
+ */
 // The guard and its model. Named exports only: this list is the public surface of `effectively-once/core`
 // (test/exports.test.ts pins it). Option validation helpers (`core/options.ts`) are internal.
 export { type Clock, systemClock } from "./clock.js";

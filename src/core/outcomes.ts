@@ -110,6 +110,7 @@ export const OUTCOMES = {
   },
 } as const satisfies Record<string, OutcomeInfo>;
 
+/** What one status means: where it comes from, whether it is acknowledged, its counter and log level. */
 export interface OutcomeInfo {
   /** `guard`: a GuardOutcome status; `delivery`: decided by the adapter before the guard runs. */
   readonly from: "guard" | "delivery";
@@ -127,7 +128,9 @@ export type GuardOutcomeStatus = {
   [S in DeliveryStatus]: (typeof OUTCOMES)[S]["from"] extends "guard" ? S : never;
 }[DeliveryStatus];
 
+/** Every status a delivery can end with. */
 export const DELIVERY_STATUSES = Object.keys(OUTCOMES) as DeliveryStatus[];
+/** The statuses the guard itself returns (the rest are decided by the adapters before it runs). */
 export const GUARD_OUTCOME_STATUSES = DELIVERY_STATUSES.filter(
   (s) => OUTCOMES[s].from === "guard",
 ) as GuardOutcomeStatus[];
@@ -138,10 +141,12 @@ export const RETRIED_STATUSES = DELIVERY_STATUSES.filter((s) => !OUTCOMES[s].ack
 
 export type OutcomeCounter = NonNullable<(typeof OUTCOMES)[DeliveryStatus]["counter"]>;
 
+/** Whether `value` is a known status. */
 export function isDeliveryStatus(value: unknown): value is DeliveryStatus {
   return typeof value === "string" && Object.hasOwn(OUTCOMES, value);
 }
 
+/** Whether the source may forget a delivery that ended with `status` (no redelivery). */
 export function isAcknowledged(status: DeliveryStatus): boolean {
   return OUTCOMES[status].acknowledged;
 }

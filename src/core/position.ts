@@ -39,6 +39,10 @@ export const SEQUENCER_WIDTH = 32;
 
 const HEX = /^[0-9a-fA-F]+$/;
 
+/**
+ * An S3 `sequencer` as a position: upper-cased and right-padded with zeros to a fixed width, so that
+ * positions compare as strings; an invalid one throws `InvalidSequencerError`.
+ */
 export function normalizeSequencer(sequencer: unknown, path = "sequencer"): Position {
   if (typeof sequencer !== "string") throw new InvalidSequencerError(sequencer, "not a string", path);
   if (sequencer.length === 0) throw new InvalidSequencerError(sequencer, "empty", path);
@@ -54,6 +58,7 @@ export function compareSequencers(a: string, b: string): number {
   return comparePositions(normalizeSequencer(a), normalizeSequencer(b));
 }
 
+/** Negative when `a` is before `b`, positive when after, 0 when equal. */
 export function comparePositions(a: Position, b: Position): number {
   return positionBefore(a, b) ? -1 : positionBefore(b, a) ? 1 : 0;
 }
@@ -62,6 +67,7 @@ export function comparePositions(a: Position, b: Position): number {
 export const NUMERIC_POSITION_WIDTH = 20;
 const MAX_NUMERIC = 2n ** 64n - 1n;
 
+/** An integer in 0..2^64-1 as a position (20 zero-padded digits), so that it compares as a number. */
 export function positionFromNumber(value: number | bigint): Position {
   if (typeof value === "number" && !Number.isSafeInteger(value)) {
     throw new InvalidPositionError(`position must be an integer, got ${value}`);
@@ -71,12 +77,14 @@ export function positionFromNumber(value: number | bigint): Position {
   return n.toString().padStart(NUMERIC_POSITION_WIDTH, "0");
 }
 
+/** A date (a `Date` or a parseable string) as a position: its epoch milliseconds. */
 export function positionFromDate(value: Date | string): Position {
   const ms = typeof value === "string" ? Date.parse(value) : value.getTime();
   if (!Number.isFinite(ms) || ms < 0) throw new InvalidPositionError(`not a valid date: ${String(value)}`);
   return positionFromNumber(ms);
 }
 
+/** The longest position, in characters. */
 export const MAX_POSITION_LENGTH = 256;
 
 /**

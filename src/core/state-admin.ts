@@ -7,12 +7,12 @@ import type { StateStore } from "./store.js";
 /**
  * What an operator needs of a state store beyond the guard's contract (src/core/store.ts): list the records, and
  * delete one so that its next delivery runs again. `eonce state` is built on it; each engine implements it next to
- * its store (`src/stores/<engine>/admin.ts`, inline state in `inline-admin.ts`, the memory store's in
- * `src/stores/memory-admin.ts`). Reads and the conditional release go through the store itself
+ * its store (`src/engines/<engine>/admin.ts`, inline state in `inline-admin.ts`, the memory store's in
+ * `src/engines/memory/admin.ts`). Reads and the conditional release go through the store itself
  * (`store.read`, `store.release`), so an operator's release is the very step the guard takes.
  */
 export interface StateAdmin {
-  /** The engine's name (src/stores/names.ts), as the store's. */
+  /** The engine's name (src/engines/registry.ts), as the store's. */
   readonly engine: string;
   readonly store: StateStore;
   /**

@@ -35,6 +35,7 @@ import { type Position, positionBefore } from "./position.js";
  */
 export type StateStatus = "running" | "done" | "released";
 
+/** One state key's record in a store: the current or last claim, its lease and fence, the committed event. */
 export interface StateRecord {
   key: string;
   status: StateStatus;
@@ -65,6 +66,7 @@ export interface StateRecord {
 /** Position used for events that are deduplicated but not ordered. */
 export const UNORDERED_POSITION: Position = "";
 
+/** A claim of `key` for one event, as the guard asks a store for it. */
 export interface ClaimRequest {
   key: string;
   position: Position;
@@ -147,6 +149,7 @@ export function describeClaim(
   return leaseExpired(previous, req) ? { tookOver: true } : { superseded: previous.position };
 }
 
+/** Why a claim was refused, with the state it was refused on. */
 export type Refusal =
   /** The same event was committed. */
   | { kind: "duplicate"; state: StateRecord }

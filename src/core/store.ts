@@ -3,7 +3,7 @@ import type { ClaimRequest, StateRecord } from "./state.js";
 /**
  * The state store contract: each operation is one conditional write or read (the DynamoDB claim takes a second
  * write only when the same event claims again, to count its attempts). Every store runs the same contract suite
- * (test/stores/contract.test.ts) on a real engine, and the fault simulator (src/chaos). The claim condition and
+ * (test/engines/contract.test.ts) on a real engine, and the fault simulator (src/sim). The claim condition and
  * the state machine are in src/core/state.ts.
  *
  * Ambiguity: a request may land although its caller saw an error (a lost response, retried by the SDK or by the
@@ -39,6 +39,7 @@ export interface StateStore {
   canFold(write: AtomicWrite): boolean;
 }
 
+/** A store's answer to a claim: the claim with its fence, or the state it was refused on. */
 export type ClaimResult =
   | {
       claimed: true;
@@ -51,11 +52,13 @@ export type ClaimResult =
     }
   | { claimed: false; state: StateRecord };
 
+/** A step on a claim already held: the key and the claim's fence. */
 export interface FencedRequest {
   key: string;
   fence: number;
 }
 
+/** A lease renewal (heartbeat) of a held claim. */
 export interface RenewRequest extends FencedRequest {
   leaseUntilMs: number;
   /** The item's new expiry: renewals keep TTL ahead of the lease, so TTL never removes a live claim. */
@@ -65,6 +68,7 @@ export interface RenewRequest extends FencedRequest {
 /** `ok: false`: the fence no longer holds; `state` is what holds instead (undefined: the item is gone). */
 export type FencedResult = { ok: true } | { ok: false; state: StateRecord | undefined };
 
+/** The commit of a held claim, with the result to replay and the writes to fold in. */
 export interface CommitRequest extends FencedRequest {
   /** Identity of the claimed event. */
   identity: string;
@@ -79,6 +83,7 @@ export interface CommitRequest extends FencedRequest {
   writes?: readonly AtomicWrite[];
 }
 
+/** `guard.apply`'s one request: claim, apply `writes` and commit at once. */
 export interface ClaimAndCommitRequest extends ClaimRequest {
   result?: string;
   resultOmittedBytes?: number;
@@ -86,10 +91,15 @@ export interface ClaimAndCommitRequest extends ClaimRequest {
   writes?: readonly AtomicWrite[];
 }
 
+/**
+ * A store's answer to a claim-and-commit: committed with each write's outcome, or the state it was refused
+ * on.
+ */
 export type ClaimAndCommitResult =
   | { claimed: true; writes: WriteOutcome[] }
   | { claimed: false; state: StateRecord };
 
+/** A store's answer to a commit: committed with each write's outcome, or refused. */
 export type CommitResult =
   | { committed: true; writes: WriteOutcome[] }
   /** The fence no longer holds; `state` is the state it was refused on, when the engine returns it. */

@@ -13,11 +13,16 @@ import { custom, required, resolveOptions, schemaFor, string } from "../core/opt
 export const MAX_FIFO_ID_LENGTH = 128;
 const VALID_ID = /^[!-~]{1,128}$/;
 
+/**
+ * A FIFO group or deduplication id: `value` as is when SQS accepts it (1–128 printable ASCII), else `h:` and
+ * its SHA-256.
+ */
 export function fifoId(value: string): string {
   if (VALID_ID.test(value) && !value.startsWith("h:")) return value;
   return `h:${createHash("sha256").update(value, "utf8").digest("base64url")}`;
 }
 
+/** What a FIFO message's group and deduplication ids are made from. */
 export interface FifoKeys {
   /** What order is scoped to: an S3 event's `bucket/key`, an order id. */
   subject: string;
@@ -42,6 +47,7 @@ export function fifoMessageIds(keys: FifoKeys): { MessageGroupId: string; Messag
   };
 }
 
+/** The input of `sendFifoMessage`. */
 export interface SendFifoMessageInput extends FifoKeys {
   queueUrl: string;
   /** A string is sent as is; anything else as JSON. */

@@ -42,6 +42,10 @@ export interface S3TestEventPayload {
   HostId: string;
 }
 
+/**
+ * A Lambda handler for SQS batches (S3 notifications, SNS-in-SQS, EventBridge-in-SQS or your messages): each
+ * event through the guard, failures reported per message (`batchItemFailures`).
+ */
 export function sqsHandler<R = unknown, M extends WrapperMode = "run">(
   handler: HandlerOf<M, R>,
   options: OptionsOf<M> & { mode?: M },
@@ -55,6 +59,10 @@ export function sqsHandler<R = unknown, M extends WrapperMode = "run">(
   };
 }
 
+/**
+ * A Lambda handler for S3 notifications invoked directly: each record through the guard; a failed record
+ * makes it throw (`DeliveryFailedError`), so Lambda retries the invocation.
+ */
 export function s3Handler<R = unknown, M extends WrapperMode = "run">(
   handler: HandlerOf<M, R>,
   options: OptionsOf<M> & { mode?: M },
@@ -62,6 +70,10 @@ export function s3Handler<R = unknown, M extends WrapperMode = "run">(
   return direct("s3Handler", handler, options);
 }
 
+/**
+ * A Lambda handler for EventBridge events (S3 object events, or your own with `messages: "accept"`): the
+ * event through the guard; a failure makes it throw (`DeliveryFailedError`), so the invocation is retried.
+ */
 export function eventBridgeHandler<R = unknown, M extends WrapperMode = "run">(
   handler: HandlerOf<M, R>,
   options: OptionsOf<M> & { mode?: M },

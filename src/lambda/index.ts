@@ -1,3 +1,7 @@
+/**
+ * Lambda handler wrappers per trigger, the visibility heartbeat and the FIFO producer helper.
+ * @module effectively-once/lambda
+ */
 // Lambda adapters: handler wrappers per trigger, the visibility heartbeat and the FIFO producer helper.
 // The Middy middleware lives at `effectively-once/lambda/middy`. The SQS SDK is loaded only when a
 // heartbeat first extends a message or a FIFO message is sent.

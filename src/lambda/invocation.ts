@@ -24,6 +24,7 @@ import { type HeartbeatRun, type SqsSender, VisibilityHeartbeat } from "./visibi
 /** How a delivery (or one event in it) ended: see src/core/outcomes.ts. */
 export type { DeliveryStatus } from "../core/outcomes.js";
 
+/** How one event of a delivery ended. */
 export interface EventReport<R = unknown> {
   status: DeliveryStatus;
   subject?: string;
@@ -31,6 +32,7 @@ export interface EventReport<R = unknown> {
   result?: R;
 }
 
+/** How one delivery unit (an SQS message, a direct S3 record, an EventBridge event) ended. */
 export interface DeliveryReport<R = unknown> {
   correlationId: string;
   recordIndex: number;
@@ -45,6 +47,7 @@ export interface InvocationReport<R = unknown> {
   deliveries: DeliveryReport<R>[];
 }
 
+/** An invocation's answer: SQS's batch response with the report, or the report of a direct invoke. */
 export type InvocationResult<R> =
   | { kind: "sqs"; response: SQSBatchResponse; report: InvocationReport<R> }
   | { kind: "direct"; report: InvocationReport<R> };

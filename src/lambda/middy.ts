@@ -1,3 +1,7 @@
+/**
+ * The Lambda wrappers as Middy middleware.
+ * @module effectively-once/lambda/middy
+ */
 import type { MiddlewareObj } from "@middy/core";
 import type { Context, SQSBatchResponse } from "aws-lambda";
 import { OptionsError } from "../core/errors.js";
@@ -33,6 +37,10 @@ const EACH_EVENT_OPTIONS = schemaFor<{ mode?: WrapperMode }>()({
   mode: oneOf(["run", "apply"], { default: "run" }),
 });
 
+/**
+ * Middy middleware running each event of the invocation through the guard (with `eachEvent` as the base
+ * handler).
+ */
 export function effectivelyOnce<M extends WrapperMode = "run">(
   options: OptionsOf<M> & { mode?: M },
 ): MiddlewareObj<unknown, unknown, Error, Context> {

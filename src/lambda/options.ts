@@ -78,6 +78,10 @@ export type OptionsOf<M extends WrapperMode> = M extends "apply"
   ? EffectivelyOnceApplyOptions
   : EffectivelyOnceOptions;
 
+/**
+ * What a `position` derivation returns: a number, bigint or Date, or a string that compares correctly as a
+ * string.
+ */
 export type PositionValue = number | bigint | Date | string;
 
 /** The options of mode `run` (the default). The guard's options pass through unchanged (see GuardOptions for each). */

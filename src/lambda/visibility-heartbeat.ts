@@ -25,9 +25,11 @@ export interface VisibilityHeartbeatOptions {
   queueUrl?: (eventSourceArn: string) => string;
 }
 
+/** The heartbeat's options with their defaults filled in. */
 export type ResolvedVisibilityHeartbeatOptions = Omit<Required<VisibilityHeartbeatOptions>, "queueUrl"> &
   Pick<VisibilityHeartbeatOptions, "queueUrl">;
 
+/** A message whose visibility the heartbeat extends. */
 export interface HeartbeatMessage {
   messageId: string;
   receiptHandle: string;
@@ -36,6 +38,7 @@ export interface HeartbeatMessage {
   correlationId?: string;
 }
 
+/** An extension that failed, for logs. */
 export interface HeartbeatProblem {
   message?: HeartbeatMessage;
   /** `refused`: SQS refused this message's extension (dropped); `request`: the whole request failed (retried). */
@@ -44,11 +47,14 @@ export interface HeartbeatProblem {
   error?: unknown;
 }
 
+/** The part of an SQS client the heartbeat uses. */
 export type SqsSender = Pick<SQSClient, "send">;
 
+/** What the heartbeat needs besides its options. */
 export interface VisibilityHeartbeatDeps {
   /** The client, or a factory (called on the first extension, so quick batches never load the SQS SDK). */
   client: SqsSender | (() => SqsSender | Promise<SqsSender>);
+  /** Called for each failed extension (its errors are ignored). */
   onProblem?: (problem: HeartbeatProblem) => void;
 }
 
@@ -61,10 +67,12 @@ const VISIBILITY_HEARTBEAT_OPTIONS = schemaFor<VisibilityHeartbeatOptions>()({
   queueUrl: func<(eventSourceArn: string) => string>({ expected: "a function (eventSourceArn) => url" }),
 });
 
+/** The option names of `visibilityHeartbeat`. */
 export const VISIBILITY_HEARTBEAT_KEYS = Object.keys(
   VISIBILITY_HEARTBEAT_OPTIONS,
 ) as readonly (keyof VisibilityHeartbeatOptions)[];
 
+/** Checks the heartbeat's options and fills in the defaults; `what` names the caller in `OptionsError`. */
 export function resolveVisibilityHeartbeatOptions(
   what: string,
   options: VisibilityHeartbeatOptions,
@@ -134,6 +142,7 @@ async function configuredEndpoint(client: SqsSender): Promise<string | undefined
   return `${e.protocol ?? "https:"}//${e.hostname}${e.port ? `:${e.port}` : ""}${e.path ?? ""}`;
 }
 
+/** One batch's heartbeat, from `VisibilityHeartbeat.start`. */
 export interface HeartbeatRun {
   /** The message is finished (acknowledged or failed): stop extending it. */
   done(messageId: string): void;
@@ -143,6 +152,10 @@ export interface HeartbeatRun {
   readonly extended: number;
 }
 
+/**
+ * Extends the visibility timeout of a batch's messages while they are processed, so SQS does not redeliver
+ * them to another run meanwhile.
+ */
 export class VisibilityHeartbeat {
   readonly options: Readonly<ResolvedVisibilityHeartbeatOptions>;
   readonly #deps: VisibilityHeartbeatDeps;

@@ -1,7 +1,33 @@
+/**
+ * The local runtime: DynamoDB Local, s3rver and fauxqs on 127.0.0.1, S3 notifications, delivery with faults,
+ * a Lambda runner.
+ * @module effectively-once/local
+ */
 // The local runtime: real protocol servers on 127.0.0.1 (DynamoDB Local, s3rver, fauxqs), faithful S3
 // notifications, delivery with seedable faults, a Lambda runner. Dev dependencies only; see docs/local-runtime.md.
 // An explicit list: what a test or a script driving the runtime needs. The emulators' start functions, the
 // simulation's internals (sleeper, activity) and the CLI's `run`/`demo` machinery stay internal.
+
+export {
+  type DeliveryFaults,
+  FaultInjector,
+  type FaultOptions,
+  NO_FAULTS,
+  NO_RUN_FAULTS,
+  type ResolvedFaults,
+  type RunFaults,
+  resolveFaults,
+} from "../sim/live/faults.js";
+export { instrumentStore } from "../sim/live/instrumented-store.js";
+export {
+  type GuardStep,
+  type RunStatus,
+  type SourceKind,
+  Trace,
+  type TraceEvent,
+  type TraceListener,
+} from "../sim/live/trace.js";
+export { createPrng, type Prng } from "../sim/prng.js";
 export { type AsyncInvokeOptions, AsyncInvoker, type FailedAsyncEvent } from "./delivery/async-invoke.js";
 export {
   BucketNotifications,
@@ -10,6 +36,7 @@ export {
   type NotificationRoute,
 } from "./delivery/bucket-notifications.js";
 export { type S3EventBridgeEvent, toEventBridgeEvent } from "./delivery/eventbridge-envelope.js";
+export type { HandlerOutcome, HandlerOutcomes } from "./delivery/handler-outcomes.js";
 export {
   currentInvocation,
   faultPoint,
@@ -35,26 +62,6 @@ export {
   type LocalRuntimeOptions,
   type QueueOptions,
 } from "./runtime.js";
-export {
-  type DeliveryFaults,
-  FaultInjector,
-  type FaultOptions,
-  NO_FAULTS,
-  NO_RUN_FAULTS,
-  type ResolvedFaults,
-  type RunFaults,
-  resolveFaults,
-} from "./sim/faults.js";
-export { instrumentStore } from "./sim/instrumented-store.js";
-export { createPrng, type Prng } from "./sim/prng.js";
-export {
-  type GuardStep,
-  type RunStatus,
-  type SourceKind,
-  Trace,
-  type TraceEvent,
-  type TraceListener,
-} from "./sim/trace.js";
 
 /** @deprecated Renamed `AnyLambdaHandler` (the wrappers' `LambdaHandler` is another type); removed in 0.3. */
 export type LambdaHandler = import("./delivery/lambda-runner.js").AnyLambdaHandler;

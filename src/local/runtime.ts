@@ -6,7 +6,12 @@ import {
   ReceiveMessageCommand,
   type SQSClient,
 } from "@aws-sdk/client-sqs";
-import { boolean, custom, integer, resolveOptions, schemaFor, string } from "../core/options.js";
+import { boolean, custom, integer, oneOf, resolveOptions, schemaFor, string } from "../core/options.js";
+import type { Activity } from "../sim/live/activity.js";
+import { createSimulation, type Simulation } from "../sim/live/simulation.js";
+import type { Sleeper } from "../sim/live/sleeper.js";
+import type { SourceKind, Trace } from "../sim/live/trace.js";
+import type { Prng } from "../sim/prng.js";
 import { LOCAL_CREDENTIALS, LOCAL_REGION } from "./aws-local.js";
 import { type AsyncInvokeOptions, AsyncInvoker } from "./delivery/async-invoke.js";
 import {
@@ -14,7 +19,12 @@ import {
   type BucketRouteOptions,
   type NotificationRoute,
 } from "./delivery/bucket-notifications.js";
-import { LocalFunction, type LocalFunctionOptions } from "./delivery/lambda-runner.js";
+import {
+  CRASHED_CLAIMS,
+  type CrashedClaims,
+  LocalFunction,
+  type LocalFunctionOptions,
+} from "./delivery/lambda-runner.js";
 import { S3NotificationFactory } from "./delivery/s3-notifications.js";
 import { SqsEventSource, type SqsEventSourceOptions } from "./delivery/sqs-event-source.js";
 import { type DynamoDBLocal, dynamoDBClient, startDynamoDBLocal } from "./emulators/dynamodb-local.js";
@@ -22,12 +32,8 @@ import { requireServers } from "./emulators/requirements.js";
 import { type LocalS3Server, startS3Server } from "./emulators/s3-server.js";
 import { onShutdownSignal } from "./emulators/shutdown.js";
 import { type LocalSqsServer, startSqsServer } from "./emulators/sqs-server.js";
-import type { Activity } from "./sim/activity.js";
-import type { Prng } from "./sim/prng.js";
-import { createSimulation, type Simulation } from "./sim/simulation.js";
-import type { Sleeper } from "./sim/sleeper.js";
-import type { SourceKind, Trace } from "./sim/trace.js";
 
+/** The options of `LocalRuntime.start`. */
 export interface LocalRuntimeOptions {
   /** Seed of every fault decision. Default 1. */
   seed?: number;
@@ -45,6 +51,11 @@ export interface LocalRuntimeOptions {
   ports?: { dynamodb?: number; s3?: number; sqs?: number };
   /** Java executable for DynamoDB Local. Default `java` on the PATH. */
   javaPath?: string;
+  /**
+   * What stop() does to the claims of runs that crashed at their fault point: `keep` (default) leaves them as a crash
+   * does, `running` with their lease running out; `release` unwinds the crashed code so the guard releases them.
+   */
+  crashedClaims?: CrashedClaims;
 }
 
 const isObjectOf = (v: unknown, keys: readonly string[], is: (x: unknown) => boolean) =>
@@ -71,8 +82,13 @@ export const LOCAL_RUNTIME_OPTIONS = schemaFor<LocalRuntimeOptions>()({
     isObjectOf(v, SERVICES, (x) => Number.isSafeInteger(x) && (x as number) >= 0 && (x as number) < 65536),
   ),
   javaPath: string(),
+  crashedClaims: oneOf(CRASHED_CLAIMS, {
+    default: "keep",
+    doc: "when the run ends, leave a crashed run's claim running, as a crash does (keep), or release it",
+  }),
 });
 
+/** The options of `LocalRuntime.createQueue`. */
 export interface QueueOptions {
   fifo?: boolean;
   /** Seconds, as SQS takes it. Default 30. */
@@ -83,6 +99,7 @@ export interface QueueOptions {
   contentBasedDeduplication?: boolean;
 }
 
+/** A queue the runtime created, and its dead-letter queue when it has one. */
 export interface LocalQueue {
   name: string;
   url: string;
@@ -90,6 +107,7 @@ export interface LocalQueue {
   dlq?: { name: string; url: string; arn: string };
 }
 
+/** The options of `LocalRuntime.idle`. */
 export interface IdleOptions {
   /** Give up (and throw) after this long. Default 120 000. */
   timeoutMs?: number;
@@ -115,6 +133,7 @@ export class LocalRuntime {
   readonly #functions: LocalFunction[] = [];
   readonly #sources: SqsEventSource[] = [];
   readonly #clients: { destroy(): void }[] = [];
+  readonly #crashedClaims: CrashedClaims;
   #removeSignalHandlers: (() => void) | undefined;
   #stopped: Promise<void> | undefined;
   #ddbClient?: DynamoDBClient;
@@ -128,8 +147,10 @@ export class LocalRuntime {
       s3?: LocalS3Server;
       sqs?: LocalSqsServer;
       versioned: boolean;
+      crashedClaims: CrashedClaims;
     },
   ) {
+    this.#crashedClaims = parts.crashedClaims;
     this.sim = sim;
     ({ trace: this.trace, activity: this.activity, sleeper: this.sleeper, prng: this.prng } = sim);
     this.dynamodb = parts.dynamodb;
@@ -147,6 +168,10 @@ export class LocalRuntime {
     }
   }
 
+  /**
+   * Starts the servers (DynamoDB Local, s3rver, fauxqs: all three by default, side by side) and the delivery
+   * layer.
+   */
   static async start(options: LocalRuntimeOptions = {}): Promise<LocalRuntime> {
     const o = resolveOptions("LocalRuntime", LOCAL_RUNTIME_OPTIONS, options);
     const want = { dynamodb: true, s3: true, sqs: true, ...o.services };
@@ -183,6 +208,7 @@ export class LocalRuntime {
       s3: value(s3),
       sqs: value(sqs),
       versioned: o.versioned,
+      crashedClaims: o.crashedClaims,
     });
     if (o.handleSignals) runtime.#removeSignalHandlers = onShutdownSignal(() => runtime.stop());
     return runtime;
@@ -203,12 +229,14 @@ export class LocalRuntime {
     return this.#ddbClient;
   }
 
+  /** The runtime's S3 client (local endpoint and credentials). */
   s3Client(): S3Client {
     if (!this.s3) throw new Error("S3 is not running in this runtime");
     this.#s3Client ??= this.#own(this.s3.client());
     return this.#s3Client;
   }
 
+  /** The runtime's SQS client (local endpoint and credentials). */
   sqsClient(): SQSClient {
     if (!this.sqs) throw new Error("SQS is not running in this runtime");
     this.#sqsClient ??= this.#own(this.sqs.client());
@@ -252,6 +280,7 @@ export class LocalRuntime {
     return applyEnvironment({ ...this.env(), ...extra });
   }
 
+  /** Creates a bucket; one that exists already is fine. */
   async createBucket(name: string): Promise<void> {
     try {
       await this.s3Client().send(new CreateBucketCommand({ Bucket: name }));
@@ -369,13 +398,16 @@ export class LocalRuntime {
     }
   }
 
-  /** Stops polling, cuts pending delays and retries, unwinds crashed runs, closes clients and servers. */
+  /**
+   * Stops polling, cuts pending delays and retries, leaves crashed runs dead or unwinds them (`crashedClaims`), closes
+   * clients and servers.
+   */
   stop(): Promise<void> {
     this.#stopped ??= (async () => {
       this.#removeSignalHandlers?.();
       await Promise.allSettled(this.#sources.map((s) => s.stop()));
       this.sleeper.stop();
-      for (const fn of this.#functions) fn.unwindCrashed();
+      for (const fn of this.#functions) fn.stopCrashed(this.#crashedClaims);
       // Let unwinding runs finish their last requests before the servers go (bounded).
       let timer: NodeJS.Timeout | undefined;
       try {

@@ -13,12 +13,16 @@ import { countersOf, DELIVERY_STATUSES } from "../core/outcomes.js";
  */
 export const COUNTERS = [...countersOf(DELIVERY_STATUSES), "superseded", "tookOver"] as const;
 
+/** One counter the adapters emit. */
 export type CounterName = (typeof COUNTERS)[number];
 
 /** Value metrics: one data point per record. */
 export const RECEIVE_COUNT_METRIC = "receiveCount";
+/** The handler's duration per event, in milliseconds. */
 export const HANDLER_DURATION_METRIC = "handlerDuration";
+/** The dimension every metric carries: the pipeline's name. */
 export const PIPELINE_DIMENSION = "pipeline";
 /** Powertools Metrics adds this dimension to every metric; its value is POWERTOOLS_SERVICE_NAME. */
 export const SERVICE_DIMENSION = "service";
+/** The metrics' namespace unless POWERTOOLS_METRICS_NAMESPACE or your Metrics instance says otherwise. */
 export const DEFAULT_NAMESPACE = "EffectivelyOnce";

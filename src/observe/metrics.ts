@@ -37,14 +37,17 @@ export class InvocationMetrics {
     this.#pipeline = pipeline;
   }
 
+  /** Adds `n` to a counter. */
   count(name: CounterName, n = 1): void {
     this.#counts.set(name, (this.#counts.get(name) ?? 0) + n);
   }
 
+  /** Records one SQS message's receive count. */
   receiveCount(n: number): void {
     this.#receiveCounts.push(n);
   }
 
+  /** Records one handler run's duration. */
   handlerDuration(ms: number): void {
     this.#durationsMs.push(Math.round(ms));
   }

@@ -23,6 +23,7 @@ import { defaultMetrics, InvocationMetrics } from "./metrics.js";
  */
 export const CORRELATION_ID_KEY = "correlation_id";
 
+/** The options of `Observer`. */
 export interface ObserverOptions {
   /** A Powertools Logger; default one with service POWERTOOLS_SERVICE_NAME or the pipeline. */
   logger?: Logger;
@@ -34,6 +35,10 @@ export interface ObserverOptions {
 
 type Fields = Record<string, unknown>;
 
+/**
+ * The logs and metrics of one wrapper: its Powertools Logger and Metrics (created at the first invocation
+ * when not given).
+ */
 export class Observer {
   readonly #pipeline: string | undefined;
   #logger: Logger | undefined;
@@ -76,6 +81,7 @@ export class Observer {
   }
 }
 
+/** Logs and counts everything about one invocation; `flush` publishes its metrics. */
 export class InvocationObserver {
   readonly logger: Logger;
   readonly metrics: InvocationMetrics;
@@ -89,6 +95,7 @@ export class InvocationObserver {
     this.#requestId = requestId;
   }
 
+  /** The observer of one delivery unit of this invocation. */
   delivery(delivery: Delivery): DeliveryObserver {
     return new DeliveryObserver(this, delivery);
   }
@@ -99,6 +106,7 @@ export class InvocationObserver {
     this.log("error", `unknown invocation rejected: ${messageOf(error)}`, { error });
   }
 
+  /** Logs one line with the correlation id and the pipeline. */
   log(level: "debug" | "info" | "warn" | "error", message: string, fields: Fields = {}): void {
     this.logger[level](message, {
       [CORRELATION_ID_KEY]: this.#requestId,
@@ -107,6 +115,7 @@ export class InvocationObserver {
     });
   }
 
+  /** Publishes the invocation's metrics. */
   flush(): void {
     this.metrics.flush();
   }
@@ -135,6 +144,7 @@ export class DeliveryObserver {
     return this.#child;
   }
 
+  /** Logs one line with the correlation id and the pipeline. */
   log(level: "debug" | "info" | "warn" | "error", message: string, fields: Fields = {}): void {
     const d = this.delivery;
     const base: Fields = {
@@ -183,11 +193,13 @@ export class DeliveryObserver {
     });
   }
 
+  /** An `s3:TestEvent`: acknowledged, counted and logged. */
   testEvent(bucket: string): void {
     this.#inv.metrics.count("testEvent");
     this.log("info", `s3:TestEvent acknowledged for bucket ${bucket}`, { status: "test-event" });
   }
 
+  /** A delivery left for a later invocation (e.g. after a failure in its FIFO group): counted and logged. */
   deferred(reason: string): void {
     this.#inv.metrics.count("deferred");
     this.log("warn", `deferred ${this.delivery.sqs?.messageId ?? this.correlationId}: ${reason}`, {
@@ -195,6 +207,7 @@ export class DeliveryObserver {
     });
   }
 
+  /** Records the handler's duration for one event. */
   handlerDuration(ms: number): void {
     this.#inv.metrics.handlerDuration(ms);
   }

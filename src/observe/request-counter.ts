@@ -6,12 +6,15 @@ import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
  */
 export interface RequestCounter {
   readonly counts: Readonly<Record<string, number>>;
+  /** Requests sent so far, all commands together. */
   total(): number;
+  /** Starts counting from zero. */
   reset(): void;
 }
 
 type AnyClient = Pick<DynamoDBClient, "middlewareStack">;
 
+/** Counts the requests `client` sends, per command (e.g. `UpdateItem`), from now on. */
 export function countRequests(client: AnyClient, name = "eonceRequestCounter"): RequestCounter {
   const counts: Record<string, number> = {};
   client.middlewareStack.add(

@@ -1,3 +1,7 @@
+/**
+ * Fenced S3 output: objects written in position order, whatever the arrival order.
+ * @module effectively-once/sinks/s3
+ */
 import {
   GetObjectCommand,
   type GetObjectCommandOutput,
@@ -7,18 +11,19 @@ import {
   type S3Client,
 } from "@aws-sdk/client-s3";
 import { OptionsError, StoreError } from "../core/errors.js";
+import { type FenceSource, fencedPosition, type SinkWriteStatus } from "../core/fence.js";
 import { custom, integer, oneOf, required, resolveOptions, schemaFor } from "../core/options.js";
 import type { Position } from "../core/position.js";
 import { UNORDERED_POSITION } from "../core/state.js";
-import { type FenceSource, fencedPosition, type SinkWriteStatus } from "./fence.js";
 import { bodyBytes, contentDigest, type S3SinkBody } from "./s3-body.js";
 
-export type { FenceSource, SinkWriteStatus } from "./fence.js";
+export type { FenceSource, SinkWriteStatus } from "../core/fence.js";
 export type { S3SinkBody } from "./s3-body.js";
 export { S3SinkBodyTooLargeError } from "./s3-body.js";
 
 const SINK = "S3FencedSink";
 
+/** The options of `S3FencedSink`. */
 export interface S3FencedSinkOptions {
   client: S3Client;
   /**
@@ -59,6 +64,7 @@ export const S3_SINK_METADATA = {
   digest: "eo-digest",
 } as const;
 
+/** An object to write: where, its body and content type, your metadata. */
 export interface S3SinkObject {
   bucket: string;
   key: string;
@@ -69,6 +75,7 @@ export interface S3SinkObject {
   metadata?: Record<string, string>;
 }
 
+/** Where an object is: bucket and key. */
 export interface S3SinkLocation {
   bucket: string;
   key: string;
@@ -83,6 +90,7 @@ export interface S3SinkReadResult {
   stamp: S3SinkStamp | undefined;
 }
 
+/** The position and claim fence of the write that made an object. */
 export interface S3SinkStamp {
   position: Position;
   fence: number;

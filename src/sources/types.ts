@@ -15,6 +15,7 @@ export interface DeliveryUnit {
   error?: MalformedEventError;
 }
 
+/** The options of `parseInvocation`; unknown keys throw `OptionsError`. */
 export interface ParseOptions {
   /**
    * What an SQS body (or EventBridge event) that is not an S3 notification becomes:

@@ -1,10 +1,10 @@
 import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { auditPostgresTable } from "../../src/audit/postgres-rows.js";
 import type { TableAuditReport } from "../../src/audit/table-audit.js";
 import { registerAudit } from "../../src/cli/audit.js";
 import { registerAuditTable } from "../../src/cli/audit-table.js";
-import type { PostgresPool } from "../../src/stores/postgres/pool.js";
+import { auditPostgresTable } from "../../src/engines/postgres/audit-rows.js";
+import type { PostgresPool } from "../../src/engines/postgres/pool.js";
 import { type CliRun, runCli } from "../kit/cli.js";
 import { POSTGRES_URL, type TestDatabase, testDatabase } from "../kit/postgres.js";
 import {

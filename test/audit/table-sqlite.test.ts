@@ -3,10 +3,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { auditSqliteTable } from "../../src/audit/sqlite-rows.js";
 import type { TableAuditReport } from "../../src/audit/table-audit.js";
 import { registerAudit } from "../../src/cli/audit.js";
 import { registerAuditTable } from "../../src/cli/audit-table.js";
+import { auditSqliteTable } from "../../src/engines/sqlite/audit-rows.js";
 import { type CliRun, runCli } from "../kit/cli.js";
 import {
   ORDERS_BY_ORDER,

@@ -1,10 +1,10 @@
 import { randomUUID } from "node:crypto";
 import { type DynamoDBClient, ScanCommand } from "@aws-sdk/client-dynamodb";
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
-import { auditTable, type TableAuditReport } from "../../src/audit/table-scan.js";
 import { registerAudit } from "../../src/cli/audit.js";
 import { registerAuditTable } from "../../src/cli/audit-table.js";
-import { createTableIfMissing } from "../../src/stores/dynamodb/schema.js";
+import { auditTable, type TableAuditReport } from "../../src/engines/dynamodb/audit-rows.js";
+import { createTableIfMissing } from "../../src/engines/dynamodb/schema.js";
 import { batchPut } from "../kit/batch-write.js";
 import { type CliRun, runCli } from "../kit/cli.js";
 import { localDynamoDB } from "../kit/dynamodb.js";

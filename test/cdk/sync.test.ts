@@ -30,8 +30,8 @@ describe("the construct and the runtime agree", () => {
           spec === "../core/options.js" ||
           spec === "../core/describe-value.js" ||
           spec === "../core/outcomes.js" ||
-          spec === "../stores/dynamodb/schema-names.js" ||
-          spec === "../stores/inline-prefix.js";
+          spec === "../engines/dynamodb/schema-names.js" ||
+          spec === "../core/inline-prefix.js";
         expect(ok, `${file} imports ${spec}`).toBe(true);
       }
     }

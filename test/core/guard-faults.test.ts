@@ -10,7 +10,7 @@ import { createGuard, type GuardOptions } from "../../src/core/guard.js";
 import { isAcknowledged } from "../../src/core/outcomes.js";
 import { positionFromNumber } from "../../src/core/position.js";
 import { stateKey } from "../../src/core/state-key.js";
-import { MemoryStore } from "../../src/stores/memory.js";
+import { MemoryStore } from "../../src/engines/memory/store.js";
 import { deferred, guardEvent, STORES, sleep, useStore, wrapStore } from "../kit/index.js";
 
 /**
@@ -58,7 +58,7 @@ describe.each(STORES)("guard under faults on $name", (factory) => {
   });
 
   it("a run whose expired claim an OLDER event took over is not acknowledged: the older commit does not cover it", async () => {
-    // Found by the fault simulator (src/chaos): this used to be `lease-lost`, acknowledged, and the event was lost.
+    // Found by the fault simulator (src/sim): this used to be `lease-lost`, acknowledged, and the event was lost.
     const s = subject();
     const frozen = wrapStore(t.store, { renew: () => new Promise(() => {}) });
     const newerMayCommit = deferred();

@@ -10,7 +10,7 @@ import { type ApplyContext, createGuard, type GuardOptions } from "../../src/cor
 import { positionFromNumber } from "../../src/core/position.js";
 import { stateKey } from "../../src/core/state-key.js";
 import type { StateStore } from "../../src/core/store.js";
-import { MemoryStore } from "../../src/stores/memory.js";
+import { MemoryStore } from "../../src/engines/memory/store.js";
 import {
   deferred,
   guardEvent,

@@ -3,7 +3,7 @@ import { getEventListeners } from "node:events";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { onAbort } from "../../src/core/abort.js";
 import { createGuard } from "../../src/core/guard.js";
-import { MemoryStore } from "../../src/stores/memory.js";
+import { MemoryStore } from "../../src/engines/memory/store.js";
 import { guardEvent, sleep } from "../kit/index.js";
 
 /**

@@ -13,9 +13,9 @@ import {
   type StateAdmin,
 } from "../../src/core/state-admin.js";
 import type { StateStore } from "../../src/core/store.js";
-import { MemoryStore } from "../../src/stores/memory.js";
-import { MemoryStateAdmin } from "../../src/stores/memory-admin.js";
-import { SqliteStateAdmin } from "../../src/stores/sqlite/admin.js";
+import { MemoryStateAdmin } from "../../src/engines/memory/admin.js";
+import { MemoryStore } from "../../src/engines/memory/store.js";
+import { SqliteStateAdmin } from "../../src/engines/sqlite/admin.js";
 
 /**
  * `forget`'s lease check, one function in core for every engine's admin: a lease counts until the guard's clock

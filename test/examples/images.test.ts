@@ -4,9 +4,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { guardedImagesHandler, outputKey } from "../../examples/images/handler.js";
 import { classify, pictures } from "../../examples/images/pictures.js";
 import { quietObservability } from "../../examples/shared/demo-kit.js";
+import { MemoryStore } from "../../src/engines/memory/store.js";
 import { type LocalS3Server, startS3Server } from "../../src/local/emulators/s3-server.js";
 import { isObjectReplaced, s3ObjectInput } from "../../src/sources/object-input.js";
-import { MemoryStore } from "../../src/stores/memory.js";
 import { lambdaContext } from "../kit/context.js";
 import { eventBridgeS3 } from "../kit/events.js";
 

@@ -3,8 +3,8 @@ import { GetItemCommand, PutItemCommand } from "@aws-sdk/client-dynamodb";
 import { marshall, unmarshall } from "@aws-sdk/util-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { inventoryHandler, type Sale } from "../../examples/inventory/handler.js";
-import { createStateTable, createTableIfMissing } from "../../src/stores/dynamodb/schema.js";
-import { DynamoDBStore } from "../../src/stores/dynamodb/store.js";
+import { createStateTable, createTableIfMissing } from "../../src/engines/dynamodb/schema.js";
+import { DynamoDBStore } from "../../src/engines/dynamodb/store.js";
 import { lambdaContext, localDynamoDB, sqsEvent, sqsRecord } from "../kit/index.js";
 
 describe("inventory example: stock counted exactly once", () => {

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createChargesTable, postgresOrdersHandler } from "../../examples/orders/postgres.js";
-import { migrate, type PostgresPool } from "../../src/stores/postgres/index.js";
+import { migrate, type PostgresPool } from "../../src/engines/postgres/index.js";
 import { lambdaContext, sqsEvent, sqsRecord } from "../kit/index.js";
 import { type TestDatabase, testDatabase } from "../kit/postgres.js";
 

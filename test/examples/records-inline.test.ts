@@ -9,10 +9,10 @@ import {
   inlineRecordsHandler,
   inlineRecordsQueueHandler,
 } from "../../examples/records/inline.js";
+import { InlineDynamoDBStore } from "../../src/engines/dynamodb/inline-store.js";
+import { createTableIfMissing } from "../../src/engines/dynamodb/schema.js";
 import { eventBridgeHandler, s3Handler, sqsHandler } from "../../src/lambda/index.js";
 import { countRequests } from "../../src/observe/request-counter.js";
-import { InlineDynamoDBStore } from "../../src/stores/dynamodb/inline.js";
-import { createTableIfMissing } from "../../src/stores/dynamodb/schema.js";
 import {
   captureOutput,
   eventBridgeS3,

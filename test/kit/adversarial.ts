@@ -1,5 +1,5 @@
 import fc from "fast-check";
-import { KEY_PIECES } from "../../src/chaos/names.js";
+import { KEY_PIECES } from "../../src/sim/names.js";
 
 /**
  * Text for key-mapping property tests: any string (lone surrogates included, unless `storable`: DynamoDB and

@@ -1,9 +1,9 @@
 import { randomUUID } from "node:crypto";
 import { inject } from "vitest";
+import { createStateTable, createTableIfMissing } from "../../src/engines/dynamodb/schema.js";
+import { DynamoDBFencedSink } from "../../src/engines/dynamodb/sink.js";
+import { DynamoDBStore } from "../../src/engines/dynamodb/store.js";
 import { dynamoDBClient } from "../../src/local/emulators/dynamodb-local.js";
-import { DynamoDBFencedSink } from "../../src/sinks/dynamodb.js";
-import { createStateTable, createTableIfMissing } from "../../src/stores/dynamodb/schema.js";
-import { DynamoDBStore } from "../../src/stores/dynamodb/store.js";
 
 /** A client on the run's DynamoDB Local (started by test/global-setup.ts). */
 export function localDynamoDB() {

@@ -1,8 +1,8 @@
-import { InlinePostgresStore } from "../../src/stores/postgres/inline.js";
-import { migrateInline } from "../../src/stores/postgres/inline-schema.js";
-import { migrate } from "../../src/stores/postgres/schema.js";
-import { PostgresFencedSink } from "../../src/stores/postgres/sink.js";
-import { PostgresStore } from "../../src/stores/postgres/store.js";
+import { migrateInline } from "../../src/engines/postgres/inline-schema.js";
+import { InlinePostgresStore } from "../../src/engines/postgres/inline-store.js";
+import { migrate } from "../../src/engines/postgres/schema.js";
+import { PostgresFencedSink } from "../../src/engines/postgres/sink.js";
+import { PostgresStore } from "../../src/engines/postgres/store.js";
 import { inlineRows } from "./inline-rows.js";
 import { createSinkTable, losingPool, testDatabase } from "./postgres.js";
 import type { StoreUnderTest } from "./stores.js";
@@ -57,13 +57,9 @@ export async function postgresInlineStoreUnderTest(): Promise<StoreUnderTest> {
   await createSinkTable(db.pool, db.schema, "rows");
   await migrateInline(db.pool, { schema: db.schema, table: "rows" });
   const lost = losingPool(db.pool);
-  // Prepared statements here, plain ones in the state table's engine: the contract suite runs both.
-  const store = new InlinePostgresStore({
-    pool: lost.pool,
-    schema: db.schema,
-    table: "rows",
-    preparedStatements: true,
-  });
+  // The store's defaults: each step one call of the functions migrateInline installed (test/engines/postgres/
+  // functions.test.ts compares them with the statements, which the state table's engine sends here).
+  const store = new InlinePostgresStore({ pool: lost.pool, schema: db.schema, table: "rows" });
   const { rowFor, stateKeyOf } = inlineRows((k) => store.rowKeyOf(k));
   const columns = (ctx: { position: string | undefined; fence: number }, value: string) => ({
     value,

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import pg from "pg";
-import type { PostgresClient, PostgresPool } from "../../src/stores/postgres/pool.js";
+import type { PostgresClient, PostgresPool } from "../../src/engines/postgres/pool.js";
 
 /**
  * The PostgreSQL server the postgres suites use: 127.0.0.1:5432, user postgres, database test (here and in CI), or

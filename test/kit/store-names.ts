@@ -1,5 +1,5 @@
 /** The store engines the store and guard suites run on, and the `EONCE_STORES` filter: the engines' one list. */
-import { STORE_NAMES, type StoreName } from "../../src/stores/names.js";
+import { STORE_NAMES, type StoreName } from "../../src/engines/registry.js";
 
 export { STORE_NAMES, type StoreName };
 

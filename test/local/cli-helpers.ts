@@ -5,6 +5,8 @@ export function eonce(
   args: string[],
   timeoutMs = 240_000,
   env: NodeJS.ProcessEnv = {},
+  /** Called with the child and its stderr so far on every chunk of stderr (to act on what it says). */
+  onStderr?: (child: import("node:child_process").ChildProcess, stderr: string) => void,
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ["--import", "tsx", "src/cli/main.ts", ...args], {
@@ -19,6 +21,7 @@ export function eonce(
     });
     child.stderr.on("data", (c: Buffer) => {
       stderr += c.toString();
+      onStderr?.(child, stderr);
     });
     const timer = setTimeout(() => {
       child.kill("SIGTERM");

@@ -7,8 +7,8 @@ import {
   type InjectedFailure,
   LocalFunction,
 } from "../../src/local/delivery/lambda-runner.js";
-import { createSimulation, type Simulation } from "../../src/local/sim/simulation.js";
-import type { TraceEvent } from "../../src/local/sim/trace.js";
+import { createSimulation, type Simulation } from "../../src/sim/live/simulation.js";
+import type { TraceEvent } from "../../src/sim/live/trace.js";
 import { deferred, sleep } from "../kit/index.js";
 
 let deps: Simulation;
@@ -132,6 +132,30 @@ describe("local Lambda runner", () => {
     crash.unwindCrashed();
     await sleep(10);
     expect(reached).toEqual(["read"]);
+  });
+
+  it("stopCrashed: keep leaves crashed code dead (no finally runs, so no release); release unwinds it", async () => {
+    fresh();
+    const ended: string[] = [];
+    const handler = (name: string) => async () => {
+      try {
+        await faultPoint();
+      } finally {
+        ended.push(name); // where a guard releases its claim
+      }
+    };
+    const keep = new LocalFunction({ name: "k", handler: handler("k"), faults: { crashRate: 1 } }, deps);
+    const release = new LocalFunction({ name: "r", handler: handler("r"), faults: { crashRate: 1 } }, deps);
+    expect((await keep.invoke({})).status).toBe("crashed");
+    expect((await release.invoke({})).status).toBe("crashed");
+    deps.sleeper.stop();
+    keep.stopCrashed("keep");
+    release.stopCrashed("release");
+    // Runs that crash after the stop get the same.
+    expect((await keep.invoke({})).status).toBe("crashed");
+    expect((await release.invoke({})).status).toBe("crashed");
+    await sleep(20);
+    expect(ended).toEqual(["r", "r"]);
   });
 });
 

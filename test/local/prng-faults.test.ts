@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { OptionsError } from "../../src/core/errors.js";
-import { FaultInjector, resolveFaults } from "../../src/local/sim/faults.js";
-import { createPrng } from "../../src/local/sim/prng.js";
+import { FaultInjector, resolveFaults } from "../../src/sim/live/faults.js";
+import { createPrng } from "../../src/sim/prng.js";
 
 describe("seedable PRNG", () => {
   it("repeats its stream for a seed and differs between seeds and forks", () => {

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -48,6 +48,12 @@ describe.concurrent("eonce run", () => {
     expect(stderr).not.toMatch(/Error:/);
     const report = parse(stdout);
     expect(report).toMatchObject({ source: "direct", uploads: 24, events: 24 });
+    // Every upload with its sequencer, in the order S3 accepted them (the guard's order per key).
+    expect(report.uploaded).toHaveLength(24);
+    const sequencers = report.uploaded.map((u) => u.sequencer);
+    expect([...sequencers].sort()).toEqual(sequencers);
+    expect(new Set(sequencers).size).toBe(24);
+    expect(report.uploaded[0]?.key).toMatch(/^generated\/object \d+\+v\.txt$/);
     expect(report.deliveries).toBeGreaterThan(24);
     expect(report.outcomes.duplicate).toBeGreaterThan(0);
     expect(report.invariants.map((c) => [c.id, c.status])).toEqual([
@@ -305,4 +311,124 @@ describe("eonce run --dynamodb-endpoint on a DynamoDB Local without -sharedDb", 
     expect(stderr).toContain("-sharedDb");
     expect(code).toBe(2);
   }, 120_000);
+});
+
+/**
+ * A crashed Lambda leaves its claim `running` until the lease runs out, and so does `eonce run` when it ends (the
+ * default, `--crashed-claims keep`): the state outlives the run (a SQLite file here), and operators practise on it
+ * with `eonce state`. Every first attempt crashes at the fault point holding the claim; with a 10-minute lease, the
+ * retries find it held and give up.
+ */
+describe.concurrent("eonce run and a crashed holder's claim", () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), "eonce-crashed-"));
+  });
+  afterAll(async () => {
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  const crashOnce = async (file: string, extra: string[] = []) => {
+    const run = await eonce([
+      "run",
+      "test/local/fixtures/state-engines.ts:handler",
+      "--generate",
+      "1",
+      "--env",
+      "FIXTURE_STORE=sqlite",
+      "--env",
+      "LEASE_MS=600000",
+      "--state-store",
+      "sqlite",
+      "--state-file",
+      file,
+      "--crash-rate",
+      "1",
+      "--json",
+      ...endpoint(),
+      ...extra,
+    ]);
+    const report = parse(run.stdout);
+    expect(report.runs.crashed, run.stderr).toBe(1);
+    expect(report.unsuccessful.lost).toBe(1);
+    expect(run.code).toBe(1);
+  };
+  type Listed = { key: string; status: string; lease: string; fence: number };
+  const state = async (file: string, ...args: string[]) => {
+    const r = await eonce(["state", ...args, "--store", "sqlite", "--file", file, "--json"]);
+    return JSON.parse(r.stdout.trim() || "{}") as Listed & { records?: Listed[]; released?: boolean };
+  };
+
+  it("keeps it by default: running, lease live, after the run; eonce state release frees it", async () => {
+    const file = join(dir, "keep.db");
+    await crashOnce(file);
+    const [claim, ...others] = (await state(file, "list")).records ?? [];
+    expect(others).toEqual([]);
+    expect(claim).toMatchObject({ status: "running", lease: "live" });
+    await state(file, "release", claim?.key ?? "", "--fence", String(claim?.fence));
+    expect(await state(file, "get", claim?.key ?? "")).toMatchObject({
+      status: "released",
+      fence: claim?.fence,
+    });
+  }, 240_000);
+
+  it("--crashed-claims release: the crashed code unwinds when the run ends, and the guard releases it", async () => {
+    const file = join(dir, "release.db");
+    await crashOnce(file, ["--crashed-claims", "release"]);
+    const [claim] = (await state(file, "list")).records ?? [];
+    expect(claim).toMatchObject({ status: "released" });
+  }, 240_000);
+});
+
+describe("eonce run --versions, --keep", () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), "eonce-versions-"));
+    // Three rounds, in natural order (10 after 2): a.txt three versions with their own bytes, b.txt one.
+    for (const [round, files] of [
+      ["1", { "a.txt": "a one", "b.txt": "b one" }],
+      ["2", { "a.txt": "a two" }],
+      ["10", { "a.txt": "a ten" }],
+    ] as const) {
+      await mkdir(join(dir, round), { recursive: true });
+      for (const [name, text] of Object.entries(files)) await writeFile(join(dir, round, name), text);
+    }
+  });
+  afterAll(async () => rm(dir, { recursive: true, force: true }));
+
+  it("uploads each version folder in order with its own content, and keeps the servers until interrupted", async () => {
+    let s3Endpoint: string | undefined;
+    let listed: Promise<string> | undefined;
+    const t = suffix();
+    const args = ["run", "examples/records/lambda.ts:handler", "--versions", dir, "--keep", "--json"];
+    const tables = [
+      "--table",
+      `records-${t}:id`,
+      "--env",
+      `RECORDS_TABLE=records-${t}`,
+      "--state-table",
+      `state-${t}`,
+    ];
+    const { code, stdout, stderr } = await eonce(
+      [...args, ...tables, ...endpoint()],
+      240_000,
+      {},
+      (child, err) => {
+        const m = /AWS_ENDPOINT_URL_S3=(\S+)/.exec(err);
+        if (!m || s3Endpoint) return;
+        s3Endpoint = m[1] as string;
+        // The run is over and its report printed; the kept S3 still answers with what the run left.
+        listed = fetch(`${s3Endpoint}/eonce-input?list-type=2`)
+          .then((r) => r.text())
+          .finally(() => child.kill("SIGINT"));
+      },
+    );
+    const report = parse(stdout);
+    expect(report.uploaded.map((u) => u.key)).toEqual(["a.txt", "b.txt", "a.txt", "a.txt"]);
+    const etags = report.uploaded.filter((u) => u.key === "a.txt").map((u) => u.etag);
+    expect(new Set(etags).size).toBe(3);
+    expect(stderr).toMatch(/--keep: the servers stay up until Ctrl-C/);
+    expect(await listed).toMatch(/<Key>a\.txt<\/Key>/);
+    expect(code).not.toBeNull();
+  }, 240_000);
 });

@@ -11,7 +11,7 @@ import { localStateStore, quietObservability } from "../../examples/shared/demo-
 import { dynamoDBClient } from "../../src/local/emulators/dynamodb-local.js";
 import { freePort } from "../../src/local/emulators/free-port.js";
 import { LocalRuntime } from "../../src/local/runtime.js";
-import type { TraceEvent } from "../../src/local/sim/trace.js";
+import type { TraceEvent } from "../../src/sim/live/trace.js";
 import { parseInvocation } from "../../src/sources/parse-invocation.js";
 
 let runtime: LocalRuntime;

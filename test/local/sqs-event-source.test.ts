@@ -4,7 +4,7 @@ import type { SQSBatchResponse, SQSEvent } from "aws-lambda";
 import { describe, expect, it } from "vitest";
 import { type AnyLambdaHandler, LocalFunction } from "../../src/local/delivery/lambda-runner.js";
 import { SqsEventSource } from "../../src/local/delivery/sqs-event-source.js";
-import { createSimulation } from "../../src/local/sim/simulation.js";
+import { createSimulation } from "../../src/sim/live/simulation.js";
 import { useLocalSqs } from "../kit/index.js";
 
 const local = useLocalSqs();

@@ -11,7 +11,7 @@ import {
 import { boolean, integer, oneOf, type Resolved, schemaFor, string } from "../../src/core/options.js";
 import type { Position } from "../../src/core/position.js";
 import type { StateRecord } from "../../src/core/state.js";
-import { MemoryStore } from "../../src/stores/memory.js";
+import { MemoryStore } from "../../src/engines/memory/store.js";
 
 /** Compile-time only (vitest typecheck): the guard's outcome and options types, and schemaFor. */
 

@@ -4,6 +4,7 @@ import { describe, expectTypeOf, it } from "vitest";
 import type { MessageEvent, S3ObjectEvent } from "../../src/core/event.js";
 import type { Position } from "../../src/core/position.js";
 import type { AtomicWrite } from "../../src/core/store.js";
+import { MemoryStore } from "../../src/engines/memory/store.js";
 import {
   type ApplyEventHandler,
   type ApplyHandlerContext,
@@ -20,7 +21,6 @@ import {
   wrapHandler,
 } from "../../src/lambda/index.js";
 import { eachEvent, effectivelyOnce } from "../../src/lambda/middy.js";
-import { MemoryStore } from "../../src/stores/memory.js";
 
 /** Compile-time only (vitest typecheck): the public handler and wrapper types. */
 

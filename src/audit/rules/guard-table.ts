@@ -1,17 +1,8 @@
 import { STATE_TAG, type StateKind } from "../../cdk/state-kinds.js";
-import { STATE_KEY_ATTRIBUTE, TTL_ATTRIBUTE } from "../../stores/dynamodb/schema-names.js";
+import { STATE_KEY_ATTRIBUTE, TTL_ATTRIBUTE } from "../../engines/dynamodb/schema-names.js";
 import { finding } from "../findings.js";
 import { asArray, asObject, booleanProperty, type Resource, type TemplateModel } from "../template.js";
-import {
-  FUNCTION_TYPES,
-  isS3Rule,
-  type Link,
-  QUEUE,
-  resolveFunction,
-  ruleTargets,
-  s3Notifications,
-  TABLE_TYPES,
-} from "../topology.js";
+import { FUNCTION_TYPES, TABLE_TYPES } from "../topology.js";
 import type { Finding } from "./common.js";
 
 /** The tag that says what a table is: `state-table` marks a guard table, any other value unmarks one. */
@@ -20,7 +11,7 @@ export const STATE_TABLE_ROLE = "state-table";
 
 /**
  * A guard state table: tagged `eonce:role: state-table`, or (untagged) shaped like the DynamoDB store's table:
- * one key, a string partition key named `pk` (src/stores/dynamodb/schema-names.ts).
+ * one key, a string partition key named `pk` (src/engines/dynamodb/schema-names.ts).
  */
 export function isGuardTable(table: Resource): boolean {
   const role = table.tags[ROLE_TAG];
@@ -67,42 +58,4 @@ const STATE_ELSEWHERE: readonly (string | undefined)[] = ["inline", "external"] 
  */
 export function functionsWithStateElsewhere(model: TemplateModel): Resource[] {
   return model.ofType(...FUNCTION_TYPES).filter((f) => STATE_ELSEWHERE.includes(f.tags[STATE_TAG]));
-}
-
-/**
- * Rule s3-no-guard-table: S3 events reach Lambda, SQS or SNS and the stack has no guard: no guard table, no
- * function that says where its state is instead.
- */
-export function checkS3GuardTable(model: TemplateModel): Finding[] {
-  if (guardTables(model).length > 0 || functionsWithStateElsewhere(model).length > 0) return [];
-  const byResource = new Map<string, string[]>();
-  const add = (l: Link, to: string) => byResource.set(l.from.id, [...(byResource.get(l.from.id) ?? []), to]);
-  for (const l of s3Notifications(model)) add(l, describeTarget(l));
-  for (const t of ruleTargets(model)) {
-    if (!isS3Rule(t.from)) continue;
-    const kind = targetKind(model, t);
-    if (kind) add(t, `${kind} ${describeTarget(t)}`);
-  }
-  return [...byResource].map(([id, targets]) =>
-    finding(
-      "s3-no-guard-table",
-      id,
-      `${id} sends S3 events to ${[...new Set(targets)].join(", ")} and the template has no guard state table`,
-    ),
-  );
-}
-
-function describeTarget(l: Link): string {
-  return l.target.kind === "resource" ? l.target.resource.id : l.target.text;
-}
-
-/** A rule target that runs code per event: a function or a queue (resolved, or by its ARN's service). */
-function targetKind(model: TemplateModel, l: Link): "function" | "queue" | undefined {
-  const fn = resolveFunction(model, l.value);
-  if (fn.kind === "resource") {
-    if (FUNCTION_TYPES.includes(fn.resource.type)) return "function";
-    return fn.resource.type === QUEUE ? "queue" : undefined;
-  }
-  if (/:function:/.test(fn.text)) return "function";
-  return /:sqs:/.test(fn.text) ? "queue" : undefined;
 }

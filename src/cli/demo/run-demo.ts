@@ -1,5 +1,5 @@
 import type { LocalRuntime } from "../../local/runtime.js";
-import type { TraceEvent } from "../../local/sim/trace.js";
+import type { TraceEvent } from "../../sim/live/trace.js";
 import type { KeyTimeline, Scenario, ScenarioName, ScenarioResult } from "./scenario.js";
 
 /** One row of the comparison: the fields of `eonce demo --json`, plus what the report shows. */

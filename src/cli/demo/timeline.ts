@@ -1,4 +1,4 @@
-import type { GuardStep, TraceEvent } from "../../local/sim/trace.js";
+import type { GuardStep, TraceEvent } from "../../sim/live/trace.js";
 import type { TimelineEntry, TimelineOutcome } from "./scenario.js";
 
 export interface TimelineQuery {

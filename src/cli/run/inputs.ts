@@ -1,9 +1,15 @@
 import { stat } from "node:fs/promises";
 import { OptionsError } from "../../core/errors.js";
-import { createPrng } from "../../local/sim/prng.js";
+import { createPrng } from "../../sim/prng.js";
 import { eventBridgeDetail } from "./envelopes.js";
 import { checkMessagesFor, type ReplayMessage, readMessages } from "./messages.js";
-import { generatedObjects, objectsFromFolder, type UploadObject, withReuploads } from "./objects.js";
+import {
+  generatedObjects,
+  objectsFromFolder,
+  objectsFromVersions,
+  type UploadObject,
+  withReuploads,
+} from "./objects.js";
 import type { ResolvedRunOptions } from "./options.js";
 
 /** What a run feeds the handler: objects to upload, or application messages to send. */
@@ -19,11 +25,20 @@ export async function readInputs(o: ResolvedRunOptions): Promise<Inputs> {
     if (o.source === "eventbridge") for (const m of messages) eventBridgeDetail(m);
     return { kind: "messages", messages };
   }
-  if (o.from !== undefined) {
-    const info = await stat(o.from).catch(() => undefined);
-    if (!info?.isDirectory()) throw new OptionsError(`--from: no such folder: ${o.from}`);
+  for (const [flag, folder] of [
+    ["--from", o.from],
+    ["--versions", o.versions],
+  ] as const) {
+    if (folder === undefined) continue;
+    const info = await stat(folder).catch(() => undefined);
+    if (!info?.isDirectory()) throw new OptionsError(`${flag}: no such folder: ${folder}`);
   }
-  const objects = o.from !== undefined ? await objectsFromFolder(o.from) : generatedObjects(o.generate ?? 10);
+  const objects =
+    o.from !== undefined
+      ? await objectsFromFolder(o.from)
+      : o.versions !== undefined
+        ? await objectsFromVersions(o.versions)
+        : generatedObjects(o.generate ?? 10);
   return {
     kind: "objects",
     objects: withReuploads(objects, o.reuploads, createPrng(o.seed).fork("objects")),

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
-import { readFile } from "node:fs/promises";
-import type { Prng } from "../../local/sim/prng.js";
+import { readdir, readFile } from "node:fs/promises";
+import { join } from "node:path";
+import type { Prng } from "../../sim/prng.js";
 import { filesUnder } from "./files.js";
 
 /** An object to upload: its key and body. */
@@ -15,6 +16,22 @@ export async function objectsFromFolder(folder: string): Promise<UploadObject[]>
   for (const file of await filesUnder(folder))
     out.push({ key: file.relative, body: await readFile(file.path) });
   if (out.length === 0) throw new Error(`no files under ${folder}`);
+  return out;
+}
+
+/**
+ * Versions of keys with their own content: every subfolder of `folder`, in natural order (`1`, `2`, …, `10`), is
+ * one round of uploads, keyed as `--from` keys them. A key in several rounds gets several versions, uploaded in
+ * round order, each with that round's bytes.
+ */
+export async function objectsFromVersions(folder: string): Promise<UploadObject[]> {
+  const rounds = (await readdir(folder, { withFileTypes: true }))
+    .filter((e) => e.isDirectory())
+    .map((e) => e.name)
+    .sort(new Intl.Collator("en", { numeric: true }).compare);
+  if (rounds.length === 0) throw new Error(`no version folders under ${folder} (expected 1/, 2/, …)`);
+  const out: UploadObject[] = [];
+  for (const round of rounds) out.push(...(await objectsFromFolder(join(folder, round))));
   return out;
 }
 

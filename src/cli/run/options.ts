@@ -14,8 +14,8 @@ import {
 } from "../../core/options.js";
 import { LOCAL_FUNCTION_OPTIONS } from "../../local/delivery/lambda-runner.js";
 import { SQS_EVENT_SOURCE_OPTIONS } from "../../local/delivery/sqs-event-source.js";
-import { LOCAL_RUNTIME_OPTIONS } from "../../local/runtime.js";
-import { type FaultOptions, resolveFaults } from "../../local/sim/faults.js";
+import { LOCAL_RUNTIME_OPTIONS, type LocalRuntimeOptions } from "../../local/runtime.js";
+import { type FaultOptions, resolveFaults } from "../../sim/live/faults.js";
 import {
   type ConnectionFlagNames,
   type ResolvedConnection,
@@ -38,6 +38,8 @@ export interface RunHandlerOptions {
   source?: RunSource;
   /** Upload every file of this folder … */
   from?: string;
+  /** … or every subfolder of this folder in natural order, each a round of versions of its keys … */
+  versions?: string;
   /** … or this many generated objects (default 10) … */
   generate?: number;
   /** … or replay these application messages (a JSONL file or a folder, see readMessages) instead. */
@@ -68,6 +70,9 @@ export interface RunHandlerOptions {
   stateFile?: StateConnectionOptions["file"];
   rowKey?: StateConnectionOptions["rowKey"];
   rowKeyInverse?: StateConnectionOptions["rowKeyInverse"];
+  /** A state server's URL (Valkey: sets the handler's VALKEY_URL unless `env` has it). */
+  stateUrl?: StateConnectionOptions["url"];
+  keyPrefix?: StateConnectionOptions["keyPrefix"];
   /** An output bucket to create; sets OUTPUT_BUCKET unless `env` has it. */
   outputBucket?: string;
   /** Rows of this table carry each event's sequencer (messages: its correlation id) in `attribute`: for I1. */
@@ -82,6 +87,11 @@ export interface RunHandlerOptions {
   maxReceiveCount?: number;
   seed?: number;
   faults?: FaultOptions;
+  /**
+   * Keep the servers (and what the run left in them: objects, tables, queues) after the report, until the process
+   * is interrupted; their endpoints are printed.
+   */
+  keep?: boolean;
   /** Let Powertools logs and metrics through (default: silenced). */
   logs?: boolean;
   /** Use this DynamoDB instead of starting DynamoDB Local (tests). */
@@ -89,6 +99,8 @@ export interface RunHandlerOptions {
   /** Java for DynamoDB Local. Default `java` on the PATH. */
   javaPath?: string;
   handleSignals?: boolean;
+  /** A crashed run's claim when the run ends: `keep` (default) as a crash leaves it, or `release`. */
+  crashedClaims?: LocalRuntimeOptions["crashedClaims"];
 }
 
 const isText = (v: unknown): v is string => typeof v === "string" && v.length > 0;
@@ -103,6 +115,9 @@ export const RUN_OPTIONS = schemaFor<RunHandlerOptions>()({
   handler: required(string()),
   source: oneOf(RUN_SOURCES, { default: "direct", doc: "how events reach the handler" }),
   from: string({ doc: "upload every file under this folder" }),
+  versions: string({
+    doc: "upload the subfolders of this folder in order (1/, 2/, …): each a round of new versions of its keys",
+  }),
   generate: integer({ min: 0, doc: "upload n generated objects (default 10)" }),
   messages: string({
     doc: "replay messages: JSONL (a body or {body, groupId, dedupId, attributes} a line) or a folder (a file a body)",
@@ -132,8 +147,10 @@ export const RUN_OPTIONS = schemaFor<RunHandlerOptions>()({
     "schema",
     "rowKey",
     "rowKeyInverse",
+    "keyPrefix",
   ]),
   stateFile: STATE_CONNECTION_OPTIONS.file,
+  stateUrl: STATE_CONNECTION_OPTIONS.url,
   outputBucket: string({ doc: "create an output bucket and set OUTPUT_BUCKET" }),
   effects: custom<{ table: string; attribute: string }>(
     "{table, attribute}",
@@ -149,9 +166,19 @@ export const RUN_OPTIONS = schemaFor<RunHandlerOptions>()({
   ...pickFields(SQS_EVENT_SOURCE_OPTIONS, ["batchSize"]),
   visibilityTimeoutS: integer({ min: 0, default: 30, doc: "SQS visibility timeout" }),
   maxReceiveCount: integer({ min: 0, default: 5, doc: "SQS receives before the dead-letter queue" }),
-  ...pickFields(LOCAL_RUNTIME_OPTIONS, ["seed", "dynamodbEndpoint", "javaPath", "handleSignals"]),
+  ...pickFields(LOCAL_RUNTIME_OPTIONS, [
+    "seed",
+    "dynamodbEndpoint",
+    "javaPath",
+    "handleSignals",
+    "crashedClaims",
+  ]),
   faults: nested(resolveFaults),
   logs: boolean({ default: false, doc: "let the handler's Powertools logs and metrics through" }),
+  keep: boolean({
+    default: false,
+    doc: "keep the servers and what the run left in them after the report, until Ctrl-C (endpoints printed)",
+  }),
 });
 
 /** The state connection's flags as `eonce run` names them (the rest are `eonce state`'s). */
@@ -160,6 +187,7 @@ export const RUN_STATE_FLAG_NAMES: ConnectionFlagNames = {
   store: "--state-store",
   table: "--state-table",
   file: "--state-file",
+  url: "--state-url",
 };
 
 /** The checked options, and where the guard's state is read (undefined: no state option given, I2/I3 not checked). */
@@ -169,8 +197,8 @@ export type ResolvedRunOptions = Resolved<typeof RUN_OPTIONS> & { state: Resolve
 export function resolveRunOptions(options: RunHandlerOptions): ResolvedRunOptions {
   const o = resolveOptions("eonce run", RUN_OPTIONS, options);
   const rule = (holds: boolean, message: string) => optionsRule("eonce run", holds, message);
-  const inputs = [o.from, o.generate, o.messages].filter((v) => v !== undefined);
-  rule(inputs.length <= 1, "use one of --from, --generate and --messages");
+  const inputs = [o.from, o.versions, o.generate, o.messages].filter((v) => v !== undefined);
+  rule(inputs.length <= 1, "use one of --from, --versions, --generate and --messages");
   if (o.messages !== undefined) {
     rule(o.source !== "direct", "--messages go through --source sqs, sns-sqs or eventbridge");
     rule(!o.reuploads, "--reupload is for uploads, not --messages");
@@ -198,6 +226,8 @@ function stateConnection(o: Resolved<typeof RUN_OPTIONS>): ResolvedConnection | 
     file: o.stateFile,
     rowKey: o.rowKey,
     rowKeyInverse: o.rowKeyInverse,
+    url: o.stateUrl,
+    keyPrefix: o.keyPrefix,
   };
   const options = Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined));
   if (o.stateStore === undefined && Object.keys(options).length === 0) return undefined;

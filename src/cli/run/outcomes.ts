@@ -6,7 +6,7 @@ import {
   isDeliveryStatus,
   type OUTCOMES as STATUS_TABLE,
 } from "../../core/outcomes.js";
-import type { TraceEvent } from "../../local/sim/trace.js";
+import type { TraceEvent } from "../../sim/live/trace.js";
 
 /** The acknowledged delivery statuses of core/outcomes.ts (the type of ACKNOWLEDGED_STATUSES). */
 type AcknowledgedStatus = {
@@ -188,6 +188,42 @@ function reportedStatuses(result: unknown): (string | undefined)[] | undefined {
     return r.outcomes.map((o) => String((o as { status?: unknown }).status ?? ""));
   }
   return undefined;
+}
+
+/**
+ * Statuses of events whose handler never ran: the guard skipped them (duplicate, stale, conflict, busy, in-flight)
+ * or the adapter did before the guard (malformed, test-event, empty, deferred).
+ */
+const HANDLER_SKIPPED: ReadonlySet<string> = new Set([
+  "duplicate",
+  "stale",
+  "conflict",
+  "busy",
+  "in-flight",
+  "malformed",
+  "test-event",
+  "empty",
+  "deferred",
+]);
+
+/**
+ * Whether a run's handler may have run, from the report its wrapper handed over or the `{ outcomes }` it returned:
+ * false only when the report lists the run's events and every one was skipped before the handler (a batch of
+ * duplicates). Without a report (a plain handler), it ran.
+ */
+export function handlerMayHaveRun(report: unknown): boolean {
+  const r = report as { deliveries?: unknown; outcomes?: unknown } | null | undefined;
+  let statuses: unknown[];
+  if (Array.isArray(r?.deliveries)) {
+    statuses = r.deliveries.flatMap((d: { events?: { status?: unknown }[] } | undefined) =>
+      Array.isArray(d?.events) ? d.events.map((e) => e?.status) : [],
+    );
+  } else if (Array.isArray(r?.outcomes)) {
+    statuses = r.outcomes.map((o: { status?: unknown } | undefined) => o?.status);
+  } else {
+    return true;
+  }
+  return statuses.some((s) => typeof s !== "string" || !HANDLER_SKIPPED.has(s));
 }
 
 /** The S3 request ids a delivered record carries (an SQS body holds a notification with its records). */

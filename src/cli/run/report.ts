@@ -1,8 +1,15 @@
-import type { TraceEvent } from "../../local/sim/trace.js";
+import type { TraceEvent } from "../../sim/live/trace.js";
+import { decodeS3NotificationKey } from "../../sources/key-encoding.js";
 import { type ErrorSummary, summarizeErrors } from "./errors.js";
 import type { InvariantCheck } from "./invariants.js";
 import type { RunSource } from "./options.js";
-import { type Classified, type DeliveryOutcome, gotThrough, RUN_OUTCOMES } from "./outcomes.js";
+import {
+  type Classified,
+  type DeliveryOutcome,
+  gotThrough,
+  handlerMayHaveRun,
+  RUN_OUTCOMES,
+} from "./outcomes.js";
 
 export interface RunReport {
   handler: string;
@@ -10,6 +17,11 @@ export interface RunReport {
   seed: number;
   /** Objects uploaded (S3 runs; 0 for message runs). */
   uploads: number;
+  /**
+   * S3 runs: every change of the input bucket S3 notified, in notification order, with its sequencer (the order
+   * the guard keeps per key): what to count an effect table against.
+   */
+  uploaded: UploadedObject[];
   /** Messages sent (message runs; 0 for S3 runs). */
   messages: number;
   /** Distinct events: S3 events, or messages (FIFO deduplication can merge two). */
@@ -29,17 +41,29 @@ export interface RunReport {
   durationMs: number;
 }
 
+/** One S3 event of the input bucket: the key as stored, the event's name, its sequencer and ETag. */
+export interface UploadedObject {
+  key: string;
+  eventName: string;
+  sequencer: string;
+  etag?: string;
+}
+
 /** What a finished run found: the trace, the classified deliveries, the checks and the handler's errors. */
 export interface RunFindings extends Pick<RunReport, "handler" | "source" | "seed" | "uploads" | "messages"> {
+  /** S3 runs: the input bucket, whose notified events `uploaded` lists. */
+  bucket?: string | undefined;
   events: readonly TraceEvent[];
   classified: Classified;
   invariants: InvariantCheck[];
   errors: unknown[];
+  /** What each run's wrapper reported (or the run returned), by run id: to tell runs whose handler never ran. */
+  reports: ReadonlyMap<string, unknown>;
   startedMs: number;
 }
 
 export function buildRunReport(f: RunFindings): RunReport {
-  const { deliveries, handlerRuns, runs, missedFaultPoint } = countRuns(f.events);
+  const { deliveries, handlerRuns, runs, missedFaultPoint } = countRuns(f.events, f.reports);
   const outcomes = Object.fromEntries(RUN_OUTCOMES.map((k) => [k, 0])) as Record<DeliveryOutcome, number>;
   for (const outcome of f.classified.perDelivery) outcomes[outcome]++;
   const unfinished = [...f.classified.perEvent.values()].filter((e) => !gotThrough(e));
@@ -50,6 +74,7 @@ export function buildRunReport(f: RunFindings): RunReport {
     source: f.source,
     seed: f.seed,
     uploads: f.uploads,
+    uploaded: uploadedObjects(f.events, f.bucket),
     messages: f.messages,
     events: f.classified.perEvent.size,
     deliveries,
@@ -65,8 +90,29 @@ export function buildRunReport(f: RunFindings): RunReport {
   };
 }
 
-/** Records handed over, runs by status, and runs whose slowness or crash struck after the handler returned. */
-function countRuns(events: readonly TraceEvent[]) {
+/** The input bucket's S3 events, as notified (keys decoded: the notification form-URL-encodes them). */
+function uploadedObjects(events: readonly TraceEvent[], bucket: string | undefined): UploadedObject[] {
+  if (bucket === undefined) return [];
+  const out: UploadedObject[] = [];
+  for (const e of events) {
+    if (e.type !== "s3-event" || e.record.s3.bucket.name !== bucket) continue;
+    const o = e.record.s3.object;
+    out.push({
+      key: decodeS3NotificationKey(o.key, "s3.object.key"),
+      eventName: e.record.eventName,
+      sequencer: o.sequencer,
+      ...(o.eTag ? { etag: o.eTag } : {}),
+    });
+  }
+  return out;
+}
+
+/**
+ * Records handed over, runs by status, and runs whose slowness or crash struck after the handler returned without
+ * reaching a fault point: only those whose handler ran, since one that skipped every event (a batch of duplicates)
+ * had no effect to put the fault point before.
+ */
+function countRuns(events: readonly TraceEvent[], reports: ReadonlyMap<string, unknown>) {
   const runs: Record<string, number> = {};
   let deliveries = 0;
   let handlerRuns = 0;
@@ -75,7 +121,7 @@ function countRuns(events: readonly TraceEvent[]) {
     if (e.type === "run") {
       handlerRuns++;
       runs[e.status] = (runs[e.status] ?? 0) + 1;
-      if (e.faultPointMissed) missedFaultPoint++;
+      if (e.faultPointMissed && handlerMayHaveRun(reports.get(e.runId))) missedFaultPoint++;
     }
     if (e.type === "delivery") deliveries += e.records.length;
   }
@@ -94,8 +140,8 @@ function warnings(errors: unknown[], source: RunSource, missedFaultPoint: number
   }
   if (missedFaultPoint > 0) {
     out.push(
-      `${missedFaultPoint} run(s) drew slowness or a crash but reached no faultPoint(): it struck after the handler ` +
-        "returned instead. Call faultPoint() before the effect (a bundled handler needs effectively-once 0.1.1+)",
+      `${missedFaultPoint} run(s) drew slowness or a crash but their handler reached no faultPoint(): it struck after ` +
+        'the handler returned instead. Call faultPoint() (import { faultPoint } from "effectively-once/local") before the effect',
     );
   }
   return out;

@@ -1,6 +1,7 @@
 import { isAbsolute, resolve } from "node:path";
 import { PutObjectCommand } from "@aws-sdk/client-s3";
 import { SendMessageCommand } from "@aws-sdk/client-sqs";
+import { createTableIfMissing } from "../../engines/dynamodb/schema.js";
 import { DeliveryFailedError } from "../../lambda/errors.js";
 import { LOCAL_CREDENTIALS, LOCAL_REGION } from "../../local/aws-local.js";
 import { currentInvocation } from "../../local/delivery/invocation-scope.js";
@@ -14,7 +15,6 @@ import { seesLocalTables } from "../../local/emulators/dynamodb-local.js";
 import { freePort } from "../../local/emulators/free-port.js";
 import { scanTable } from "../../local/emulators/scan-table.js";
 import { applyEnvironment, LocalRuntime } from "../../local/runtime.js";
-import { createTableIfMissing } from "../../stores/dynamodb/schema.js";
 import { splitExportSpec } from "../load-export.js";
 import { eventBridgeEnvelope, snsEnvelope, sqsAttributes } from "./envelopes.js";
 import { describeLoadError } from "./errors.js";
@@ -46,7 +46,7 @@ interface Wiring {
  * the chosen source with the chosen faults, and when everything has settled the outcomes are classified
  * and the invariants checked.
  */
-export async function runHandler(options: RunHandlerOptions): Promise<RunReport> {
+export async function runHandler(options: RunHandlerOptions, hooks: RunHooks = {}): Promise<RunReport> {
   const started = Date.now();
   const o = resolveRunOptions(options);
   const inputs = await readInputs(o);
@@ -72,16 +72,34 @@ export async function runHandler(options: RunHandlerOptions): Promise<RunReport>
     runtime = await LocalRuntime.start({
       seed: o.seed,
       handleSignals: o.handleSignals,
+      crashedClaims: o.crashedClaims,
       services,
       ports,
       ...(o.dynamodbEndpoint ? { dynamodbEndpoint: o.dynamodbEndpoint } : {}),
       ...(o.javaPath ? { javaPath: o.javaPath } : {}),
     });
-    return await drive(runtime, o, inputs, handler, started);
+    const report = await drive(runtime, o, inputs, handler, started);
+    await hooks.beforeStop?.(report, endpointsOf(runtime));
+    return report;
   } finally {
     restoreEnv();
     await runtime?.stop();
   }
+}
+
+/** What the caller does between the report and the servers' stop (`--keep`: print, then wait for Ctrl-C). */
+export interface RunHooks {
+  beforeStop?(report: RunReport, endpoints: Record<string, string>): Promise<void>;
+}
+
+/** The servers' endpoints, by service. */
+function endpointsOf(runtime: LocalRuntime): Record<string, string> {
+  const env = LocalRuntime.envFor({
+    dynamodb: runtime.dynamodb?.endpoint,
+    s3: runtime.s3?.endpoint,
+    sqs: runtime.sqs?.endpoint,
+  });
+  return Object.fromEntries(Object.entries(env).filter(([k]) => k.startsWith("AWS_ENDPOINT_URL")));
 }
 
 /** The endpoints of the servers about to start, the run's own variables, then the user's. */
@@ -96,6 +114,7 @@ function handlerEnvironment(o: ResolvedRunOptions, ports: Ports): Record<string,
   if (o.schema) env.STATE_SCHEMA = o.schema;
   if (o.stateFile) env.STATE_FILE = o.stateFile;
   if (o.databaseUrl) env.DATABASE_URL = o.databaseUrl;
+  if (o.stateUrl) env.VALKEY_URL = o.stateUrl;
   if (o.outputBucket) env.OUTPUT_BUCKET = o.outputBucket;
   return {
     ...LocalRuntime.envFor({
@@ -161,11 +180,13 @@ async function drive(
     source: o.source,
     seed: o.seed,
     uploads: inputs.kind === "objects" ? inputs.objects.length : 0,
+    bucket: inputs.kind === "objects" ? o.bucket : undefined,
     messages: inputs.kind === "messages" ? inputs.messages.length : 0,
     events: runtime.trace.events,
     classified,
     invariants,
     errors: capture.errors,
+    reports: new Map([...capture.results, ...capture.reports]),
     startedMs,
   });
 }

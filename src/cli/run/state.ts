@@ -1,7 +1,7 @@
 import type { StateRecord } from "../../core/state.js";
 import type { StateAdmin } from "../../core/state-admin.js";
+import { engine, engineKit } from "../../engines/registry.js";
 import { dynamoDBClient } from "../../local/emulators/dynamodb-local.js";
-import { createStateTable, createTableIfMissing } from "../../stores/dynamodb/schema.js";
 import { oneLine } from "../errors.js";
 import { openAdmin } from "../state/connect.js";
 import { listsByRow, type ResolvedConnection } from "../state/options.js";
@@ -27,30 +27,21 @@ export interface ReadState {
 export const RUN_STATE_LIMIT = 1_000_000;
 
 /** The kind and table (or file) the state is in, for the report. */
-export function stateWhere(c: ResolvedConnection): string {
-  const place = c.store === "sqlite" ? (c.file ?? "") : (c.table ?? "eonce_state");
-  const schema = c.store.startsWith("postgres") ? `${c.schema ?? "public"}.` : "";
-  return `${c.store} ${schema}${place}`;
+export async function stateWhere(c: ResolvedConnection): Promise<string> {
+  return (await engineKit(c.store)).where(c);
 }
 
 /**
- * Creates the state's table where the run owns the engine: on DynamoDB (its DynamoDB Local), the state table or the
- * inline state's table with its hash key. PostgreSQL and SQLite are the user's: the handler creates its tables, as on
- * a cold start (`migrate`, `migrateInline`; SqliteStore makes its own).
+ * Creates what the handler expects to find where the run owns the engine's server (its DynamoDB Local: the state
+ * table, or the inline state's table with its hash key). PostgreSQL and SQLite are the user's: the handler creates
+ * its tables, as on a cold start (`migrate`, `migrateInline`; SqliteStore makes its own).
  */
 export async function prepareState(
   c: ResolvedConnection | undefined,
   dynamodbEndpoint: string,
 ): Promise<void> {
-  if (c?.store !== "dynamodb" && c?.store !== "dynamodb-inline") return;
-  const client = dynamoDBClient(dynamodbEndpoint);
-  try {
-    const table = c.table as string; // resolveConnection requires it
-    if (c.store === "dynamodb") await createStateTable(client, { tableName: table });
-    else await createTableIfMissing(client, table, c.keyAttribute ?? "pk");
-  } finally {
-    client.destroy();
-  }
+  if (!c) return;
+  await (await engineKit(c.store)).prepareRunState?.(c, dynamodbEndpoint);
 }
 
 /** Lists every record of the state through its admin (DynamoDB: the run's own, with the runtime's key pair). */
@@ -59,8 +50,11 @@ export async function readRunState(
   dynamodbEndpoint: string,
   sinceMs: number,
 ): Promise<RunState> {
-  const where = stateWhere(c);
-  const dynamodb = c.store.startsWith("dynamodb") ? dynamoDBClient(dynamodbEndpoint) : undefined;
+  const where = await stateWhere(c);
+  // The run's own DynamoDB Local, with the runtime's key pair (the connection flags name no endpoint).
+  const dynamodb = engine(c.store).connection.includes("endpoint")
+    ? dynamoDBClient(dynamodbEndpoint)
+    : undefined;
   let admin: StateAdmin | undefined;
   try {
     admin = await openAdmin(c, { ...(dynamodb ? { dynamodb } : {}), flags: RUN_STATE_FLAG_NAMES });

@@ -2,36 +2,24 @@ import { InvalidArgumentError } from "commander";
 import * as opt from "../../core/options.js";
 import type { StateStatus } from "../../core/state.js";
 import { FORGET_OPTIONS } from "../../core/state-admin.js";
-import { STORE_NAMES, type StoreName } from "../../stores/names.js";
-import { AWS_CONNECTION_FIELDS, type AwsConnection } from "../aws-connection.js";
+import type { EngineConnection } from "../../engines/connection.js";
+import { AWS_CONNECTION_FIELDS } from "../../engines/dynamodb/connection.js";
+import { engine, STORE_NAMES, type StoreName } from "../../engines/registry.js";
 import type { FlagSpec } from "../options.js";
 
-/** The store kinds `eonce state` connects to: every engine (src/stores/names.ts) but the in-process memory store. */
+/** The store kinds `eonce state` connects to: every engine (src/engines/registry.ts) but the in-process memory store. */
 export type StateStoreKind = Exclude<StoreName, "memory">;
 export const STATE_STORE_KINDS: readonly StateStoreKind[] = STORE_NAMES.filter(
   (n): n is StateStoreKind => n !== "memory",
 );
 
-/** Where the state is: the store kind and how to reach it. Each kind takes only its own options. */
-export interface StateConnectionOptions extends AwsConnection {
+/**
+ * Where the state is: the store kind and how to reach it (src/engines/connection.ts). Each kind takes only the
+ * options its registry entry lists.
+ */
+export interface StateConnectionOptions extends EngineConnection {
   /** Default `dynamodb`. */
   store?: StateStoreKind;
-  /** DynamoDB: the state table (required); inline: the user's table (required); SQL: default `eonce_state`. */
-  table?: string;
-  /** Inline state on DynamoDB: the table's hash key attribute. Default `pk`. */
-  keyAttribute?: string;
-  /** Inline state on PostgreSQL: the table's key column. Default `pk`. */
-  keyColumn?: string;
-  /** PostgreSQL connection string; default `DATABASE_URL`, then node-postgres's PG* environment variables. */
-  databaseUrl?: string;
-  /** PostgreSQL schema. Default `public`. */
-  schema?: string;
-  /** The SQLite database file (it must exist). */
-  file?: string;
-  /** Inline kinds: the store's custom `rowKey`, a function export `path:export` (src/cli/load-export.ts). */
-  rowKey?: string;
-  /** Inline kinds: `rowKey`'s inverse (row → state key), for `list`; without it a custom mapping lists rows. */
-  rowKeyInverse?: string;
 }
 
 /** A function export, `path:export`. */
@@ -51,6 +39,12 @@ export const STATE_CONNECTION_OPTIONS = opt.schemaFor<StateConnectionOptions>()(
   }),
   schema: opt.string({ doc: "PostgreSQL schema (default public)" }),
   file: opt.string({ doc: "SQLite database file" }),
+  url: opt.string({
+    pattern: /^\S+:\/\/\S*$/,
+    expected: "a URL",
+    doc: "a server's URL, for engines that take one",
+  }),
+  keyPrefix: opt.string({ doc: "the prefix of the engine's keys, for engines that share a keyspace" }),
   rowKey: exportSpec("inline kinds: the store's custom rowKey (state key → row), a function export"),
   rowKeyInverse: exportSpec(
     "inline kinds: the custom rowKey's inverse (row → state key), to name listed rows",
@@ -64,22 +58,13 @@ export const CONNECTION_FLAGS: { [K in keyof typeof STATE_CONNECTION_OPTIONS]?: 
   keyAttribute: { value: "<name>" },
   keyColumn: { value: "<name>" },
   file: { value: "<path>" },
+  url: { value: "<url>" },
+  keyPrefix: { value: "<prefix>" },
   rowKey: { value: "<path:export>" },
   rowKeyInverse: { value: "<path:export>" },
 };
 
 export type ResolvedConnection = opt.Resolved<typeof STATE_CONNECTION_OPTIONS>;
-
-const ROW_MAPPING = ["rowKey", "rowKeyInverse"] as const;
-
-/** Which options each kind takes, besides `store` and `table`. */
-const OWN: Record<StateStoreKind, readonly (keyof StateConnectionOptions)[]> = {
-  dynamodb: ["endpoint", "region"],
-  "dynamodb-inline": ["endpoint", "region", "keyAttribute", ...ROW_MAPPING],
-  postgres: ["databaseUrl", "schema"],
-  "postgres-inline": ["databaseUrl", "schema", "keyColumn", ...ROW_MAPPING],
-  sqlite: ["file"],
-};
 
 /** Each connection option's flag, for messages; a command that names them otherwise (`eonce run`) passes its own. */
 export type ConnectionFlagNames = Record<keyof StateConnectionOptions, string>;
@@ -94,12 +79,11 @@ export const STATE_FLAG_NAMES: ConnectionFlagNames = {
   databaseUrl: "--database-url",
   schema: "--schema",
   file: "--file",
+  url: "--url",
+  keyPrefix: "--key-prefix",
   rowKey: "--row-key",
   rowKeyInverse: "--row-key-inverse",
 };
-
-/** The kinds without a default table: DynamoDB's state table, and the user's table of inline state. */
-const NEEDS_TABLE: readonly StateStoreKind[] = ["dynamodb", "dynamodb-inline", "postgres-inline"];
 
 /** Eager checks: values, then the rules that relate them (an option of another kind is a mistake, not ignored). */
 export function resolveConnection(
@@ -113,14 +97,16 @@ export function resolveConnection(
     if (key === "store" || key === "table") continue;
     opt.optionsRule(
       what,
-      o[key] === undefined || OWN[o.store].includes(key),
+      o[key] === undefined || (engine(o.store).connection as readonly string[]).includes(key),
       `${flags[key]} is not for ${store}`,
     );
   }
-  if (NEEDS_TABLE.includes(o.store))
-    opt.optionsRule(what, o.table !== undefined, `${store} needs ${flags.table} <name>`);
-  if (o.store === "sqlite")
-    opt.optionsRule(what, o.file !== undefined, `${store} needs ${flags.file} <path>`);
+  for (const key of engine(o.store).requires)
+    opt.optionsRule(
+      what,
+      o[key] !== undefined,
+      `${store} needs ${flags[key]} ${CONNECTION_FLAGS[key]?.value ?? "<name>"}`,
+    );
   opt.optionsRule(
     what,
     o.rowKeyInverse === undefined || o.rowKey !== undefined,

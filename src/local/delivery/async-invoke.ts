@@ -1,11 +1,12 @@
 import { randomUUID } from "node:crypto";
 import { custom, integer, nested, resolveOptions, schemaFor } from "../../core/options.js";
+import { FaultInjector, type FaultOptions, resolveFaults } from "../../sim/live/faults.js";
+import type { Simulation } from "../../sim/live/simulation.js";
+import type { SourceKind, TraceEvent } from "../../sim/live/trace.js";
 import { isDuration } from "../fields.js";
-import { FaultInjector, type FaultOptions, resolveFaults } from "../sim/faults.js";
-import type { Simulation } from "../sim/simulation.js";
-import type { SourceKind, TraceEvent } from "../sim/trace.js";
 import type { LocalFunction, RunResult } from "./lambda-runner.js";
 
+/** Lambda's asynchronous invocation: how often, and after how long, a failed run is retried. */
 export interface AsyncInvokeOptions {
   /** Retries after a failed, timed-out or crashed run. Lambda's default (and maximum) is 2. */
   maxRetries?: number;

@@ -1,8 +1,8 @@
 import { SendMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import type { S3EventRecord } from "aws-lambda";
+import { FaultInjector, type FaultOptions } from "../../sim/live/faults.js";
+import type { Simulation } from "../../sim/live/simulation.js";
 import type { LocalS3Server, S3rverEventRecord } from "../emulators/s3-server.js";
-import { FaultInjector, type FaultOptions } from "../sim/faults.js";
-import type { Simulation } from "../sim/simulation.js";
 import { type AsyncInvokeOptions, AsyncInvoker } from "./async-invoke.js";
 import { toEventBridgeEvent } from "./eventbridge-envelope.js";
 import type { LocalFunction } from "./lambda-runner.js";
@@ -25,6 +25,7 @@ export type NotificationRoute =
   /** S3 → SQS (the notification as the message body); an SqsEventSource takes it from there. */
   | { via: "sqs"; queueUrl: string };
 
+/** Options of one bucket's notification route. */
 export interface BucketRouteOptions {
   filter?: NotificationFilter;
   /** Delivery faults between S3 and the target: duplicateRate, reorderWindowMs. */
@@ -108,6 +109,7 @@ export class BucketNotifications {
     };
   }
 
+  /** Stops routing: no more notifications are delivered. */
   close(): void {
     this.#unsubscribe();
     this.#routes.clear();

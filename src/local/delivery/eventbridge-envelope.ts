@@ -3,6 +3,7 @@ import type { EventBridgeEvent, S3EventRecord } from "aws-lambda";
 import { decodeS3NotificationKey } from "../../sources/key-encoding.js";
 import { LOCAL_ACCOUNT_ID } from "../aws-local.js";
 
+/** An S3 object event as EventBridge delivers it. */
 export type S3EventBridgeEvent = EventBridgeEvent<string, Record<string, unknown>>;
 
 const REASONS: Record<string, string> = {

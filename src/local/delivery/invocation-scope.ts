@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from "node:async_hooks";
-import type { RunFaults } from "../sim/faults.js";
+import type { RunFaults } from "../../sim/live/faults.js";
 
 /**
  * What the local Lambda runner knows about the invocation the current code runs in, carried by
@@ -41,6 +41,7 @@ export function runInScope<T>(scope: InvocationScope, fn: () => T): T {
   return storage.run(scope, fn);
 }
 
+/** The local invocation the calling code runs in; undefined outside the local runtime. */
 export function currentInvocation(): InvocationScope | undefined {
   return storage.getStore();
 }

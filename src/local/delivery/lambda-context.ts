@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { Context } from "aws-lambda";
 import { LOCAL_ACCOUNT_ID, LOCAL_REGION } from "../aws-local.js";
 
+/** What a local Lambda `Context` is made from. */
 export interface LocalContextOptions {
   functionName: string;
   timeoutMs: number;
@@ -9,6 +10,7 @@ export interface LocalContextOptions {
   /** Epoch ms when the run started; the deadline is start + timeout. */
   startedAtMs: number;
   requestId?: string;
+  /** The clock the deadline counts down on. Default `Date.now`. */
   now?: () => number;
 }
 

@@ -1,10 +1,10 @@
 import { randomUUID } from "node:crypto";
 import type { Context } from "aws-lambda";
 import { func, integer, nested, required, resolveOptions, schemaFor, string } from "../../core/options.js";
+import { FaultInjector, type FaultOptions, type RunFaults, resolveFaults } from "../../sim/live/faults.js";
+import type { Simulation } from "../../sim/live/simulation.js";
+import type { RunStatus } from "../../sim/live/trace.js";
 import { numberField } from "../fields.js";
-import { FaultInjector, type FaultOptions, type RunFaults, resolveFaults } from "../sim/faults.js";
-import type { Simulation } from "../sim/simulation.js";
-import type { RunStatus } from "../sim/trace.js";
 import { type InvocationScope, runInScope } from "./invocation-scope.js";
 import { createLambdaContext } from "./lambda-context.js";
 
@@ -14,6 +14,7 @@ import { createLambdaContext } from "./lambda-context.js";
  */
 export type AnyLambdaHandler = (event: never, context: Context) => unknown;
 
+/** A local Lambda function: its handler, timeout, concurrency and run faults. */
 export interface LocalFunctionOptions {
   name: string;
   handler: AnyLambdaHandler;
@@ -26,6 +27,7 @@ export interface LocalFunctionOptions {
   faults?: FaultOptions;
 }
 
+/** How one run of a local function ended. */
 export interface RunResult {
   /** Lambda's request id: async retries of one event share it. */
   requestId: string;
@@ -47,7 +49,17 @@ export class InjectedFailure extends Error {
   }
 }
 
-/** What a crashed run's hanging code gets when the runtime finally stops. */
+/**
+ * What becomes of a crashed run's claims when the runtime stops. `keep`: nothing, as after a real crash: its code
+ * never resumes, the claim stays `running` until its lease runs out (then another delivery may take it over, or
+ * `eonce state release` / `forget` clears it). `release`: its code throws RuntimeStoppedError at the fault point, and
+ * the guard releases the claim on its way out.
+ */
+export type CrashedClaims = "keep" | "release";
+/** Every CrashedClaims value, for option checks and the `--crashed-claims` flag. */
+export const CRASHED_CLAIMS: readonly CrashedClaims[] = ["keep", "release"];
+
+/** What a crashed run's hanging code gets when the runtime stops with crashed claims `release`. */
 export class RuntimeStoppedError extends Error {
   constructor() {
     super("the local runtime stopped while this run was crashed");
@@ -103,6 +115,8 @@ export class LocalFunction {
   readonly #sim: Simulation;
   readonly #slotWaiters: (() => void)[] = [];
   readonly #crashed = new Set<(error: Error) => void>();
+  /** Set when the runtime stops: what a run that crashes from then on gets (see stopCrashed). */
+  #afterStop: CrashedClaims | undefined;
   #active = 0;
   #runs = 0;
 
@@ -183,7 +197,8 @@ export class LocalFunction {
       reportCrash();
       endActivity();
       return new Promise<never>((_, reject) => {
-        if (this.#sim.sleeper.stopped) return reject(new RuntimeStoppedError());
+        if (this.#afterStop === "release") return reject(new RuntimeStoppedError());
+        if (this.#afterStop === "keep") return; // dead: never settles
         run.hung = reject;
         this.#crashed.add(reject);
       });
@@ -278,10 +293,21 @@ export class LocalFunction {
     };
   }
 
-  /** Makes every crashed run's hanging code throw, so it unwinds (and releases what it can). */
-  unwindCrashed(): void {
-    for (const reject of this.#crashed) reject(new RuntimeStoppedError());
+  /**
+   * What the runtime's stop does to crashed runs, whose code hangs at its fault point (see CrashedClaims): `keep`
+   * drops them unsettled, so their code never resumes and the claims they hold stay as a crash leaves them;
+   * `release` makes it throw RuntimeStoppedError, so it unwinds and the guard releases what it can. Runs that
+   * crash later get the same.
+   */
+  stopCrashed(mode: CrashedClaims): void {
+    this.#afterStop = mode;
+    if (mode === "release") for (const reject of this.#crashed) reject(new RuntimeStoppedError());
     this.#crashed.clear();
+  }
+
+  /** stopCrashed("release"). */
+  unwindCrashed(): void {
+    this.stopCrashed("release");
   }
 
   #followZombie(runId: string, settled: Promise<Settled>, cleanup: () => void): Promise<void> {

@@ -4,6 +4,7 @@ import { encodeS3NotificationKey } from "../../sources/key-encoding.js";
 import { LOCAL_REGION } from "../aws-local.js";
 import type { S3rverEventRecord } from "../emulators/s3-server.js";
 
+/** The options of `S3NotificationFactory`. */
 export interface S3NotificationFactoryOptions {
   region?: string;
   /**
@@ -13,6 +14,7 @@ export interface S3NotificationFactoryOptions {
   versioned?: boolean;
   /** The notification configuration's id. Default `eonce-local`. */
   configurationId?: string;
+  /** The clock sequencers start from. Default `Date.now`. */
   now?: () => number;
 }
 
@@ -39,12 +41,14 @@ export class S3NotificationFactory {
     this.#now = options.now ?? Date.now;
   }
 
+  /** A new sequencer: 18 upper-case hex digits, greater than every one before. */
   nextSequencer(): string {
     const fromClock = BigInt(this.#now()) << 20n;
     this.#last = fromClock > this.#last ? fromClock : this.#last + 1n;
     return this.#last.toString(16).toUpperCase().padStart(18, "0");
   }
 
+  /** The S3 notification record for one of s3rver's object events. */
   fromS3rver(raw: S3rverEventRecord): S3EventRecord {
     const created = raw.eventName.startsWith("ObjectCreated");
     const object: S3EventRecord["s3"]["object"] = {

@@ -9,12 +9,13 @@ import {
 } from "@aws-sdk/client-sqs";
 import type { SQSMessageAttributes, SQSRecord } from "aws-lambda";
 import { boolean, integer, nested, required, resolveOptions, schemaFor, string } from "../../core/options.js";
+import { FaultInjector, type FaultOptions, resolveFaults } from "../../sim/live/faults.js";
+import type { Simulation } from "../../sim/live/simulation.js";
 import { LOCAL_REGION } from "../aws-local.js";
 import { isDuration, numberField } from "../fields.js";
-import { FaultInjector, type FaultOptions, resolveFaults } from "../sim/faults.js";
-import type { Simulation } from "../sim/simulation.js";
 import type { LocalFunction, RunResult } from "./lambda-runner.js";
 
+/** A local event source mapping: the queue, the batch size, partial batch failures, concurrency. */
 export interface SqsEventSourceOptions {
   queueUrl: string;
   queueArn: string;
@@ -74,6 +75,7 @@ export class SqsEventSource {
     return this.#options.queueUrl;
   }
 
+  /** Starts polling the queue (once; a second call does nothing). */
   start(): void {
     if (this.#running) return;
     this.#running = true;

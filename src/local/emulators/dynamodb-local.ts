@@ -29,11 +29,16 @@ export interface DynamoDBLocal {
   stop(): Promise<void>;
 }
 
+const DEFAULT_START_TIMEOUT_MS = 90_000;
+
 export interface StartDynamoDBLocalOptions {
   port?: number;
   /** Java executable; default `java` on the PATH. */
   javaPath?: string;
-  /** How long to wait for the server to answer, default 30 000 ms. */
+  /**
+   * How long to wait for the server to answer, default 90 000 ms: the JVM starts in a few seconds on an idle machine,
+   * but takes tens of seconds on two loaded cores (CI beside a test run).
+   */
   startTimeoutMs?: number;
   /**
    * One database for every access key and region (`-sharedDb`). Default true. False starts it as a user may run
@@ -126,7 +131,7 @@ export async function startDynamoDBLocal(options: StartDynamoDBLocalOptions = {}
   const jvm = spawnJvm(port, options.javaPath ?? "java", options.sharedDb ?? true);
   const endpoint = `http://127.0.0.1:${port}`;
   try {
-    await answering(endpoint, jvm, Date.now() + (options.startTimeoutMs ?? 30_000));
+    await answering(endpoint, jvm, Date.now() + (options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS));
   } catch (error) {
     jvm.child.kill("SIGKILL");
     throw error;

@@ -1,0 +1,21 @@
+export interface ShResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+/** Runs a command and never throws: the exit code (-1 when it could not run or timed out) and its output. */
+export function sh(
+  cmd: string,
+  args: string[],
+  options?: { cwd?: string; env?: NodeJS.ProcessEnv; timeout?: number },
+): Promise<ShResult>;
+/** `npm pack` of the repository at `root` into `dir` (serialised across processes). */
+export function packPackage(root: string, dir: string): Promise<{ tarball: string; files: string[] }>;
+/** A new project `<dir>/app` with `files`, `packages` (`npm i -D --save-exact`) and the packed package installed. */
+export function packedProject(options: {
+  root: string;
+  dir: string;
+  packages?: string[];
+  files?: Record<string, string>;
+  env?: NodeJS.ProcessEnv;
+}): Promise<{ project: string; tarball: string; files: string[] }>;

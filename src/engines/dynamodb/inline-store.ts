@@ -1,0 +1,575 @@
+import {
+  type AttributeValue,
+  ConditionalCheckFailedException,
+  type DynamoDBClient,
+  GetItemCommand,
+  UpdateItemCommand,
+  type UpdateItemCommandInput,
+} from "@aws-sdk/client-dynamodb";
+import { OptionsError, StoreError, UnsupportedAtomicWriteError } from "../../core/errors.js";
+import { INLINE_RESERVED_PREFIX } from "../../core/inline-prefix.js";
+import { func, resolveOptions, schemaFor, string } from "../../core/options.js";
+import { type ClaimRequest, claimAllowed, isOwnClaim, landedAs, type StateRecord } from "../../core/state.js";
+import { inlineRowKey } from "../../core/state-key.js";
+import type * as Store from "../../core/store.js";
+import * as dx from "./expressions.js";
+import { type Item, N, S } from "./expressions.js";
+import { DYNAMODB_MAX_RESULT_BYTES } from "./limits.js";
+import { DYNAMODB_TABLE_FIELDS } from "./options.js";
+import { attributeItem, checkExpression, checkName, DYNAMODB_MAX_EXPRESSION_BYTES } from "./values.js";
+
+/**
+ * Inline state: the guard's state lives in the user's own row, in attributes with the reserved prefix `eo_`.
+ *
+ * | attribute  | type | meaning (as in the state table, src/engines/dynamodb/schema.ts)            |
+ * |------------|------|----------------------------------------------------------------------------|
+ * | eo_st      | S    | running / done / released                                                  |
+ * | eo_pos     | S    | position of the current or last claim                                      |
+ * | eo_eid     | S    | identity of the current or last claim                                      |
+ * | eo_fence   | N    | fence of the current or last claim                                         |
+ * | eo_tok     | S    | token of the claim that holds (or last held) the row                       |
+ * | eo_lease   | N    | epoch ms; present while running                                            |
+ * | eo_cpos    | S    | position of the last committed event (the row's user attributes are its)   |
+ * | eo_ceid    | S    | identity of the last committed event                                       |
+ * | eo_res     | S    | JSON result replayed to duplicates                                         |
+ * | eo_rskip   | N    | size of a committed result too large to store                              |
+ * | eo_cfp     | S    | payload fingerprint of the last committed event (opt-in)                   |
+ * | eo_wpos    | S    | position of the claim whose row write the user attributes hold             |
+ * | eo_wfence  | N    | fence of that claim: row writes are fenced by (eo_wpos, eo_wfence)         |
+ * | eo_exp     | N    | epoch seconds the guard would keep state for; NOT a TTL attribute by default |
+ * | eo_att     | N    | consecutive claims of the current identity; removed at commit              |
+ */
+
+/** Placeholders → the reserved attribute names; the admin (inline-admin.ts) uses them too. */
+export const NAMES = {
+  "#st": "eo_st",
+  "#pos": "eo_pos",
+  "#eid": "eo_eid",
+  "#fence": "eo_fence",
+  "#tok": "eo_tok",
+  "#lease": "eo_lease",
+  "#cpos": "eo_cpos",
+  "#ceid": "eo_ceid",
+  "#res": "eo_res",
+  "#rskip": "eo_rskip",
+  "#cfp": "eo_cfp",
+  "#wpos": "eo_wpos",
+  "#wfence": "eo_wfence",
+  "#exp": "eo_exp",
+  "#att": "eo_att",
+};
+
+/** The reserved attribute names, for documentation and checks. */
+export const INLINE_STATE_ATTRIBUTES: readonly string[] = Object.values(NAMES);
+
+/** The options of `InlineDynamoDBStore`. */
+export interface InlineDynamoDBStoreOptions {
+  client: DynamoDBClient;
+  /** The user's table: one row per subject (per state key). */
+  tableName: string;
+  /** The table's (string) hash key attribute. Default `pk`. */
+  keyAttribute?: string;
+  /**
+   * The row a state key lives in; must be one-to-one. Default `inlineRowKey` (src/core/state-key.ts): an ordered
+   * subject's row is the subject (`u#o#<rest>` for a subject `u#<rest>`), an unordered event's its state key.
+   */
+  rowKey?: (stateKey: string) => string;
+}
+
+const INLINE_STORE_OPTIONS = schemaFor<InlineDynamoDBStoreOptions>()({
+  ...DYNAMODB_TABLE_FIELDS,
+  keyAttribute: string({
+    default: "pk",
+    pattern: new RegExp(`^(?!${INLINE_RESERVED_PREFIX})`),
+    expected: `a name outside the reserved prefix ${INLINE_RESERVED_PREFIX}`,
+  }),
+  rowKey: func<(stateKey: string) => string>(),
+});
+
+/** The user attributes of the row of one state key, written by that key's commit (`InlineDynamoDBStore.row`). */
+export interface InlineDynamoDBRowWrite extends Store.AtomicWrite {
+  readonly engine: "dynamodb-inline";
+  readonly tableName: string;
+  readonly rowKey: string;
+  /** Attributes to set (marshalled) and to remove (given as `undefined`). */
+  readonly set: Readonly<Item>;
+  readonly remove: readonly string[];
+}
+
+/** What a row write needs from the guard's context: the state key (the row). */
+export interface InlineDynamoDBRowSource {
+  stateKey: string;
+}
+
+/**
+ * A state store that keeps each subject's state inside the subject's own row of the user's table, so that a
+ * handler whose only effect is that row pays one conditional UpdateItem per event (`guard.apply`): claim, effect
+ * and commit together, no transaction, 1 WCU for a row under 1 KB. `guard.run` is two plain UpdateItems (claim,
+ * then commit with the row). Duplicates and stale deliveries are one refused write that returns the old row.
+ *
+ * The only effect it folds is its own row write (`row(ctx, attributes)`) for the row of the committing state key:
+ * a write to another row would need a transaction, which is what this store exists to avoid (use `DynamoDBStore`
+ * with `DynamoDBFencedSink` for that). The state machine sets and removes only `eo_*` attributes; the user's
+ * attributes change only by a row write (folded into a commit, or `putRow` while the claim holds), and every row
+ * write is fenced by the position and fence of the write the row holds (`eo_wpos`, `eo_wfence`), as the fenced sink
+ * is: an older event that took an expired claim over cannot replace a newer event's work. A commit whose row write
+ * is refused that way lands without it (the write is reported `stale`, one request more).
+ */
+export class InlineDynamoDBStore implements Store.StateStore {
+  readonly engine = "dynamodb-inline";
+  readonly maxResultBytes = DYNAMODB_MAX_RESULT_BYTES;
+  readonly #client: DynamoDBClient;
+  readonly #table: string;
+  readonly #key: string;
+  readonly #rowKey: (stateKey: string) => string;
+  /** Writes built by this store: `canFold` accepts only these. */
+  readonly #made = new WeakSet<InlineDynamoDBRowWrite>();
+  /** Row update expressions by shape (see #rowUpdate). */
+  readonly #shapes = new Map<string, RowShape>();
+
+  constructor(options: InlineDynamoDBStoreOptions) {
+    const o = resolveOptions("InlineDynamoDBStore", INLINE_STORE_OPTIONS, options);
+    this.#client = o.client;
+    this.#table = o.tableName;
+    this.#key = o.keyAttribute;
+    this.#rowKey = o.rowKey ?? inlineRowKey;
+  }
+
+  get tableName(): string {
+    return this.#table;
+  }
+
+  get keyAttribute(): string {
+    return this.#key;
+  }
+
+  /** The row (its hash key value) that holds the state of `stateKey`. */
+  rowKeyOf(stateKey: string): string {
+    const row = this.#rowKey(stateKey);
+    if (typeof row !== "string" || row.length === 0)
+      throw new OptionsError(`InlineDynamoDBStore: rowKey gave no row for ${stateKey}`);
+    return row;
+  }
+
+  /**
+   * The user attributes of the event's row, written with its commit (`ctx.atCommit(store.row(ctx, {...}))`).
+   * `undefined` values remove the attribute. The key attribute and `eo_*` names are refused, and so is, here rather
+   * than at the commit, anything DynamoDB would refuse whatever the row holds (src/engines/dynamodb/values.ts).
+   */
+  row(ctx: InlineDynamoDBRowSource, attributes: Record<string, unknown>): InlineDynamoDBRowWrite {
+    if (typeof ctx?.stateKey !== "string")
+      throw new OptionsError("InlineDynamoDBStore.row: needs the guard context (its stateKey)");
+    if (typeof attributes !== "object" || attributes === null)
+      throw new OptionsError("InlineDynamoDBStore.row: attributes must be an object");
+    const remove: string[] = [];
+    const present: Record<string, unknown> = {};
+    for (const [name, value] of Object.entries(attributes)) {
+      if (name === this.#key || name.startsWith(INLINE_RESERVED_PREFIX) || name.length === 0) {
+        throw new OptionsError(
+          `InlineDynamoDBStore.row: attribute "${name}" is the key or reserved (${INLINE_RESERVED_PREFIX}*)`,
+        );
+      }
+      checkName("InlineDynamoDBStore.row", name);
+      if (value === undefined) remove.push(name);
+      else present[name] = value;
+    }
+    const set = attributeItem("InlineDynamoDBStore.row", present);
+    checkRowExpression(set, remove);
+    const rowKey = this.rowKeyOf(ctx.stateKey);
+    const write: InlineDynamoDBRowWrite = {
+      engine: "dynamodb-inline",
+      description: `row ${this.#table}/${rowKey}`,
+      tableName: this.#table,
+      rowKey,
+      set,
+      remove,
+    };
+    this.#made.add(write);
+    return write;
+  }
+
+  /**
+   * The row write now, in its own request, while `ctx` holds the claim (`guard.run` progress): applied only if
+   * the claim's fence still holds, else `stale`. Not atomic with the commit.
+   */
+  async putRow(
+    ctx: InlineDynamoDBRowSource & { fence: number },
+    attributes: Record<string, unknown>,
+  ): Promise<"applied" | "stale"> {
+    const write = this.row(ctx, attributes);
+    if (Object.keys(write.set).length === 0 && write.remove.length === 0)
+      throw new OptionsError("InlineDynamoDBStore.putRow: no attributes to write");
+    const values: Item = { ":fence": N(ctx.fence), ":running": S("running") };
+    const parts = { set: "", remove: [], values };
+    const input = this.#rowUpdate(write.rowKey, parts, [write], "#pos", FENCED_ROW_NOT_NEWER);
+    try {
+      await this.#client.send(new UpdateItemCommand(input));
+      return "applied";
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return "stale";
+      throw wrap("putRow", ctx.stateKey, error);
+    }
+  }
+
+  canFold(write: Store.AtomicWrite): boolean {
+    return write.engine === "dynamodb-inline" && this.#made.has(write as InlineDynamoDBRowWrite);
+  }
+
+  claim(req: ClaimRequest): Promise<Store.ClaimResult> {
+    return dx.claimWith(req, "#fence", {
+      send: async ({ update, condition, values }) => {
+        const out = await this.#client.send(
+          new UpdateItemCommand({
+            ...this.#update(this.rowKeyOf(req.key), update, condition, values),
+            // The old values of the state attributes only: the user's row is not sent back.
+            ReturnValues: "UPDATED_OLD",
+          }),
+        );
+        // No old state (a new row, or one written by something else): a fresh claim.
+        return hasState(out.Attributes) ? toInlineRecord(req.key, out.Attributes) : undefined;
+      },
+      refusedState: (item) => this.#refusedState("claim", req.key, item),
+      wrap: (error) => wrap("claim", req.key, error),
+    });
+  }
+
+  // async: a write it cannot fold rejects the returned promise, as every store's does, rather than throwing.
+  async claimAndCommit(req: Store.ClaimAndCommitRequest): Promise<Store.ClaimAndCommitResult> {
+    return unlessRowNewer(this.#rowWrites(req.key, req.writes), (writes) =>
+      this.#claimAndCommitOnce(req, writes),
+    );
+  }
+
+  async #claimAndCommitOnce(
+    req: Store.ClaimAndCommitRequest,
+    writes: InlineDynamoDBRowWrite[],
+  ): Promise<Store.ClaimAndCommitResult | "row-newer"> {
+    const claim = dx.claimCondition(req, "#fence");
+    const input = this.#rowUpdate(
+      this.rowKeyOf(req.key),
+      dx.claimAndCommitParts(req),
+      writes,
+      ":pos",
+      writes.length > 0 ? `${claim} AND ${CLAIMED_ROW_NOT_NEWER}` : claim,
+    );
+    try {
+      await this.#client.send(new UpdateItemCommand(input));
+      return { claimed: true, writes: applied(writes) };
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw wrap("claimAndCommit", req.key, error);
+      const state = await this.#refusedState("claimAndCommit", req.key, error.Item);
+      // A retry of a claim-and-commit that landed: the row write is in the same update, so it applied.
+      if (isOwnClaim(state, req) && state.status === "done")
+        return { claimed: true, writes: applied(writes) };
+      if (writes.length > 0 && claimAllowed(state, req) && rowNewer(error.Item, req.position, req.fence))
+        return "row-newer";
+      return { claimed: false, state };
+    }
+  }
+
+  async commit(req: Store.CommitRequest): Promise<Store.CommitResult> {
+    return unlessRowNewer(this.#rowWrites(req.key, req.writes), (writes) => this.#commitOnce(req, writes));
+  }
+
+  async #commitOnce(
+    req: Store.CommitRequest,
+    writes: InlineDynamoDBRowWrite[],
+  ): Promise<Store.CommitResult | "row-newer"> {
+    const input = this.#rowUpdate(
+      this.rowKeyOf(req.key),
+      dx.commitParts(req),
+      writes,
+      "#pos",
+      writes.length > 0 ? FENCED_ROW_NOT_NEWER : dx.FENCED_CONDITION,
+    );
+    try {
+      await this.#client.send(new UpdateItemCommand(input));
+      return { committed: true, writes: applied(writes) };
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw wrap("commit", req.key, error);
+      const state = hasState(error.Item) ? toInlineRecord(req.key, error.Item) : await this.read(req.key);
+      // A retry of a commit that landed: only the holder of this fence could have committed it.
+      if (landedAs(state, req.fence, "done")) return { committed: true, writes: applied(writes) };
+      const holds = state?.fence === req.fence && state.status === "running";
+      if (writes.length > 0 && holds && rowNewer(error.Item, state.position, req.fence)) return "row-newer";
+      return { committed: false, state };
+    }
+  }
+
+  renew(req: Store.RenewRequest): Promise<Store.FencedResult> {
+    return dx.renewWith(this.#fenced, req);
+  }
+
+  release(req: Store.FencedRequest): Promise<Store.FencedResult> {
+    return dx.releaseWith(this.#fenced, req);
+  }
+
+  /** A conditional update under FENCED_CONDITION, with the state it was refused on. */
+  readonly #fenced: dx.FencedUpdate = async (op, req, expression, values) => {
+    const all = { ...values, ":fence": N(req.fence), ":running": S("running") };
+    try {
+      await this.#client.send(
+        new UpdateItemCommand(
+          this.#update(this.rowKeyOf(req.key), expression, "#fence = :fence AND #st = :running", all),
+        ),
+      );
+      return { ok: true };
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) {
+        return {
+          ok: false,
+          state: hasState(error.Item) ? toInlineRecord(req.key, error.Item) : await this.read(req.key),
+        };
+      }
+      throw wrap(op, req.key, error);
+    }
+  };
+
+  async read(key: string): Promise<StateRecord | undefined> {
+    try {
+      const out = await this.#client.send(
+        new GetItemCommand({
+          TableName: this.#table,
+          Key: { [this.#key]: S(this.rowKeyOf(key)) },
+          ConsistentRead: true,
+        }),
+      );
+      // A row without state attributes (written by something else) holds no claim.
+      return hasState(out.Item) ? toInlineRecord(key, out.Item) : undefined;
+    } catch (error) {
+      if (error instanceof OptionsError) throw error;
+      throw wrap("read", key, error);
+    }
+  }
+
+  /** The state a refusal was decided on: the old row it returned, else a consistent read. */
+  async #refusedState(op: string, key: string, item: Item | undefined): Promise<StateRecord> {
+    const state = hasState(item) ? toInlineRecord(key, item) : await this.read(key);
+    if (!state) throw new StoreError(`${op} of ${key} refused but the row holds no state; retry`);
+    return state;
+  }
+
+  /** The commit's row writes, checked: built by this store, for the committing key's own row. */
+  #rowWrites(key: string, writes: readonly Store.AtomicWrite[] | undefined): InlineDynamoDBRowWrite[] {
+    const row = this.rowKeyOf(key);
+    return (writes ?? []).map((w) => {
+      if (!this.canFold(w))
+        throw new UnsupportedAtomicWriteError(`InlineDynamoDBStore cannot fold a ${w.engine} write`);
+      const r = w as InlineDynamoDBRowWrite;
+      if (r.rowKey !== row) {
+        throw new UnsupportedAtomicWriteError(
+          `InlineDynamoDBStore folds only the committing subject's own row (${row}), not ${r.rowKey}`,
+        );
+      }
+      return r;
+    });
+  }
+
+  /** An UpdateItem of state clauses only (the state attributes are named in the expressions: `eo_*` are valid). */
+  #update(row: string, update: string, condition: string, values: Item): UpdateItemCommandInput {
+    const shape = dx.expressionShape(update, condition, NAMES);
+    return this.#input(row, shape, undefined, dx.usedValues(shape, values));
+  }
+
+  /**
+   * An UpdateItem of the state clauses `parts` with the row writes folded in. Its expressions are built once per
+   * shape (the state clauses, the condition and the row's attribute names, a handful per store): this runs on every
+   * `apply`, whose request is otherwise the raw write's.
+   */
+  #rowUpdate(
+    row: string,
+    parts: dx.UpdateParts,
+    writes: InlineDynamoDBRowWrite[],
+    position: WritePosition,
+    condition: string,
+  ): UpdateItemCommandInput {
+    const attributes = rowAttributes(writes);
+    const key = `${position}\n${parts.set}\n${parts.remove.join()}\n${condition}\n${attributes.key}`;
+    let shape = this.#shapes.get(key);
+    if (!shape) {
+      shape = rowShape(parts, writes.length > 0, attributes, position, condition);
+      // Row writes that fit one by one (checkRowExpression) may not fit together: refused before sending.
+      checkExpression(`InlineDynamoDBStore: the update of row ${row}`, shape.expression.update);
+      if (this.#shapes.size >= MAX_ROW_SHAPES) this.#shapes.clear();
+      this.#shapes.set(key, shape);
+    }
+    const values = dx.usedValues(shape.expression, parts.values);
+    for (let i = 0; i < shape.userValues.length; i++) {
+      const placeholder = shape.userValues[i];
+      const value = attributes.values[i];
+      if (placeholder !== undefined && value !== undefined) values[placeholder] = value;
+    }
+    return this.#input(row, shape.expression, shape.names, values);
+  }
+
+  #input(
+    row: string,
+    shape: dx.ExpressionShape,
+    names: Record<string, string> | undefined,
+    values: Item,
+  ): UpdateItemCommandInput {
+    return {
+      TableName: this.#table,
+      Key: { [this.#key]: S(row) },
+      UpdateExpression: shape.update,
+      ConditionExpression: shape.condition,
+      ...(names !== undefined ? { ExpressionAttributeNames: names } : {}),
+      ExpressionAttributeValues: values,
+      ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+    };
+  }
+}
+
+/** The row writes' attributes, merged (later writes win), and a key of their shape: which are set, which removed. */
+function rowAttributes(writes: InlineDynamoDBRowWrite[]): {
+  key: string;
+  names: string[];
+  values: (AttributeValue | undefined)[];
+} {
+  const merged = new Map<string, AttributeValue | undefined>();
+  for (const w of writes) {
+    for (const name of Object.keys(w.set)) merged.set(name, w.set[name]);
+    for (const name of w.remove) merged.set(name, undefined);
+  }
+  // A write of no attributes still claims the row (`eo_wpos`): an update with writes has another shape.
+  let key = writes.length > 0 ? "w" : "";
+  for (const [name, value] of merged) key += `${value === undefined ? "-" : "+"}${name.length}:${name}`;
+  return { key, names: [...merged.keys()], values: [...merged.values()] };
+}
+
+/** The expressions of a row update and the placeholders of its row attributes (see #rowUpdate). */
+interface RowShape {
+  expression: dx.ExpressionShape;
+  /** The user names' placeholders `#u0`…, if any. */
+  names: Record<string, string> | undefined;
+  /** Per row attribute, the placeholder of its value (`:u0`…; none for an attribute removed). */
+  userValues: (string | undefined)[];
+}
+
+/**
+ * The full update expression, built once per shape: the state clauses plus the row writes' SET and REMOVE clauses,
+ * with placeholders `#u0`… for the user's attribute names (any name is allowed there).
+ */
+function rowShape(
+  parts: dx.UpdateClauses,
+  withWrites: boolean,
+  attributes: { names: string[]; values: (AttributeValue | undefined)[] },
+  position: WritePosition,
+  condition: string,
+): RowShape {
+  const names: Record<string, string> = {};
+  const userValues: (string | undefined)[] = [];
+  const sets = parts.set ? [parts.set.replace(/^SET /, "")] : [];
+  // The row remembers whose write it holds, so that an older position's write never replaces it.
+  if (withWrites) sets.push(`#wpos = ${position}`, "#wfence = :fence");
+  const removes = [...parts.remove];
+  attributes.names.forEach((name, i) => {
+    const placeholder = `#u${i}`;
+    names[placeholder] = name;
+    if (attributes.values[i] === undefined) {
+      removes.push(placeholder);
+      userValues.push(undefined);
+    } else {
+      sets.push(`${placeholder} = :u${i}`);
+      userValues.push(`:u${i}`);
+    }
+  });
+  const update = [
+    sets.length > 0 ? `SET ${sets.join(", ")}` : "",
+    removes.length > 0 ? `REMOVE ${removes.join(", ")}` : "",
+  ]
+    .filter(Boolean)
+    .join(" ");
+  // The state attributes are named in the expressions themselves (`eo_*` are valid names): only the user's are
+  // placeholders.
+  const expression = dx.expressionShape(update, condition, NAMES);
+  return { expression, names: attributes.names.length > 0 ? names : undefined, userValues };
+}
+
+/** The longest state clauses a row update carries beside the row's (under 300 bytes): room kept in the expression. */
+const STATE_CLAUSE_BYTES = 512;
+
+/**
+ * Refuses a row write whose own SET and REMOVE clauses (`#u0 = :u0, …`) leave no room for the state's in DynamoDB's
+ * 4 KB update expression: about 200 attributes.
+ */
+function checkRowExpression(set: Item, remove: readonly string[]): void {
+  const count = Object.keys(set).length + remove.length;
+  let bytes = 0;
+  for (let i = 0; i < count; i++) bytes += `#u${i} = :u${i}, `.length;
+  if (bytes > DYNAMODB_MAX_EXPRESSION_BYTES - STATE_CLAUSE_BYTES) {
+    throw new OptionsError(
+      `InlineDynamoDBStore.row: ${count} attributes do not fit DynamoDB's 4 KB update expression; write fewer`,
+    );
+  }
+}
+
+/** Row shapes a store keeps (a handful in use; a store that sees more starts over). */
+const MAX_ROW_SHAPES = 256;
+
+function applied(writes: InlineDynamoDBRowWrite[]): Store.WriteOutcome[] {
+  return writes.map((w) => ({ description: w.description, status: "applied" }));
+}
+
+export function hasState(item: Item | undefined): item is Item {
+  return item !== undefined && item[NAMES["#fence"]]?.N !== undefined;
+}
+
+export function toInlineRecord(key: string, item: Item): StateRecord {
+  return dx.recordFrom(item, key, NAMES);
+}
+
+function wrap(op: string, key: string, error: unknown): StoreError {
+  return dx.storeError("DynamoDB inline", op, key, error);
+}
+
+/** Where a row write's position comes from: the held claim's (`#pos`), or the request's (`:pos`, apply). */
+type WritePosition = "#pos" | ":pos";
+
+/**
+ * The row holds no newer work than this write's: no write yet, an older position, or the same position from this
+ * claim (its own direct write before its commit) or an older one. So a newer event's direct write that never
+ * committed is not replaced by an older event that took the expired claim over.
+ */
+function rowNotNewer(position: WritePosition): string {
+  return `(attribute_not_exists(#wpos) OR #wpos < ${position} OR (#wpos = ${position} AND #wfence <= :fence))`;
+}
+
+/**
+ * rowNotNewer(":pos") under the claim condition, shorter (DynamoDB parses every token of it on every request): the
+ * claim needs `#fence < :fence`, and a row write's fence never exceeds the row's (`#wfence` is set from a fence the
+ * row held), so `#wpos = :pos` already implies `#wfence <= :fence`.
+ */
+const CLAIMED_ROW_NOT_NEWER = "(attribute_not_exists(#wpos) OR #wpos <= :pos)";
+
+/** A row write by the holder of the claim (commit, putRow). */
+const FENCED_ROW_NOT_NEWER = `${dx.FENCED_CONDITION} AND ${rowNotNewer("#pos")}`;
+
+/** Whether the row (as refused) holds a newer write than one at `position` by `fence`: rowNotNewer's negation. */
+function rowNewer(item: Item | undefined, position: string, fence: number): boolean {
+  const wpos = item?.[NAMES["#wpos"]]?.S;
+  if (wpos === undefined) return false;
+  return wpos > position || (wpos === position && Number(item?.[NAMES["#wfence"]]?.N) > fence);
+}
+
+/**
+ * A commit (or apply) sent with its row writes; when the row holds a newer position's work (a direct write whose
+ * event never committed), sent once more without them: it lands, and its writes are reported stale.
+ */
+async function unlessRowNewer<T extends object>(
+  writes: InlineDynamoDBRowWrite[],
+  once: (writes: InlineDynamoDBRowWrite[]) => Promise<T | "row-newer">,
+): Promise<T> {
+  const first = await once(writes);
+  if (first !== "row-newer") return first;
+  const second = await once([]);
+  if (second === "row-newer")
+    throw new Error("unreachable: an update without row writes has no row condition");
+  if (!("writes" in second)) return second;
+  return { ...second, writes: writes.map((w) => ({ description: w.description, status: "stale" as const })) };
+}
+
+/** @deprecated The name of 0.x: use InlineDynamoDBRowWrite (removed in the next minor version, CHANGELOG.md). */
+export type InlineRowWrite = InlineDynamoDBRowWrite;
+/** @deprecated The name of 0.x: use InlineDynamoDBRowSource (removed in the next minor version, CHANGELOG.md). */
+export type InlineRowSource = InlineDynamoDBRowSource;

@@ -1,0 +1,402 @@
+import { OptionsError, StoreError, UnsupportedAtomicWriteError } from "../../core/errors.js";
+import { INLINE_RESERVED_PREFIX } from "../../core/inline-prefix.js";
+import { boolean, func, integer, required, resolveOptions, schemaFor, string } from "../../core/options.js";
+import { type ClaimRequest, isOwnClaim, landedAs, type StateRecord } from "../../core/state.js";
+import { inlineRowKey } from "../../core/state-key.js";
+import type * as Store from "../../core/store.js";
+import { unknownWrites } from "../../core/store.js";
+import { DYNAMODB_MAX_RESULT_BYTES } from "../dynamodb/limits.js";
+import { postgresStoreError } from "./errors.js";
+import { type InlineFunction, inlineFunctions, NOT_SERVED } from "./inline-functions.js";
+import {
+  INLINE_COLUMN_NAMES,
+  INLINE_STEPS,
+  InlineStatements,
+  type InlineStepName,
+  inlineRecord,
+} from "./inline-sql.js";
+import type { PostgresPool } from "./pool.js";
+import { runStatement } from "./prepared.js";
+import { DEFAULT_SCHEMA, identifier, poolField, qualified, quote } from "./schema.js";
+import { claimAndCommitParams, claimParams, claimResult, commitParams, RACE_RETRIES } from "./sql.js";
+
+/** The options of `InlinePostgresStore`. */
+export interface InlinePostgresStoreOptions {
+  /** A `pg.Pool`; every step is one statement on it (no transaction is opened). */
+  pool: PostgresPool;
+  /** Default `public`. */
+  schema?: string;
+  /** The user's table: one row per subject, with the state columns `migrateInline` adds. */
+  table: string;
+  /** The table's primary key (or unique) column. Default `pk`. Any type the row keys (strings) convert to. */
+  keyColumn?: string;
+  /**
+   * The row a state key lives in; must be one-to-one. Default `inlineRowKey` (src/core/state-key.ts): an ordered
+   * subject's row is the subject (`u#o#<rest>` for a subject `u#<rest>`), an unordered event's its state key.
+   */
+  rowKey?: (stateKey: string) => string;
+  /** Largest stored result; default the DynamoDB store's, so a pipeline behaves alike on either. */
+  maxResultBytes?: number;
+  /**
+   * Named (server-prepared) statements: parsed and planned once per connection. Default false: behind RDS Proxy they
+   * pin the connection, and PgBouncer's transaction pooling supports them only from 1.21 (`max_prepared_statements`).
+   * On a direct connection, the fastest (with `serverFunctions` then false by default; docs/benchmarks.md,
+   * "PostgreSQL without prepared statements").
+   */
+  preparedStatements?: boolean;
+  /**
+   * Each step a call of its server function, which `migrateInline` creates (inline-functions.ts): one short
+   * statement whose plans the server keeps per connection, so it needs no named statement and works behind any
+   * pooler. Default: true, but false with `preparedStatements` (named statements cost less than named calls; with
+   * both true the calls are named). A call the function cannot serve (not installed: the store calls its own
+   * version's; the key column's type changed since) runs the step's statement instead, and the store keeps to
+   * statements from then on. False: statements only (`migrateInline` with `serverFunctions: false` creates none).
+   */
+  serverFunctions?: boolean;
+}
+
+const INLINE_POSTGRES_OPTIONS = schemaFor<InlinePostgresStoreOptions>()({
+  pool: poolField,
+  schema: identifier(DEFAULT_SCHEMA),
+  table: required(identifier()),
+  keyColumn: string({
+    default: "pk",
+    pattern: new RegExp(`^(?!${INLINE_RESERVED_PREFIX})[A-Za-z_][A-Za-z0-9_]{0,62}$`),
+    expected: `a plain SQL identifier outside the reserved prefix ${INLINE_RESERVED_PREFIX}`,
+  }),
+  rowKey: func<(stateKey: string) => string>(),
+  maxResultBytes: integer({ min: 1, default: DYNAMODB_MAX_RESULT_BYTES }),
+  preparedStatements: boolean({ default: false }),
+  serverFunctions: boolean(),
+});
+
+/** The user columns of the row of one state key, written with that key's commit (`InlinePostgresStore.row`). */
+export interface InlinePostgresRowWrite extends Store.AtomicWrite {
+  readonly engine: "postgres-inline";
+  readonly table: string;
+  readonly rowKey: string;
+  /** Column → value (node-postgres converts it: objects become JSON); `null` or `undefined` set NULL. */
+  readonly columns: Readonly<Record<string, unknown>>;
+}
+
+/** What a row write needs from the guard's context: the state key (the row). */
+export interface InlinePostgresRowSource {
+  stateKey: string;
+}
+
+/** A row write's column names and values, merged over several writes (later ones win). */
+interface RowColumns {
+  names: string[];
+  values: unknown[];
+}
+
+/** One step to run: its parameters and its row write (undefined: none). */
+interface StepCall {
+  step: InlineStepName;
+  params: unknown[];
+  row?: RowColumns;
+}
+
+type Decided = { landed: boolean; wrote: boolean; old: StateRecord | undefined };
+
+/** Statements a store keeps per set of written columns (a handful in use; a store that sees more starts over). */
+const MAX_SHAPES = 256;
+
+/**
+ * Inline state on PostgreSQL: the guard's state lives in `eo_*` columns of the user's own table (`migrateInline`
+ * adds them), so a handler whose only effect is its row pays **one statement per event** with `guard.apply`: claim,
+ * row and commit together, no transaction. `guard.run` is two (claim, then commit with the row). Duplicates and
+ * stale deliveries are one refused statement that returns the row's state. The statements are in inline-sql.ts; by
+ * default each step is sent as a call of its server function (inline-functions.ts, `serverFunctions`).
+ *
+ * As with `InlineDynamoDBStore`, the only effect it folds is its own row write (`row(ctx, columns)`) for the row of
+ * the committing state key; every row write is fenced by the position and fence of the write the row holds, so an
+ * older event that took an expired claim over cannot replace a newer event's work (its commit lands, its write is
+ * reported `stale`). A claim of a new key inserts a row with the key and the state only: the table's other columns
+ * must be nullable or have defaults, or the rows must exist before their first event.
+ */
+export class InlinePostgresStore implements Store.StateStore {
+  readonly engine = "postgres-inline";
+  readonly maxResultBytes: number;
+  readonly #pool: PostgresPool;
+  readonly #table: string;
+  readonly #keyColumn: string;
+  readonly #rowKey: (stateKey: string) => string;
+  readonly #prepared: boolean;
+  readonly #sql: InlineStatements;
+  /** Each step's statement without a row write. */
+  readonly #fixed: Record<InlineStepName, string>;
+  /** The server functions while in use (`serverFunctions`); undefined once a call could not be served. */
+  #functions: Record<InlineStepName, InlineFunction> | undefined;
+  /** Statements by written columns (see #shaped). */
+  readonly #shapes = new Map<string, string>();
+  /** Writes built by this store: `canFold` accepts only these. */
+  readonly #made = new WeakSet<InlinePostgresRowWrite>();
+
+  constructor(options: InlinePostgresStoreOptions) {
+    const o = resolveOptions("InlinePostgresStore", INLINE_POSTGRES_OPTIONS, options);
+    this.#pool = o.pool;
+    this.#table = qualified(o.schema, o.table);
+    this.#keyColumn = o.keyColumn;
+    this.#rowKey = o.rowKey ?? inlineRowKey;
+    this.#prepared = o.preparedStatements;
+    this.maxResultBytes = o.maxResultBytes;
+    this.#sql = new InlineStatements(this.#table, o.keyColumn);
+    const steps = Object.keys(INLINE_STEPS) as InlineStepName[];
+    this.#fixed = Object.fromEntries(steps.map((s) => [s, this.#sql.statement(INLINE_STEPS[s])])) as Record<
+      InlineStepName,
+      string
+    >;
+    const functions = o.serverFunctions ?? !o.preparedStatements;
+    this.#functions = functions ? inlineFunctions(o.schema, o.table, this.#sql) : undefined;
+  }
+
+  /** The qualified table, e.g. `"public"."orders"`. */
+  get tableName(): string {
+    return this.#table;
+  }
+
+  get keyColumn(): string {
+    return this.#keyColumn;
+  }
+
+  /** The row (its key column's value) that holds the state of `stateKey`. */
+  rowKeyOf(stateKey: string): string {
+    const row = this.#rowKey(stateKey);
+    if (typeof row !== "string" || row.length === 0)
+      throw new OptionsError(`InlinePostgresStore: rowKey gave no row for ${stateKey}`);
+    return row;
+  }
+
+  /**
+   * The user columns of the event's row, written with its commit (`ctx.atCommit(store.row(ctx, {...}))`). `null` or
+   * `undefined` set NULL. The key column and `eo_*` names are refused; names must be plain SQL identifiers.
+   */
+  row(ctx: InlinePostgresRowSource, columns: Record<string, unknown>): InlinePostgresRowWrite {
+    if (typeof ctx?.stateKey !== "string")
+      throw new OptionsError("InlinePostgresStore.row: needs the guard context (its stateKey)");
+    if (typeof columns !== "object" || columns === null)
+      throw new OptionsError("InlinePostgresStore.row: columns must be an object");
+    for (const name of Object.keys(columns)) {
+      if (name === this.#keyColumn || name.startsWith(INLINE_RESERVED_PREFIX))
+        throw new OptionsError(
+          `InlinePostgresStore.row: column "${name}" is the key or reserved (${INLINE_RESERVED_PREFIX}*)`,
+        );
+      quote(name); // a plain identifier, or OptionsError
+    }
+    const rowKey = this.rowKeyOf(ctx.stateKey);
+    const write: InlinePostgresRowWrite = {
+      engine: "postgres-inline",
+      description: `row ${this.#table}/${rowKey}`,
+      table: this.#table,
+      rowKey,
+      columns: { ...columns },
+    };
+    this.#made.add(write);
+    return write;
+  }
+
+  /**
+   * The row write now, in its own statement, while `ctx` holds the claim (`guard.run` progress): applied only if the
+   * claim's fence still holds and the row holds no newer write, else `stale`. Not atomic with the commit.
+   */
+  async putRow(
+    ctx: InlinePostgresRowSource & { fence: number },
+    columns: Record<string, unknown>,
+  ): Promise<"applied" | "stale"> {
+    const write = this.row(ctx, columns);
+    const row = rowColumns([write]);
+    if (row.names.length === 0) throw new OptionsError("InlinePostgresStore.putRow: no columns to write");
+    const out = await this.#run("putRow", ctx.stateKey, {
+      step: "put",
+      params: [write.rowKey, ctx.fence],
+      row,
+    });
+    return out.landed && out.wrote ? "applied" : "stale";
+  }
+
+  canFold(write: Store.AtomicWrite): boolean {
+    return write.engine === "postgres-inline" && this.#made.has(write as InlinePostgresRowWrite);
+  }
+
+  async claim(req: ClaimRequest): Promise<Store.ClaimResult> {
+    const params = claimParams(req, this.rowKeyOf(req.key));
+    return claimResult(await this.#decide("claim", req.key, { step: "claim", params }), req);
+  }
+
+  async claimAndCommit(req: Store.ClaimAndCommitRequest): Promise<Store.ClaimAndCommitResult> {
+    const { writes, call } = this.#folding("apply", req, (rowKey) => claimAndCommitParams(req, rowKey));
+    const out = await this.#decide("claimAndCommit", req.key, call);
+    if (out.landed) return { claimed: true, writes: outcomes(writes, out.wrote) };
+    const state = out.old as StateRecord;
+    // A retry of a claim-and-commit that landed.
+    if (isOwnClaim(state, req) && state.status === "done")
+      return { claimed: true, writes: unknownWrites(writes) };
+    return { claimed: false, state };
+  }
+
+  async commit(req: Store.CommitRequest): Promise<Store.CommitResult> {
+    const { writes, call } = this.#folding("commit", req, (rowKey) => commitParams(req, rowKey));
+    const out = await this.#run("commit", req.key, call);
+    if (out.landed) return { committed: true, writes: outcomes(writes, out.wrote) };
+    // A retry of a commit that landed: only the holder of this fence could have committed it.
+    if (landedAs(out.old, req.fence, "done")) return { committed: true, writes: unknownWrites(writes) };
+    return { committed: false, state: out.old };
+  }
+
+  async renew(req: Store.RenewRequest): Promise<Store.FencedResult> {
+    const params = [this.rowKeyOf(req.key), req.fence, req.leaseUntilMs, req.expiresAtSeconds];
+    const out = await this.#run("renew", req.key, { step: "renew", params });
+    return out.landed ? { ok: true } : { ok: false, state: out.old };
+  }
+
+  async release(req: Store.FencedRequest): Promise<Store.FencedResult> {
+    const params = [this.rowKeyOf(req.key), req.fence];
+    const out = await this.#run("release", req.key, { step: "release", params });
+    // A retry of a release that landed.
+    if (out.landed || landedAs(out.old, req.fence, "released")) return { ok: true };
+    return { ok: false, state: out.old };
+  }
+
+  async read(key: string): Promise<StateRecord | undefined> {
+    const row = this.rowKeyOf(key);
+    try {
+      const out = await this.#pool.query(this.#sql.read(), [row]);
+      // A row without state (written by something else) holds no claim.
+      return inlineRecord(key, out.rows[0]);
+    } catch (error) {
+      throw postgresStoreError("read", key, error);
+    }
+  }
+
+  /** A step that folds the request's row writes (`apply`, `commit`): the writes, checked, and the step to run. */
+  #folding(
+    step: "apply" | "commit",
+    req: { key: string; writes?: readonly Store.AtomicWrite[] },
+    stepParams: (rowKey: string) => unknown[],
+  ): { writes: InlinePostgresRowWrite[]; call: StepCall } {
+    const rowKey = this.rowKeyOf(req.key);
+    const writes = this.#rowWrites(rowKey, req.writes);
+    const row = writes.length > 0 ? rowColumns(writes) : undefined;
+    return { writes, call: { step, params: stepParams(rowKey), ...(row ? { row } : {}) } };
+  }
+
+  /** A statement built once per `key` (a step and the columns it writes, or the shape of a function call). */
+  #shaped(key: string, build: () => string): string {
+    let sql = this.#shapes.get(key);
+    if (sql === undefined) {
+      sql = build();
+      if (this.#shapes.size >= MAX_SHAPES) this.#shapes.clear();
+      this.#shapes.set(key, sql);
+    }
+    return sql;
+  }
+
+  /**
+   * A claiming statement: a row that appeared after the statement's snapshot decides nothing (no row, nothing
+   * landed), so it runs again.
+   */
+  async #decide(op: string, key: string, call: StepCall): Promise<Decided> {
+    for (let i = 0; i < RACE_RETRIES; i++) {
+      const out = await this.#run(op, key, call);
+      if (out.landed || out.old) return out;
+    }
+    throw new StoreError(
+      `PostgreSQL inline ${op} of ${key}: the row kept changing under the statement; retry`,
+    );
+  }
+
+  /** A step: its server function's call while they serve, else its statement. */
+  async #run(op: string, key: string, call: StepCall): Promise<Decided> {
+    const row =
+      (await this.#viaFunction(op, key, call)) ?? (await this.#send(op, key, this.#statement(call)));
+    return { landed: Number(row.landed) > 0, wrote: row.wrote !== false, old: inlineRecord(key, row) };
+  }
+
+  /**
+   * The step's function call; undefined when it is not for this call (a binary value: node-postgres sends Buffers
+   * as bytes, which a text parameter would read otherwise than the column) or cannot serve it (not installed, the key
+   * column retyped): then no function is called from this store again.
+   */
+  async #viaFunction(op: string, key: string, call: StepCall): Promise<Record<string, unknown> | undefined> {
+    const fn = this.#functions?.[call.step];
+    if (!fn || call.row?.values.some((v) => ArrayBuffer.isView(v))) return undefined;
+    const names = call.row?.names;
+    const sql = this.#shaped(`call ${call.step}\n${names?.join("\n") ?? "-"}`, () => fn.call(names));
+    const params = call.row ? [...call.params, ...call.row.values] : call.params;
+    try {
+      const answer = (await this.#send(op, key, { sql, params }, fn.name)).r as Record<string, unknown>;
+      if (answer.landed !== NOT_SERVED) return answer;
+    } catch (error) {
+      if (!isMissing(error, fn.name)) throw error;
+    }
+    this.#functions = undefined;
+    return undefined;
+  }
+
+  /** The step's own statement and its parameters (the step's, then the written columns' values). */
+  #statement(call: StepCall): { sql: string; params: unknown[] } {
+    const { step, row } = call;
+    if (!row) return { sql: this.#fixed[step], params: call.params };
+    const sql = this.#shaped(`${step}\n${row.names.join("\n")}`, () =>
+      this.#sql.statement(INLINE_STEPS[step], row.names),
+    );
+    return { sql, params: [...call.params, ...row.values] };
+  }
+
+  /** Runs one statement; `fn`: a function call, whose "not installed" error the caller handles. */
+  async #send(
+    op: string,
+    key: string,
+    s: { sql: string; params: unknown[] },
+    fn?: string,
+  ): Promise<Record<string, unknown>> {
+    let row: Record<string, unknown> | undefined;
+    try {
+      row = (await runStatement(this.#pool, s.sql, s.params, this.#prepared)).rows[0];
+    } catch (error) {
+      if (fn !== undefined && isMissing(error, fn)) throw error;
+      throw postgresStoreError(op, key, error);
+    }
+    if (!row) throw new Error("unreachable: the decided row is always returned");
+    return row;
+  }
+
+  /** The commit's row writes, checked: built by this store, for the committing key's own row (`row`). */
+  #rowWrites(row: string, writes: readonly Store.AtomicWrite[] | undefined): InlinePostgresRowWrite[] {
+    return (writes ?? []).map((w) => {
+      if (!this.canFold(w))
+        throw new UnsupportedAtomicWriteError(`InlinePostgresStore cannot fold a ${w.engine} write`);
+      const r = w as InlinePostgresRowWrite;
+      if (r.rowKey !== row) {
+        throw new UnsupportedAtomicWriteError(
+          `InlinePostgresStore folds only the committing subject's own row (${row}), not ${r.rowKey}`,
+        );
+      }
+      return r;
+    });
+  }
+}
+
+/** The writes' columns, merged (later writes win), in a stable order so that a shape's statement is reused. */
+function rowColumns(writes: readonly InlinePostgresRowWrite[]): RowColumns {
+  const merged = new Map<string, unknown>();
+  for (const w of writes)
+    for (const [name, value] of Object.entries(w.columns)) merged.set(name, value ?? null);
+  const names = [...merged.keys()];
+  return { names, values: names.map((n) => merged.get(n)) };
+}
+
+/** undefined_function, for the store's own function: not installed (an older `migrateInline`, or none). */
+function isMissing(error: unknown, fn: string): boolean {
+  const e = error as { code?: unknown; message?: unknown } | null;
+  return e?.code === "42883" && String(e.message).includes(fn);
+}
+
+function outcomes(writes: readonly InlinePostgresRowWrite[], wrote: boolean): Store.WriteOutcome[] {
+  const status = wrote ? "applied" : "stale";
+  return writes.map((w) => ({ description: w.description, status }));
+}
+
+/** The state columns in the user's table, for documentation and checks. */
+export const INLINE_POSTGRES_COLUMNS: readonly string[] = INLINE_COLUMN_NAMES;

@@ -1,0 +1,162 @@
+import { OptionsError } from "../../core/errors.js";
+import { custom, type Field, required, schemaFor, string } from "../../core/options.js";
+import { lockTimeoutField, migrationOptions, type Queryable, runMigration } from "./migration.js";
+import type { PostgresPool } from "./pool.js";
+
+export const DEFAULT_SCHEMA = "public";
+export const DEFAULT_STATE_TABLE = "eonce_state";
+
+/** Names are always quoted, so only plain identifiers are accepted: nothing in them needs escaping. */
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
+
+const EXPECTED_IDENTIFIER = "a plain SQL identifier (letters, digits, _)";
+
+/** A schema, table or column name option; with a default it always resolves. */
+export function identifier(): Field<string, false>;
+export function identifier(defaultName: string): Field<string, true>;
+export function identifier(defaultName?: string): Field<string, boolean> {
+  return defaultName === undefined
+    ? string({ pattern: IDENTIFIER, expected: EXPECTED_IDENTIFIER })
+    : string({ default: defaultName, pattern: IDENTIFIER, expected: EXPECTED_IDENTIFIER });
+}
+
+/** `"schema"."name"`, for names checked by `identifier`. */
+export function qualified(schema: string, name: string): string {
+  return `${quote(schema)}.${quote(name)}`;
+}
+
+export function quote(name: string): string {
+  if (!IDENTIFIER.test(name)) throw new OptionsError(`not a plain SQL identifier: ${JSON.stringify(name)}`);
+  return `"${name}"`;
+}
+
+/** Where the state table is: schema and table name. */
+export interface PostgresTableOptions {
+  /** Default `public`; created if missing. */
+  schema?: string;
+  /** Default `eonce_state`. */
+  table?: string;
+}
+
+/**
+ * The state table: one row per state key, the StateRecord of src/core/state.ts column for column. Positions compare
+ * byte-wise (`COLLATE "C"`), as JavaScript compares the ASCII positions the guard accepts; the database's default
+ * collation might not. Numbers that hold clock values (fence: microseconds; lease: milliseconds) are bigint.
+ */
+function stateTableDdl(table: string): string {
+  return `CREATE TABLE IF NOT EXISTS ${table} (
+  state_key text PRIMARY KEY,                      -- the guard's state key (subject, or event for unordered ones)
+  status text NOT NULL CHECK (status IN ('running', 'done', 'released')),
+  position text COLLATE "C" NOT NULL,              -- position of the current or last claim
+  identity text NOT NULL,                          -- identity of the current or last claim
+  fence bigint NOT NULL,                           -- strictly increasing per key: the claim condition's fence < $fence
+  token text,                                      -- the claiming guard call's token: a retried claim knows its own
+  lease_until_ms bigint,                           -- epoch ms, while running
+  committed_position text COLLATE "C",             -- last committed event: claims must be newer
+  committed_identity text,
+  result text,                                     -- JSON of the committed result, replayed to duplicates
+  result_omitted_bytes bigint,                     -- the result was too large to keep: its size
+  committed_fingerprint text,                      -- payload fingerprint of the committed event (opt-in)
+  attempts integer NOT NULL DEFAULT 0,             -- consecutive claims of the current identity
+  expires_at bigint                                -- epoch seconds after which deleteExpired may remove the row
+)`;
+}
+
+/** The options of `migrate`. */
+export interface MigrateOptions extends PostgresTableOptions {
+  /**
+   * When something is missing: how long the migration waits for a lock (the table's, or another migration's of the
+   * schema) before it fails with MigrationLockTimeoutError, nothing changed. Default 3000 ms. Statements on the table
+   * queued behind the migration's lock request wait at most that long. Nothing missing: no lock is taken.
+   */
+  lockTimeoutMs?: number;
+}
+
+const MIGRATE_OPTIONS = schemaFor<MigrateOptions>()({
+  schema: identifier(DEFAULT_SCHEMA),
+  table: identifier(DEFAULT_STATE_TABLE),
+  lockTimeoutMs: lockTimeoutField,
+});
+
+/** What the state table may lack, as messages name it. */
+const PARTS = {
+  schema: "the schema",
+  table: "the table",
+  fingerprint: "column committed_fingerprint",
+  index: "the index on expires_at",
+} as const;
+
+/**
+ * Creates the schema, the state table and its index, and adds the columns added since the table was created, when
+ * missing. Safe on every cold start and in a deploy step: with nothing missing it reads the catalog and takes no lock;
+ * otherwise concurrent calls are serialised, and lock waits end after `lockTimeoutMs` (migration.ts).
+ * Postgres has no TTL: run `deleteExpired` from a schedule to keep the table small.
+ */
+export async function migrate(pool: PostgresPool, options: MigrateOptions = {}): Promise<void> {
+  const o = migrationOptions("migrate", MIGRATE_OPTIONS, options);
+  const table = qualified(o.schema, o.table);
+  const index = `${o.table.slice(0, 50)}_expires_at`;
+  await runMigration(pool, {
+    what: "migrate",
+    schema: o.schema,
+    table,
+    lockTimeoutMs: o.lockTimeoutMs,
+    missing: (db) => stateTableMissing(db, o.schema, o.table, index),
+    apply: async (db, missing) => {
+      if (missing.includes(PARTS.schema)) await db.query(`CREATE SCHEMA IF NOT EXISTS ${quote(o.schema)}`);
+      if (missing.includes(PARTS.table)) await db.query(stateTableDdl(table));
+      else if (missing.includes(PARTS.fingerprint))
+        await db.query(`ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS committed_fingerprint text`);
+      if (missing.includes(PARTS.index))
+        await db.query(`CREATE INDEX IF NOT EXISTS ${quote(index)} ON ${table} (expires_at)`);
+    },
+  });
+}
+
+/**
+ * What of the state table is missing, from the catalog tables themselves: they take no lock on the table, and each
+ * statement reads them under a new snapshot, so a read after the advisory lock sees what the last holder committed.
+ */
+async function stateTableMissing(
+  db: Queryable,
+  schema: string,
+  table: string,
+  index: string,
+): Promise<string[]> {
+  const out = await db.query(
+    `SELECT n.oid IS NOT NULL AS has_schema, c.oid IS NOT NULL AS has_table,
+  EXISTS (SELECT 1 FROM pg_attribute a
+    WHERE a.attrelid = c.oid AND a.attname = 'committed_fingerprint' AND NOT a.attisdropped) AS has_fingerprint,
+  EXISTS (SELECT 1 FROM pg_class i WHERE i.relnamespace = n.oid AND i.relname = $3) AS has_index
+FROM (SELECT 1) AS one
+LEFT JOIN pg_namespace n ON n.nspname = $1
+LEFT JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = $2`,
+    [schema, table, index],
+  );
+  const row = out.rows[0] as Record<string, boolean>;
+  return (Object.keys(PARTS) as (keyof typeof PARTS)[]).filter((k) => !row[`has_${k}`]).map((k) => PARTS[k]);
+}
+
+/**
+ * Deletes rows whose expiry has passed, as DynamoDB TTL does (renewals keep a live claim's expiry ahead of its lease,
+ * so no running claim is removed). Returns how many were deleted.
+ */
+export async function deleteExpired(
+  pool: PostgresPool,
+  options: PostgresTableOptions & { nowSeconds?: number } = {},
+): Promise<number> {
+  const table = qualified(options.schema ?? DEFAULT_SCHEMA, options.table ?? DEFAULT_STATE_TABLE);
+  const now = options.nowSeconds ?? Math.floor(Date.now() / 1000);
+  const out = await pool.query(`DELETE FROM ${table} WHERE expires_at < $1`, [now]);
+  return out.rowCount ?? 0;
+}
+
+/** The `pool` option of the store and the sink. */
+export const poolField = required(
+  custom<PostgresPool>(
+    "a pg Pool",
+    (v) =>
+      typeof (v as PostgresPool | null)?.query === "function" &&
+      typeof (v as PostgresPool | null)?.connect === "function",
+  ),
+);

@@ -1,0 +1,97 @@
+import type { StateRecord } from "../core/state.js";
+import type { AtomicWrite, StateStore } from "../core/store.js";
+
+import type { TaggedWrite } from "./faulty-store.js";
+
+/** A row of the fenced sink: the position and fence of the write that landed last. */
+export interface SinkRow {
+  pos: string;
+  fence: number;
+}
+
+/** What an effect is written for: the event (its counter and subject) and the claim (its fence and state key). */
+export interface EffectTarget {
+  counterId: string;
+  subject: string;
+  identity: string;
+  /** The event's own (the guard's context says it too): inline state keeps effects in this key's row. */
+  key: string;
+}
+
+/**
+ * One history's stores and effect targets: the shared state store (before fault decoration), the per-identity
+ * counter the folded effect increments, and the fenced sink row per subject. Names are the history's own (DynamoDB
+ * histories share tables, so their subjects carry a namespace).
+ */
+export interface Backend {
+  /** The engine's name (src/engines/registry.ts). */
+  readonly name: string;
+  readonly store: StateStore;
+  /** The sink reports its own landed writes to `onSinkLanded` (memory); else the fault store reports them. */
+  readonly sinkReportsItself: boolean;
+  /** Folded into a commit: adds 1 to the counter of `e` and records the fence that did. */
+  counter(e: EffectTarget, fence: number): AtomicWrite;
+  /** Folded into a commit: the sink row of `e.subject` takes (pos, fence) unless it holds newer. */
+  sinkAtomic(e: EffectTarget, pos: string, fence: number): TaggedWrite;
+  /** The same write, in its own request, while the claim of `fence` holds. */
+  sinkPut(e: EffectTarget, pos: string, fence: number): Promise<"applied" | "stale">;
+  readCounter(e: EffectTarget): Promise<{ count: number; fences: number[] }>;
+  readSink(subject: string): Promise<SinkRow | undefined>;
+  /** The state item and its stored size (memory: JSON bytes; DynamoDB: item bytes). */
+  readState(key: string): Promise<{ state: StateRecord | undefined; bytes: number | undefined }>;
+  /** Deletes a state item, as TTL does. */
+  forget(key: string): Promise<void>;
+  /**
+   * SQL servers: `workers` cold starts at once beside live traffic, each with a pool of its own (as Lambda instances
+   * have), each running the engine's migration of the live table (nothing missing: it must take no lock) and then of
+   * one fresh table (a first deploy: they race to create it). Rejects with what a migration threw.
+   */
+  coldStart?(workers: number): Promise<void>;
+  /**
+   * SQL servers: a long reader (a report, pg_dump, a session idle in transaction): a transaction that has read the
+   * live table and holds its lock until the function returned is called, or `ms` (real) have passed.
+   */
+  holdReader?(ms: number): Promise<() => Promise<void>>;
+  /**
+   * Servers that acknowledge a write before their replicas have it (Valkey, when the run asks for `failover`):
+   * called after every step, everything quiescent. The server may have failed over to a replica that lacks the
+   * last writes; returns the faults since the last call, for the run's counts and the trace.
+   */
+  serverFaults?(): Promise<ServerFault[]>;
+}
+
+/** A fault of the server itself (`Backend.serverFaults`). */
+export interface ServerFault {
+  kind: "failover" | "wait-timeout";
+  /** A line for the trace. */
+  detail: string;
+}
+
+/**
+ * A counter write of `engine`, described for traces and write outcomes. Not fenced: a second application must show
+ * as a count of 2.
+ */
+export function counterWrite<E extends string, B extends object>(
+  engine: E,
+  e: EffectTarget,
+  fence: number,
+  body: B,
+): { engine: E; description: string } & B {
+  return { engine, description: `count ${e.counterId} f${fence}`, ...body };
+}
+
+/** The description of a sink write. */
+export function sinkDescription(e: EffectTarget, pos: string, fence: number): string {
+  return `sink ${e.subject} ${pos} f${fence}`;
+}
+
+/** `sinkAtomic` from an engine's fenced sink write: described and tagged, so the fault store reports it landing. */
+export function taggedSink<W extends AtomicWrite>(
+  write: (e: EffectTarget, pos: string, fence: number) => W,
+): (e: EffectTarget, pos: string, fence: number) => W & TaggedWrite {
+  return (e, pos, fence) => ({
+    ...write(e, pos, fence),
+    description: sinkDescription(e, pos, fence),
+    chaos: { subject: e.subject, pos, fence },
+  });
+}

@@ -1,0 +1,104 @@
+import type { ClaimRequest, StateRecord } from "../core/state.js";
+import type { CommitRequest, CommitResult, FencedResult, StateStore } from "../core/store.js";
+import type { StoreWrapper } from "./history.js";
+
+/**
+ * Deliberately broken stores, each undoing one thing the guard relies on, for the tests that show the simulator
+ * catches it (and `npm run chaos -- --break <name>`). They wrap a correct store and delegate the rest.
+ */
+function delegate(inner: StateStore, over: Partial<StateStore>): StateStore {
+  return {
+    engine: inner.engine,
+    maxResultBytes: inner.maxResultBytes,
+    claim: (r) => inner.claim(r),
+    renew: (r) => inner.renew(r),
+    commit: (r) => inner.commit(r),
+    claimAndCommit: (r) => inner.claimAndCommit(r),
+    release: (r) => inner.release(r),
+    read: (k) => inner.read(k),
+    canFold: (w) => inner.canFold(w),
+    ...over,
+  };
+}
+
+type Op = "claim" | "commit" | "renew";
+type Req<K extends Op> = Parameters<StateStore[K]>[0];
+
+/** Breaks one operation, deciding from the item as it was just before the call (read unfaulted). */
+function onItem<K extends Op>(
+  op: K,
+  decide: (inner: StateStore, req: Req<K>, item: StateRecord | undefined) => ReturnType<StateStore[K]>,
+): StoreWrapper {
+  return (inner) =>
+    delegate(inner, { [op]: async (req: Req<K>) => decide(inner, req, await inner.read(req.key)) });
+}
+
+export const BROKEN_STORES: Record<string, { what: string; wrap: StoreWrapper }> = {
+  "commit-ignores-fence": {
+    what: "commit succeeds for whoever holds the item, not only the fence that claimed it (a zombie commits)",
+    wrap: onItem("commit", (inner, req, s) =>
+      inner.commit(s?.status === "running" ? { ...req, fence: s.fence } : req),
+    ),
+  },
+  "forgets-tokens": {
+    what: "claims keep no token, so a retried claim whose first attempt landed looks like someone else's",
+    wrap: (inner) => {
+      let n = 0;
+      return delegate(inner, { claim: (req: ClaimRequest) => inner.claim({ ...req, token: `anon-${n++}` }) });
+    },
+  },
+  "renew-keeps-lease": {
+    what: "renewals say ok but never move the lease",
+    wrap: onItem(
+      "renew",
+      async (_, req, s): Promise<FencedResult> =>
+        s?.fence === req.fence && s.status === "running" ? { ok: true } : { ok: false, state: s },
+    ),
+  },
+  "sticky-lease": {
+    what: "claims write a lease ten times too long, so a stopped holder blocks its subject",
+    wrap: (inner) =>
+      delegate(inner, {
+        claim: (req) =>
+          inner.claim({ ...req, leaseUntilMs: req.leaseUntilMs + 9 * (req.leaseUntilMs - req.nowMs) }),
+      }),
+  },
+  "counter-fences": {
+    what: "fences count up from the item's (1 on a new item) instead of the clock: TTL makes them repeat",
+    wrap: onItem("claim", (inner, req, s) => inner.claim({ ...req, fence: (s?.fence ?? 0) + 1 })),
+  },
+  "early-ttl": {
+    what: "committed items expire at once (a dedupe window shorter than redelivery)",
+    wrap: (inner, forget) =>
+      delegate(inner, {
+        async commit(req: CommitRequest) {
+          const r = await inner.commit(req);
+          if (r.committed) await forget(req.key);
+          return r;
+        },
+      }),
+  },
+  "lying-commit": {
+    what: "commit answers committed without writing anything",
+    wrap: (inner) => delegate(inner, { commit: async () => ({ committed: true, writes: [] }) }),
+  },
+  "commit-forgets-own": {
+    what: "a retried commit whose first attempt landed is refused instead of recognised",
+    wrap: onItem(
+      "commit",
+      async (inner, req, s): Promise<CommitResult> =>
+        s?.status === "done" && s.fence === req.fence ? { committed: false, state: s } : inner.commit(req),
+    ),
+  },
+};
+
+/**
+ * Inline row mappings that are not one-to-one (`npm run chaos -- --store dynamodb-inline|postgres-inline --break <name>`), to
+ * show that the simulator's adversarial subjects catch one (src/sim/names.ts).
+ */
+export const BROKEN_ROW_KEYS: Record<string, { what: string; rowKey: (stateKey: string) => string }> = {
+  "colliding-row-keys": {
+    what: "an ordered subject's row is its subject as it is, so a subject spelled like an unordered event's key (u#<len>#<subject><identity>) shares that event's row",
+    rowKey: (key) => (key.startsWith("o#") ? key.slice(2) : key),
+  },
+};

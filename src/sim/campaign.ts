@@ -1,0 +1,208 @@
+import { randomUUID } from "node:crypto";
+import type { SimEnv } from "../engines/kit.js";
+import { engine, engineKit, type StoreName } from "../engines/registry.js";
+import { randomChooser } from "./chooser.js";
+import { type Profile, randomConfig } from "./config.js";
+import { addCounts, type FaultCounts } from "./faults.js";
+import { type HistoryResult, runHistory, type StoreWrapper } from "./history.js";
+import type { HistoryConfig } from "./history-config.js";
+import type { KnownIssue } from "./known-issues.js";
+import type { InvariantId, Violation } from "./observer.js";
+
+export interface CampaignOptions {
+  histories: number;
+  seed: number;
+  store: StoreName;
+  /** DynamoDB: an endpoint to use; without one, DynamoDB Local is started and stopped here. */
+  endpoint?: string;
+  /**
+   * Histories on a server (DynamoDB, inline, PostgreSQL) run this many at a time, each on its own scheduler and
+   * subjects. Default 12.
+   */
+  concurrency?: number;
+  profile?: Profile;
+  /** Tests: change the seeded config (e.g. an unsafe guard option). */
+  configure?: (cfg: HistoryConfig) => HistoryConfig;
+  /** Tests: a deliberately broken store around the real one. */
+  wrapStore?: StoreWrapper;
+  /** Tests: a sink that ignores position and fence (memory). */
+  unfencedSink?: boolean;
+  /** Tests: the inline stores map state keys to rows with this (a broken mapping, BROKEN_ROW_KEYS). */
+  rowKey?: (stateKey: string) => string;
+  /** A failover to a lagging replica in each history (engines whose backend has `serverFaults`: Valkey). */
+  failover?: { waitForReplicas: boolean };
+  onProgress?: (done: number, total: number) => void;
+  /**
+   * Tests: stop after the history for which this returns true (a broken store caught): the histories after it
+   * would only repeat the finding. Histories already running still finish.
+   */
+  stopWhen?: (summary: CampaignSummary) => boolean;
+}
+
+export interface HistoryFailure {
+  seed: number;
+  violations: Violation[];
+  /** Known guard issues whose pattern the history shows (KNOWN_ISSUES in known-issues.ts). */
+  knownIssues: KnownIssue[];
+}
+
+export interface CampaignSummary {
+  histories: number;
+  /** Histories with at least one reported violation. */
+  violations: number;
+  /** Distinct histories (fingerprints of every decision taken). */
+  states: number;
+  faults: FaultCounts;
+  /**
+   * Histories whose clocks differed beyond clockSkewMs (only fencing-guaranteed invariants reported), and the
+   * violations there that are not reported (the guarantee does not hold beyond the skew bound).
+   */
+  beyondSkew: number;
+  beyondSkewUnreported: number;
+  /** Histories with violations per invariant, and per known issue whose pattern they show; `unexplained`: none. */
+  byInvariant: Partial<Record<InvariantId, number>>;
+  knownIssues: Partial<Record<KnownIssue, number>>;
+  unexplained: number;
+  failures: HistoryFailure[];
+  wallMs: number;
+}
+
+/** The seed of history `i` of a run with `seed`: replay it alone with `--replay`. */
+export function historySeed(seed: number, i: number): number {
+  return seed + i;
+}
+
+export interface ReplayResult extends HistoryResult {
+  seed: number;
+  config: HistoryConfig;
+}
+
+/**
+ * Stores behind a server (DynamoDB Local, PostgreSQL) run the small profile, several histories at a time, sampled
+ * per delivery; in-process ones (memory, SQLite in memory) run the default profile one after another, step by step.
+ */
+function isServer(store: StoreName): boolean {
+  return engine(store).server;
+}
+
+/** A run's environment on its engine (src/engines/kit.ts): tables, a schema, or nothing for in-process engines. */
+async function simEnv(o: Pick<CampaignOptions, "store" | "endpoint">): Promise<SimEnv> {
+  return (await engineKit(o.store)).openSimEnv(o.endpoint ? { endpoint: o.endpoint } : {});
+}
+
+/**
+ * One seeded history on one store (the unit of a run, and `--replay`), in the run's environment `env`; without one,
+ * in an environment of its own (opened and closed here).
+ */
+export async function runSeed(
+  seed: number,
+  o: Omit<CampaignOptions, "histories" | "seed" | "onProgress"> & { env?: SimEnv; trace?: boolean },
+): Promise<ReplayResult & { digest: string }> {
+  if (!o.env) {
+    const env = await simEnv(o);
+    try {
+      return await runSeed(seed, { ...o, env });
+    } finally {
+      await env.close();
+    }
+  }
+  const env = o.env;
+  const real = isServer(o.store);
+  const base = randomConfig(seed, o.profile ?? (real ? "small" : "default"));
+  const config = o.configure ? o.configure(base) : base;
+  const chooser = randomChooser(seed);
+  const result = await runHistory(config, {
+    chooser,
+    backend: (onSinkLanded) => {
+      const backend = env.backend({
+        onSinkLanded,
+        ...(o.unfencedSink ? { unfencedSink: true } : {}),
+        ...(o.rowKey ? { rowKey: o.rowKey } : {}),
+        ...(o.failover ? { failover: { ...o.failover, chooser } } : {}),
+      });
+      if (o.failover && !backend.serverFaults) throw new Error(`the ${o.store} engine has no failover fault`);
+      return backend;
+    },
+    ...(real ? { namespace: `h${seed}-${randomUUID().slice(0, 6)}` } : {}),
+    ...(o.wrapStore ? { wrapStore: o.wrapStore } : {}),
+    sampleEvery: real ? "delivery" : "step",
+    trace: o.trace ?? false,
+  });
+  return { ...result, seed, config, digest: chooser.digest() };
+}
+
+function emptySummary(): CampaignSummary {
+  return {
+    histories: 0,
+    violations: 0,
+    states: 0,
+    faults: {},
+    beyondSkew: 0,
+    beyondSkewUnreported: 0,
+    byInvariant: {},
+    knownIssues: {},
+    unexplained: 0,
+    failures: [],
+    wallMs: 0,
+  };
+}
+
+/** Runs `histories` seeded histories and sums them up. */
+export async function runCampaign(o: CampaignOptions): Promise<CampaignSummary> {
+  const started = Date.now();
+  const summary = emptySummary();
+  const digests = new Set<string>();
+  const env = await simEnv(o);
+  try {
+    const record = (r: ReplayResult & { digest: string }) => {
+      summary.histories++;
+      digests.add(r.digest);
+      addCounts(summary.faults, r.faults);
+      if (r.beyondSkew) {
+        summary.beyondSkew++;
+        summary.beyondSkewUnreported += r.allViolations.length - r.violations.length;
+      }
+      if (r.violations.length > 0) {
+        summary.violations++;
+        for (const v of r.violations)
+          summary.byInvariant[v.invariant] = (summary.byInvariant[v.invariant] ?? 0) + 1;
+        for (const k of r.knownIssues) summary.knownIssues[k] = (summary.knownIssues[k] ?? 0) + 1;
+        if (r.knownIssues.length === 0) summary.unexplained++;
+        // Every unexplained failure is kept; known ones only while there is room.
+        if (r.knownIssues.length === 0 || summary.failures.length < 20)
+          summary.failures.push({ seed: r.seed, violations: r.violations, knownIssues: r.knownIssues });
+      }
+      o.onProgress?.(summary.histories, o.histories);
+    };
+    const one = (i: number) => runSeed(historySeed(o.seed, i), { ...o, env });
+    const more = (i: number) => i < o.histories && !o.stopWhen?.(summary);
+    if (!isServer(o.store)) {
+      for (let i = 0; more(i); i++) record(await one(i));
+    } else {
+      // A server's histories mostly wait on requests: several at a time, each under its own namespace.
+      let next = 0;
+      const lanes = Array.from({ length: Math.max(1, o.concurrency ?? 12) }, async () => {
+        while (more(next)) record(await one(next++));
+      });
+      await Promise.all(lanes);
+    }
+  } finally {
+    await env.close();
+  }
+  summary.states = digests.size;
+  summary.wallMs = Date.now() - started;
+  return summary;
+}
+
+/** Replays one history with its trace (`--replay`). */
+export async function replay(
+  seed: number,
+  o: Omit<CampaignOptions, "histories" | "seed" | "onProgress">,
+): Promise<ReplayResult> {
+  const env = await simEnv(o);
+  try {
+    return await runSeed(seed, { ...o, env, trace: true });
+  } finally {
+    await env.close();
+  }
+}

@@ -1,0 +1,13 @@
+/**
+ * Real violations the simulator found in the guard, not fixed yet (test/sim/regressions.test.ts): recognised by
+ * their pattern so that runs can tell them from anything new.
+ */
+export const KNOWN_ISSUES = {
+  /**
+   * A run's commit is refused because an OLDER event of the subject took its expired claim over; the guard says
+   * `lease-lost` (acknowledged), but that holder commits the older event, never this one: this event is lost.
+   */
+  olderTakerLeaseLost: "lease-lost-to-older-event",
+} as const;
+
+export type KnownIssue = (typeof KNOWN_ISSUES)[keyof typeof KNOWN_ISSUES];

@@ -1,0 +1,23 @@
+import { describe, expect, inject, it } from "vitest";
+import { runCampaign } from "../../src/sim/campaign.js";
+
+const HISTORIES = 300;
+
+describe("fault simulator: seeded histories on DynamoDB Local", () => {
+  it(`${HISTORIES} histories break no invariant`, async () => {
+    const started = Date.now();
+    const s = await runCampaign({
+      histories: HISTORIES,
+      seed: 1,
+      store: "dynamodb",
+      endpoint: inject("dynamodbEndpoint"),
+    });
+    console.log(
+      `chaos dynamodb: ${JSON.stringify({ ...s, failures: undefined })} in ${Date.now() - started}ms`,
+    );
+    expect(s.histories).toBe(HISTORIES);
+    expect(s.unexplained, JSON.stringify(s.failures.slice(0, 3))).toBe(0);
+    for (const k of ["fail-before", "lose-response", "delay", "hang", "pause", "duplicate"] as const)
+      expect(s.faults[k], k).toBeGreaterThan(5);
+  }, 180_000);
+});
