@@ -71,6 +71,8 @@ import * as dynamodb from "effectively-once/engines/dynamodb";
 import * as memory from "effectively-once/engines/memory";
 import * as postgres from "effectively-once/engines/postgres";
 import * as sqlite from "effectively-once/engines/sqlite";
+import * as valkey from "effectively-once/engines/valkey";
+import type { ValkeyStoreOptions } from "effectively-once/engines/valkey";
 import * as sinks from "effectively-once/sinks/dynamodb";
 import * as sources from "effectively-once/sources";
 import type { DeliveryUnit } from "effectively-once/sources";
@@ -94,6 +96,7 @@ export const sqs = lambda.sqsHandler(async (e: S3ObjectEvent | unknown, ctx: Han
 export const sqsEvent: SQSEvent = { Records: [] };
 export const props: Partial<EffectivelyOncePipelineProps> = { pipelineName: "p" };
 export const runtime: LocalRuntimeOptions = { seed: 1 };
+export const valkeyOptions: Partial<ValkeyStoreOptions> = { keyPrefix: "app:" };
 export const values = [
   root.createGuard,
   cdk.EffectivelyOncePipeline,
@@ -104,6 +107,7 @@ export const values = [
   dynamodb.DynamoDBStore,
   postgres.PostgresStore,
   sqlite.SqliteStore,
+  valkey.ValkeyStore,
   oldDynamodb.DynamoDBStore === dynamodb.DynamoDBStore,
   oldMemory.MemoryStore === memory.MemoryStore,
   oldPostgres.PostgresStore === postgres.PostgresStore,
@@ -180,6 +184,7 @@ beforeAll(async () => {
       `constructs@${d.constructs}`,
       `pg@${d.pg}`,
       `@types/pg@${d["@types/pg"]}`,
+      `ioredis@${d.ioredis}`,
     ],
   });
   project = installed.project;

@@ -155,6 +155,16 @@ const PUBLIC: Record<string, string[]> = {
     "postgresWrite",
   ],
   "./engines/sqlite": ["SqliteFencedSink", "SqliteStore", "isSqliteAtomicWrite"],
+  "./engines/valkey": [
+    "ReplicasNotReachedError",
+    "ValkeyFencedSink",
+    "ValkeyStateAdmin",
+    "ValkeyStore",
+    "isRetryableValkeyError",
+    "isValkeyAtomicWrite",
+    "valkeyHashTag",
+    "valkeyWrite",
+  ],
   "./sinks/s3": ["S3FencedSink", "S3SinkBodyTooLargeError", "S3SinkConflictError", "S3_SINK_METADATA"],
   "./lambda": [
     "DeliveryFailedError",

@@ -80,6 +80,15 @@ export const ENGINES = [
     requires: ["file"],
     kit: async () => (await import("./sqlite/kit.js")).sqliteKit,
   },
+  {
+    name: "valkey",
+    folder: "valkey",
+    server: true,
+    inline: false,
+    connection: ["url", "keyPrefix"],
+    requires: [],
+    kit: async () => (await import("./valkey/kit.js")).valkeyKit,
+  },
 ] as const satisfies readonly EngineEntry[];
 
 export type StoreName = (typeof ENGINES)[number]["name"];

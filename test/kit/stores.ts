@@ -15,6 +15,7 @@ import { DynamoDBStore } from "../../src/engines/dynamodb/store.js";
 import { type MemoryAtomicWrite, MemoryStore } from "../../src/engines/memory/store.js";
 import { SqliteFencedSink, SqliteStore } from "../../src/engines/sqlite/index.js";
 import { countRequests, type RequestCounter } from "../../src/observe/request-counter.js";
+import { valkeyStoreUnderTest } from "../engines/valkey/store-under-test.js";
 import { localDynamoDB } from "./dynamodb.js";
 import { inlineRows } from "./inline-rows.js";
 import { postgresInlineStoreUnderTest, postgresStoreUnderTest } from "./postgres-store.js";
@@ -250,6 +251,7 @@ export const ALL_STORES: StoreFactory[] = [
       };
     },
   },
+  { name: "valkey", make: valkeyStoreUnderTest },
 ];
 
 /**

@@ -1,0 +1,33 @@
+import type { Cluster, Redis } from "ioredis";
+import { custom, required } from "../../core/options.js";
+
+/**
+ * The client the engine runs on: an ioredis `Redis` (one server, or Sentinel) or `Cluster` (Redis Cluster,
+ * ElastiCache cluster mode), decision record docs/decisions/0008-valkey-client.md. Only its type is imported: ioredis
+ * is an optional peer, loaded by whoever makes the client.
+ */
+export type ValkeyClient = Redis | Cluster;
+
+function isClient(value: unknown): boolean {
+  const c = value as Partial<Redis> | null;
+  return (
+    typeof c?.evalsha === "function" && typeof c.pipeline === "function" && typeof c.hgetall === "function"
+  );
+}
+
+/**
+ * A client without ioredis's own `keyPrefix`: it would prefix the scripts' keys but not `list`'s SCAN pattern, and
+ * could add a hash tag of its own; the store's `keyPrefix` is the one prefix.
+ */
+export const clientField = required(
+  custom<ValkeyClient>("an ioredis Redis or Cluster client without a keyPrefix of its own", (v) => {
+    if (!isClient(v)) return false;
+    const prefix = (v as { options?: { keyPrefix?: unknown } }).options?.keyPrefix;
+    return prefix === undefined || prefix === "";
+  }),
+);
+
+/** The servers that hold keys: the cluster's primaries, or the one server. */
+export function primaries(client: ValkeyClient): Redis[] {
+  return client.isCluster ? (client as Cluster).nodes("master") : [client as Redis];
+}

@@ -1,0 +1,255 @@
+/**
+ * The server-side scripts: each guard step is one of them, run atomically by the server (EVALSHA, src/engines/valkey/
+ * runner.ts). Every key is passed in KEYS (never built inside a script), so the cluster checks the slot of each.
+ *
+ * The claim condition is src/core/state.ts `claimAllowed`, clause for clause. Positions compare byte-wise with
+ * `before`: Lua's `<` on strings uses the server's locale (strcoll), which need not be byte order. Fences and
+ * times stay below 2^53, so Lua's numbers hold them exactly; stored numbers are the request's own strings, never
+ * Lua's formatting of a number.
+ *
+ * The answer is `{landed, state, outcomes}`: `state` the hash as HGETALL gives it (field, value, …) when refused (a
+ * claim also gives the state it replaced, without its result), `outcomes` 1 (applied) or 0 (stale) per sink write.
+ *
+ * A script that fails half-way keeps the writes it made (there is no rollback): every sink write is checked
+ * (`check_writes`) before anything is written, and the state is written last. `EONCE` errors are such refusals.
+ */
+const PRELUDE = `
+local function before(a, b)
+  if a == b then return false end
+  for i = 1, math.min(#a, #b) do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then return x < y end
+  end
+  return #a < #b
+end
+
+local function load(key)
+  local flat = redis.call('HGETALL', key)
+  if #flat == 0 then return nil, flat end
+  local s = {}
+  for i = 1, #flat, 2 do s[flat[i]] = flat[i + 1] end
+  return s, flat
+end
+
+local function without(flat, name)
+  local out = {}
+  for i = 1, #flat, 2 do
+    if flat[i] ~= name then out[#out + 1] = flat[i]; out[#out + 1] = flat[i + 1] end
+  end
+  return out
+end
+
+-- claimAllowed: no live holder (lease + grace < now; with supersede an older position), newer than the committed
+-- position, and a higher fence.
+local function claimable(s, pos, fence, now, grace, supersede)
+  if not s then return true end
+  local gone = s.status ~= 'running' or tonumber(s.lease or '0') + grace < now
+    or (supersede and before(s.pos, pos))
+  local newer = s.cpos == nil or before(s.cpos, pos)
+  return gone and newer and tonumber(s.fence) < fence
+end
+
+-- A refusal. With waitForReplicas (the BARRIER variant of each script) it rewrites the record's fence, unchanged:
+-- a write that replicates, so that the WAIT after the script covers every earlier write of the server, other
+-- connections' too (Redis 7.2 and Valkey count only the connection's own propagated writes): the state the refusal
+-- was decided on (another caller's commit) is on the replicas before the guard acts on it.
+local function refused(key, s, flat, outcomes)
+  if BARRIER and s then redis.call('HSET', key, 'fence', s.fence) end
+  if outcomes then return {0, flat, outcomes} end
+  return {0, flat}
+end
+
+local function held(s, fence)
+  return s ~= nil and s.status == 'running' and tonumber(s.fence) == fence
+end
+
+-- Expiry at the request's (seconds), never before the lease (TTL never ends a live claim) nor before floor ms
+-- from the server's clock (minRetentionMs).
+local function expire(key, exp, lease, floor)
+  local at = tonumber(exp) * 1000
+  if lease and tonumber(lease) > at then at = tonumber(lease) end
+  if tonumber(floor) > 0 then
+    local t = redis.call('TIME')
+    local least = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(floor)
+    if least > at then at = least end
+  end
+  redis.call('PEXPIREAT', key, string.format('%.0f', at))
+end
+
+-- A committed value: '' removes it, '+<value>' sets it.
+local function keep(key, field, v)
+  if v == '' then redis.call('HDEL', key, field) else redis.call('HSET', key, field, string.sub(v, 2)) end
+end
+
+local KIND = { set = 'string', incr = 'string', hset = 'hash', zadd = 'zset', rpush = 'list', sadd = 'set' }
+
+-- Sink writes: two keys each from KEYS[k0] (stamp hash, target), six arguments each from ARGV[a0] (op, stamp
+-- field, position, fence, x, y). An empty stamp field is an unfenced write.
+local function check_writes(k0, a0, n)
+  for i = 0, n - 1 do
+    local stamps, target, op = KEYS[k0 + 2 * i], KEYS[k0 + 2 * i + 1], ARGV[a0 + 6 * i]
+    if ARGV[a0 + 6 * i + 1] ~= '' then
+      local st = redis.call('TYPE', stamps).ok
+      if st ~= 'none' and st ~= 'hash' then return 'the stamp key ' .. stamps .. ' holds a ' .. st end
+    end
+    local t = redis.call('TYPE', target).ok
+    if t ~= 'none' and t ~= KIND[op] then return target .. ' holds a ' .. t .. ', not a ' .. KIND[op] end
+    if op == 'incr' and t == 'string' then
+      local v = redis.call('GET', target)
+      if #v > 18 or not string.match(v, '^%-?%d+$') then
+        return target .. ' does not hold an integer of at most 18 digits'
+      end
+    end
+  end
+end
+
+-- The fenced rule (docs/decisions/0007): a write lands over an older stamp only (a lower position, or the same
+-- position and a lower fence); a target without a stamp takes any.
+local function stamp_allows(stamps, field, pos, fence)
+  local v = redis.call('HGET', stamps, field)
+  if not v then return true end
+  local i = string.find(v, ':', 1, true)
+  local sp = string.sub(v, i + 1)
+  if sp == pos then return tonumber(string.sub(v, 1, i - 1)) < tonumber(fence) end
+  return before(sp, pos)
+end
+
+local function apply_writes(k0, a0, n)
+  local out = {}
+  for i = 0, n - 1 do
+    local stamps, target, a = KEYS[k0 + 2 * i], KEYS[k0 + 2 * i + 1], a0 + 6 * i
+    local op, field, pos, fence, x, y = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5]
+    if field == '' or stamp_allows(stamps, field, pos, fence) then
+      if op == 'set' then redis.call('SET', target, x)
+      elseif op == 'hset' then redis.call('HSET', target, x, y)
+      elseif op == 'incr' then redis.call('INCRBY', target, x)
+      elseif op == 'zadd' then redis.call('ZADD', target, x, y)
+      elseif op == 'rpush' then redis.call('RPUSH', target, x)
+      else redis.call('SADD', target, x) end
+      if field ~= '' then redis.call('HSET', stamps, field, fence .. ':' .. pos) end
+      out[i + 1] = 1
+    else
+      out[i + 1] = 0
+    end
+  end
+  return out
+end
+
+local function writes_or_error(k0, a0, n)
+  local bad = check_writes(k0, a0, n)
+  if bad then return nil, redis.error_reply('EONCE ' .. bad) end
+  return apply_writes(k0, a0, n)
+end
+`;
+
+/** KEYS: state. ARGV: position, identity, fence, token, lease until (ms), expires at (s), now (ms), grace (ms), supersede (1/0), floor (ms). */
+const CLAIM = `
+local s, flat = load(KEYS[1])
+local pos, id = ARGV[1], ARGV[2]
+if not claimable(s, pos, tonumber(ARGV[3]), tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[9] == '1') then
+  return refused(KEYS[1], s, flat)
+end
+local attempts = 1
+if s and s.id == id then attempts = tonumber(s.att or '0') + 1 end
+redis.call('HSET', KEYS[1], 'status', 'running', 'pos', pos, 'id', id, 'fence', ARGV[3], 'token', ARGV[4],
+  'lease', ARGV[5], 'exp', ARGV[6], 'att', tostring(attempts))
+expire(KEYS[1], ARGV[6], ARGV[5], ARGV[10])
+return {1, without(flat, 'result')}
+`;
+
+/**
+ * KEYS: state, then the writes' keys. ARGV: position, identity, fence, token, expires at (s), now (ms), grace (ms),
+ * supersede (1/0), floor (ms), result, omitted bytes, fingerprint ('' or '+value'), write count, the writes.
+ */
+const CLAIM_AND_COMMIT = `
+local s, flat = load(KEYS[1])
+local pos, id = ARGV[1], ARGV[2]
+if not claimable(s, pos, tonumber(ARGV[3]), tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8] == '1') then
+  return refused(KEYS[1], s, flat, {})
+end
+local out, err = writes_or_error(2, 14, tonumber(ARGV[13]))
+if err then return err end
+redis.call('HSET', KEYS[1], 'status', 'done', 'pos', pos, 'id', id, 'fence', ARGV[3], 'token', ARGV[4],
+  'cpos', pos, 'cid', id, 'exp', ARGV[5], 'att', '0')
+redis.call('HDEL', KEYS[1], 'lease')
+keep(KEYS[1], 'result', ARGV[10])
+keep(KEYS[1], 'omitted', ARGV[11])
+keep(KEYS[1], 'cfp', ARGV[12])
+expire(KEYS[1], ARGV[5], nil, ARGV[9])
+return {1, {}, out}
+`;
+
+/** KEYS: state, then the writes' keys. ARGV: fence, expires at (s), result, omitted bytes, fingerprint, floor (ms), write count, the writes. */
+const COMMIT = `
+local s, flat = load(KEYS[1])
+if not held(s, tonumber(ARGV[1])) then return refused(KEYS[1], s, flat, {}) end
+local out, err = writes_or_error(2, 8, tonumber(ARGV[7]))
+if err then return err end
+redis.call('HSET', KEYS[1], 'status', 'done', 'cpos', s.pos, 'cid', s.id, 'exp', ARGV[2], 'att', '0')
+redis.call('HDEL', KEYS[1], 'lease')
+keep(KEYS[1], 'result', ARGV[3])
+keep(KEYS[1], 'omitted', ARGV[4])
+keep(KEYS[1], 'cfp', ARGV[5])
+expire(KEYS[1], ARGV[2], nil, ARGV[6])
+return {1, {}, out}
+`;
+
+/** KEYS: state. ARGV: fence, lease until (ms), expires at (s), floor (ms). The expiry never moves back. */
+const RENEW = `
+local s, flat = load(KEYS[1])
+if not held(s, tonumber(ARGV[1])) then return refused(KEYS[1], s, flat) end
+local exp = ARGV[3]
+if s.exp and tonumber(s.exp) > tonumber(exp) then exp = s.exp end
+redis.call('HSET', KEYS[1], 'lease', ARGV[2], 'exp', exp)
+expire(KEYS[1], exp, ARGV[2], ARGV[4])
+return {1, {}}
+`;
+
+/** KEYS: state. ARGV: fence. The committed position and identity stay. */
+const RELEASE = `
+local s, flat = load(KEYS[1])
+if not held(s, tonumber(ARGV[1])) then return refused(KEYS[1], s, flat) end
+redis.call('HSET', KEYS[1], 'status', 'released')
+redis.call('HDEL', KEYS[1], 'lease')
+return {1, {}}
+`;
+
+/** KEYS: state. ARGV: the lease bound (src/core/state-admin.ts forgetLeaseBoundMs): a lease past it holds. */
+const FORGET = `
+local s, flat = load(KEYS[1])
+if not s then return {0, flat} end
+if s.status == 'running' and tonumber(s.lease or '0') > tonumber(ARGV[1]) then return {0, flat} end
+redis.call('DEL', KEYS[1])
+return {1, flat}
+`;
+
+/** KEYS: stamp hash, target. ARGV: one write. A sink write on its own: 1 applied, 0 stale. */
+const PUT = `
+local out, err = writes_or_error(1, 1, 1)
+if err then return err end
+return out[1]
+`;
+
+export type ScriptName = "claim" | "claimAndCommit" | "commit" | "renew" | "release" | "forget" | "put";
+
+const BODIES: Readonly<Record<ScriptName, string>> = {
+  claim: CLAIM,
+  claimAndCommit: CLAIM_AND_COMMIT,
+  commit: COMMIT,
+  renew: RENEW,
+  release: RELEASE,
+  forget: FORGET,
+  put: PUT,
+};
+
+function scripts(barrier: boolean): Readonly<Record<ScriptName, string>> {
+  const head = `local BARRIER = ${barrier}\n${PRELUDE}`;
+  return Object.fromEntries(Object.entries(BODIES).map(([name, body]) => [name, head + body])) as Record<
+    ScriptName,
+    string
+  >;
+}
+
+/** The scripts; with waitForReplicas, `LUA_BARRIER`: the same, whose refusals write (`refused`). */
+export const LUA = scripts(false);
+export const LUA_BARRIER = scripts(true);
