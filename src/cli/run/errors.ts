@@ -60,6 +60,26 @@ export function summarizeErrors(errors: readonly unknown[], limit = 5): ErrorSum
  * uncaught-error output starts with `file:line`.
  */
 export function describeLoadError(error: unknown, path: string): string {
+  return `${locateLoadError(error, path)}${moduleTypeHint(error)}`;
+}
+
+/**
+ * Node's errors when ES module code (top-level await, `import`) is loaded as CommonJS: a project without
+ * `"type": "module"` (as `npm init -y` makes it). The message alone does not say what to change.
+ */
+const COMMONJS_PROJECT =
+  /ERR_REQUIRE_ASYNC_MODULE|ERR_REQUIRE_CYCLE_MODULE|require\(\) (of )?ES Module|in a cycle|Cannot use import statement outside a module|top-level await/i;
+
+/** What to change when the handler's ES module code was loaded as CommonJS; nothing otherwise. */
+export function moduleTypeHint(error: unknown): string {
+  const text =
+    error instanceof Error ? `${(error as { code?: unknown }).code ?? ""} ${error.message}` : String(error);
+  return COMMONJS_PROJECT.test(text)
+    ? `; the handler is ES module code loaded as CommonJS: add "type": "module" to your package.json (docs/install.md)`
+    : "";
+}
+
+function locateLoadError(error: unknown, path: string): string {
   const first = firstLine(error);
   // tsx/esbuild: "Transform failed with 1 error:\n/path/file.ts:2:12: ERROR: Unexpected ..."
   const esbuild = error instanceof Error ? /\n(\S+:\d+:\d+): ERROR: (.*)/.exec(error.message) : null;
