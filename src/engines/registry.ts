@@ -1,7 +1,7 @@
 /**
  * The engines: the one list that the simulator (`npm run chaos -- --store`), `eonce state --store`, `eonce run
- * --state-store`, `eonce audit table --engine`, the test kit (`EONCE_STORES`) and vitest.config.ts read. Adding an
- * engine is one entry here and a folder of its own (docs/store-authors.md).
+ * --state-store`, the test kit (`EONCE_STORES`) and vitest.config.ts read. Adding an engine is one entry here and a
+ * folder of its own (docs/store-authors.md).
  *
  * An entry is data and a loader: nothing of an engine is imported until its kit is asked for, so the CLI and the
  * test config load this file without loading any engine or its client library.
