@@ -23,6 +23,7 @@ import { startDynamoDBLocal } from "../src/local/emulators/dynamodb-local.js";
 import { cpuMeter } from "./cpu.js";
 import { makeEvent } from "./events.js";
 import { effectRow } from "./impls/types.js";
+import { onWorkers, workerIds } from "./on-workers.js";
 import { percentile, round } from "./stats.js";
 import { createTable, dropTables } from "./tables.js";
 
@@ -273,18 +274,12 @@ try {
     const make = shapes[name]?.(table);
     if (!make) throw new Error(name);
     const cpu = cpuMeter(local.endpoint);
-    let next = 0;
     const t0 = performance.now();
     cpu.start();
-    await Promise.all(
-      Array.from({ length: workers }, async () => {
-        while (next < count) {
-          const i = next++;
-          const event = makeEvent(`k-${i}`, 1);
-          await make(event.subject, effectRow(event));
-        }
-      }),
-    );
+    await onWorkers(workerIds(workers), count, (_, i) => {
+      const event = makeEvent(`k-${i}`, 1);
+      return make(event.subject, effectRow(event));
+    });
     const used = cpu.read();
     const ms = performance.now() - t0;
     await dropTables(client, [table]);

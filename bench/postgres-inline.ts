@@ -43,6 +43,7 @@ import { runStatement } from "../src/engines/postgres/prepared.js";
 import { countingPool } from "../test/kit/postgres.js";
 import { type BenchEvent, makeEvent } from "./events.js";
 import { type LatencyProxy, startLatencyProxy } from "./latency-proxy.js";
+import { onWorkers, workerIds } from "./on-workers.js";
 import { percentile, round } from "./stats.js";
 
 const opts = new Command()
@@ -173,14 +174,9 @@ let n = 0;
 
 async function throughput(impl: Impl, events: number): Promise<{ eps: number; trips: number }> {
   const deliver = await impl.open(`t${++n}`);
-  let next = 0;
   reset();
   const t0 = performance.now();
-  await Promise.all(
-    Array.from({ length: workers }, async () => {
-      while (next < events) await deliver(makeEvent(`k-${next++}`, 1));
-    }),
-  );
+  await onWorkers(workerIds(workers), events, (_, i) => deliver(makeEvent(`k-${i}`, 1)));
   return { eps: events / ((performance.now() - t0) / 1000), trips: roundTrips() / events };
 }
 

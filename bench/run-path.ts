@@ -22,6 +22,7 @@ import { createStateTable } from "../src/engines/dynamodb/schema.js";
 import { DynamoDBFencedSink } from "../src/engines/dynamodb/sink.js";
 import { DynamoDBStore } from "../src/engines/dynamodb/store.js";
 import { dynamoDBClient, startDynamoDBLocal } from "../src/local/emulators/dynamodb-local.js";
+import { onWorkers, workerIds } from "./on-workers.js";
 import { median, round } from "./stats.js";
 import { createTable, dropTables } from "./tables.js";
 
@@ -37,13 +38,8 @@ const events = Number(opts.events);
 
 /** Runs `op(i)` for i < events, `workers` at a time; events per second. */
 async function rate(op: (i: number) => Promise<unknown>): Promise<number> {
-  let next = 0;
   const started = performance.now();
-  await Promise.all(
-    Array.from({ length: workers }, async () => {
-      while (next < events) await op(next++);
-    }),
-  );
+  await onWorkers(workerIds(workers), events, (_, i) => op(i));
   return events / ((performance.now() - started) / 1000);
 }
 

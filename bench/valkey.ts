@@ -25,6 +25,7 @@ import { Command } from "commander";
 import { Redis } from "ioredis";
 import { createGuard } from "../src/core/guard.js";
 import { stateKey } from "../src/core/state-key.js";
+import { TEST_VALKEY_URL } from "../src/engines/valkey/client.js";
 import { valkeyHashTag } from "../src/engines/valkey/keys.js";
 import { countValkeyCommands } from "../src/engines/valkey/request-counter.js";
 import { ValkeyFencedSink } from "../src/engines/valkey/sink.js";
@@ -39,6 +40,7 @@ import {
 } from "../test/engines/valkey/powertools.js";
 import { lambdaContext } from "../test/kit/context.js";
 import { type BenchEvent, makeEvent } from "./events.js";
+import { onWorkers } from "./on-workers.js";
 import { percentile, round } from "./stats.js";
 
 const opts = new Command()
@@ -49,7 +51,7 @@ const opts = new Command()
   .parse()
   .opts<{ workers: string; events: string; rounds: string; latency: string }>();
 const workers = Number(opts.workers);
-const url = process.env.EONCE_VALKEY_URL ?? "redis://127.0.0.1:6379";
+const url = TEST_VALKEY_URL;
 /** Every key of this run starts with it; deleted at the end (SCAN and DEL, never FLUSHALL: the server is shared). */
 const prefix = `eonce-bench:${randomUUID()}:`;
 
@@ -140,16 +142,11 @@ interface Run {
 async function throughput(impl: Impl, events: number): Promise<Run> {
   const tag = `${prefix}${++runs}:`;
   const delivers = clients.map((c) => impl.open(c, tag));
-  let next = 0;
   const server0 = await serverCpuMs();
   resetCommands();
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
-  await Promise.all(
-    delivers.map(async (deliver) => {
-      while (next < events) await deliver(makeEvent(`k-${next++}`, 1));
-    }),
-  );
+  await onWorkers(delivers, events, (deliver, i) => deliver(makeEvent(`k-${i}`, 1)));
   const eps = events / ((performance.now() - t0) / 1000);
   const cpu = process.cpuUsage(cpu0);
   const trips = commands() / events;

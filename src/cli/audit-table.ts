@@ -5,7 +5,7 @@ import { OptionsError } from "../core/errors.js";
 import { auditTable, TABLE_AUDIT_OPTIONS, type TableAuditOptions } from "../engines/dynamodb/audit-rows.js";
 import { dynamoDBClientFor } from "../engines/dynamodb/connection.js";
 import { auditPostgresTable } from "../engines/postgres/audit-rows.js";
-import { postgresConnectionString } from "../engines/postgres/connection.js";
+import { openPostgresPool } from "../engines/postgres/connection.js";
 import { auditSqliteTable } from "../engines/sqlite/audit-rows.js";
 import {
   AUDIT_CONNECTION_FLAGS,
@@ -122,7 +122,12 @@ async function auditOn(table: string, c: ResolvedAuditConnection, options: Commo
       }
     }
     case "postgres": {
-      const pool = await postgresPool(c);
+      // One connection: one cursor.
+      const pool = await openPostgresPool(c, {
+        max: 1,
+        missingPeer: (cause) =>
+          new OptionsError("--engine postgres needs node-postgres: npm i pg", { cause }),
+      });
       try {
         return await auditPostgresTable({ ...rowOptions, pool, schema: c.schema, tableName: table });
       } finally {
@@ -132,18 +137,6 @@ async function auditOn(table: string, c: ResolvedAuditConnection, options: Commo
     case "sqlite":
       return auditSqliteTable({ ...rowOptions, file: c.file as string, tableName: table });
   }
-}
-
-/** node-postgres is an optional peer: loaded only for `--engine postgres`. One connection: one cursor. */
-async function postgresPool(c: ResolvedAuditConnection) {
-  let Pool: typeof import("pg").Pool;
-  try {
-    ({ Pool } = (await import("pg")).default);
-  } catch (cause) {
-    throw new OptionsError("--engine postgres needs node-postgres: npm i pg", { cause });
-  }
-  const connectionString = postgresConnectionString(c);
-  return new Pool({ ...(connectionString ? { connectionString } : {}), max: 1 });
 }
 
 /**

@@ -5,8 +5,11 @@ import { loadExport } from "../load-export.js";
 import { StateUsageError } from "./errors.js";
 import { type ConnectionFlagNames, type ResolvedConnection, STATE_FLAG_NAMES } from "./options.js";
 
-/** What the caller already has: a DynamoDB client (the admin owns it: `close` destroys it), its flags' names. */
-export interface OpenAdminContext {
+/**
+ * What the command already has (the engine kit's OpenAdminContext is built from it): a DynamoDB client (the admin
+ * owns it: `close` destroys it), its flags' names.
+ */
+export interface CommandAdminContext {
   /** Default: a client with the SDK's configuration and the options' endpoint and region. */
   dynamodb?: DynamoDBClient;
   /** The flags' names, for messages (`eonce run` names some otherwise). */
@@ -19,7 +22,10 @@ export interface OpenAdminContext {
  * a client library that is an optional peer (node-postgres) is loaded only when asked for. A custom row mapping
  * (`--row-key`) is loaded here. Nothing is sent yet: a bad connection shows on the first request.
  */
-export async function openAdmin(o: ResolvedConnection, context: OpenAdminContext = {}): Promise<StateAdmin> {
+export async function openAdmin(
+  o: ResolvedConnection,
+  context: CommandAdminContext = {},
+): Promise<StateAdmin> {
   const flags = context.flags ?? STATE_FLAG_NAMES;
   const mapping = engine(o.store).inline ? await loadRowMapping(o, flags) : undefined;
   const kit = await engineKit(o.store);

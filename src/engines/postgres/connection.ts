@@ -9,3 +9,21 @@ export function postgresConnectionString(
 ): string | undefined {
   return o.databaseUrl ?? (env.DATABASE_URL || undefined);
 }
+
+/**
+ * A pool for an operator's command on the connection `o` names (`postgresConnectionString`). node-postgres is an
+ * optional peer, loaded only now: without it, `missingPeer` says what to install, worded for the command.
+ */
+export async function openPostgresPool(
+  o: { databaseUrl?: string | undefined },
+  options: { max: number; missingPeer(cause: unknown): Error },
+): Promise<import("pg").Pool> {
+  let Pool: typeof import("pg").Pool;
+  try {
+    ({ Pool } = (await import("pg")).default);
+  } catch (cause) {
+    throw options.missingPeer(cause);
+  }
+  const connectionString = postgresConnectionString(o);
+  return new Pool({ ...(connectionString ? { connectionString } : {}), max: options.max });
+}

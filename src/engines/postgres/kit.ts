@@ -1,25 +1,10 @@
 import type { EngineConnection } from "../connection.js";
 import type { EngineKit, OpenAdminContext } from "../kit.js";
 import { PostgresStateAdmin } from "./admin.js";
-import { postgresConnectionString } from "./connection.js";
+import { openPostgresPool } from "./connection.js";
 import { InlinePostgresStateAdmin } from "./inline-admin.js";
 import { postgresInlineBackend } from "./inline-sim-backend.js";
 import { postgresBackend, postgresChaosEnv } from "./sim-backend.js";
-
-/**
- * A pool for the operator's commands: node-postgres is an optional peer, loaded only now. Two connections: a
- * listing and a release may overlap.
- */
-async function poolFor(c: EngineConnection, context: OpenAdminContext) {
-  let Pool: typeof import("pg").Pool;
-  try {
-    ({ Pool } = (await import("pg")).default);
-  } catch (cause) {
-    throw context.missingPeer("pg", cause);
-  }
-  const connectionString = postgresConnectionString(c);
-  return new Pool({ ...(connectionString ? { connectionString } : {}), max: 2 });
-}
 
 /** The admin built on a new pool; the pool is ended if building fails. */
 async function withPool<A>(
@@ -27,7 +12,11 @@ async function withPool<A>(
   context: OpenAdminContext,
   build: (pool: import("pg").Pool) => Promise<A>,
 ) {
-  const pool = await poolFor(c, context);
+  // Two connections: a listing and a release may overlap.
+  const pool = await openPostgresPool(c, {
+    max: 2,
+    missingPeer: (cause) => context.missingPeer("pg", cause),
+  });
   try {
     return await build(pool);
   } catch (error) {

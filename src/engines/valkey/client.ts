@@ -27,6 +27,12 @@ export const clientField = required(
   }),
 );
 
+/** The server on this machine, where no URL is given (Valkey's and Redis's default port). */
+export const LOCAL_VALKEY_URL = "redis://127.0.0.1:6379";
+
+/** The server the simulator, the engine's tests and its bench use: `EONCE_VALKEY_URL`, else this machine's. */
+export const TEST_VALKEY_URL = process.env.EONCE_VALKEY_URL ?? LOCAL_VALKEY_URL;
+
 /** The servers that hold keys: the cluster's primaries, or the one server. */
 export function primaries(client: ValkeyClient): Redis[] {
   return client.isCluster ? (client as Cluster).nodes("master") : [client as Redis];

@@ -1,12 +1,13 @@
 import type { EngineConnection } from "../connection.js";
 import type { EngineKit, OpenAdminContext } from "../kit.js";
 import { ValkeyStateAdmin } from "./admin.js";
+import { LOCAL_VALKEY_URL } from "./client.js";
 import { noteConnectionError } from "./errors.js";
 import { valkeySimEnv } from "./sim-backend.js";
 
 /** The server the operator's commands connect to: `--url`, else `VALKEY_URL`, else this machine's. */
 function urlOf(c: EngineConnection): string {
-  return c.url ?? process.env.VALKEY_URL ?? "redis://127.0.0.1:6379";
+  return c.url ?? process.env.VALKEY_URL ?? LOCAL_VALKEY_URL;
 }
 
 /** The URL without its password, for reports. */

@@ -5,13 +5,11 @@ import { type Backend, counterWrite, type EffectTarget, sinkDescription } from "
 import type { TaggedWrite } from "../../sim/faulty-store.js";
 import type { SimBackendOptions, SimEnv } from "../kit.js";
 import type { ValkeyAtomicWrite } from "./atomic-write.js";
+import { TEST_VALKEY_URL } from "./client.js";
 import { valkeyHashTag } from "./keys.js";
 import { ConnectionStore, LaggingReplica } from "./sim-replica.js";
 import { ValkeyFencedSink, valkeyWrite } from "./sink.js";
 import { ValkeyStore } from "./store.js";
-
-/** The server `--store valkey` uses unless `EONCE_VALKEY_URL` names another. */
-export const CHAOS_VALKEY_URL = process.env.EONCE_VALKEY_URL ?? "redis://127.0.0.1:6379";
 
 /**
  * The simulator's clocks are virtual, so the expiries it asks for mean nothing to the server: every record is kept a
@@ -23,7 +21,7 @@ const RETENTION_MS = 24 * 3600 * 1000;
  * One client and one key prefix per run (`eonce-chaos:<uuid>:`), shared by its histories (each names its subjects
  * under its own namespace); `close` deletes the run's keys (SCAN and DEL, never FLUSHALL: the server is shared).
  */
-export async function valkeySimEnv(url = CHAOS_VALKEY_URL): Promise<SimEnv> {
+export async function valkeySimEnv(url = TEST_VALKEY_URL): Promise<SimEnv> {
   // ioredis is an optional peer: loaded only when a run asks for valkey.
   const { Redis } = await import("ioredis");
   const client = new Redis(url, { maxRetriesPerRequest: 2 });

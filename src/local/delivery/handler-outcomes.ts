@@ -1,4 +1,4 @@
-import type { DeliveryStatus } from "../../core/outcomes.js";
+import type { EventReport } from "../../lambda/invocation.js";
 
 /**
  * What a hand-written handler (one that does not use the `effectively-once/lambda` wrappers, which report for
@@ -15,8 +15,8 @@ export interface HandlerOutcomes {
   outcomes: HandlerOutcome[];
 }
 
-/** One record's outcome: a status of the outcome table (src/core/outcomes.ts), and optionally its subject. */
-export interface HandlerOutcome {
-  status: DeliveryStatus;
-  subject?: string;
-}
+/**
+ * One record's outcome: a status of the outcome table (src/core/outcomes.ts), and optionally its subject, as the
+ * wrappers report an event.
+ */
+export type HandlerOutcome = Pick<EventReport, "status" | "subject">;

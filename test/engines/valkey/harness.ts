@@ -2,12 +2,12 @@ import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import { positionFromNumber } from "../../../src/core/position.js";
 import type { ClaimRequest } from "../../../src/core/state.js";
-import type { ValkeyClient } from "../../../src/engines/valkey/client.js";
+import { TEST_VALKEY_URL, type ValkeyClient } from "../../../src/engines/valkey/client.js";
 import { LUA_BARRIER } from "../../../src/engines/valkey/lua.js";
 import { internalsOf, type ValkeyStore } from "../../../src/engines/valkey/store.js";
 
 /** The server the suites run on: this machine's Redis unless EONCE_VALKEY_URL names another. */
-export const VALKEY_URL = process.env.EONCE_VALKEY_URL ?? "redis://127.0.0.1:6379";
+export const VALKEY_URL = TEST_VALKEY_URL;
 
 export function testClient(): Redis {
   // A few retries only: a test against a server that is down should fail, not hang.
