@@ -3,9 +3,9 @@ import * as opt from "../core/options.js";
 import { DuplicateTally, type TallySummary } from "./duplicate-tally.js";
 
 /**
- * `eonce audit table` on any engine: a row source reads the table (DynamoDB: a segmented Scan, table-scan.ts;
- * PostgreSQL: a cursor, postgres-rows.ts; SQLite: one statement, sqlite-rows.ts) and this file tallies its rows and
- * writes the report. Only the row source knows the engine.
+ * `eonce audit table` on any engine: a row source reads the table (each engine's `audit-rows.ts`: DynamoDB a
+ * segmented Scan; PostgreSQL a cursor and SQLite one statement, both through sql-table.ts) and this file tallies its
+ * rows and writes the report. Only the row source knows the engine.
  */
 export type AuditEngine = "dynamodb" | "postgres" | "sqlite";
 export const AUDIT_ENGINES: readonly AuditEngine[] = ["dynamodb", "postgres", "sqlite"];

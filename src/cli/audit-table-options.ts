@@ -1,36 +1,28 @@
 import { AUDIT_ENGINES, type AuditEngine } from "../audit/table-audit.js";
 import * as opt from "../core/options.js";
-import { AWS_CONNECTION_FIELDS, type AwsConnection } from "../engines/dynamodb/connection.js";
+import type { EngineConnection } from "../engines/connection.js";
 import type { FlagSpec } from "./options.js";
+import { CONNECTION_FLAGS, STATE_CONNECTION_OPTIONS } from "./state/options.js";
+
+/** The connection options that reach a table of the audited engines: DynamoDB's, PostgreSQL's and SQLite's. */
+const TABLE_CONNECTION_KEYS = ["endpoint", "region", "databaseUrl", "schema", "file"] as const;
 
 /** Which engine `eonce audit table` reads, and how to reach it. Each engine takes only its own flags. */
-export interface AuditConnectionOptions extends AwsConnection {
+export interface AuditConnectionOptions
+  extends Pick<EngineConnection, (typeof TABLE_CONNECTION_KEYS)[number]> {
   /** Default `dynamodb`. */
   engine?: AuditEngine;
-  /** PostgreSQL connection string; default `DATABASE_URL`, then node-postgres's PG* environment variables. */
-  databaseUrl?: string;
-  /** PostgreSQL schema. Default `public`. */
-  schema?: string;
-  /** The SQLite database file (it must exist). */
-  file?: string;
 }
 
+/** The engine, and the connection flags of `eonce state` (src/cli/state/options.ts) that reach its table. */
 export const AUDIT_CONNECTION_OPTIONS = opt.schemaFor<AuditConnectionOptions>()({
   engine: opt.oneOf(AUDIT_ENGINES, { default: "dynamodb", doc: "the table's engine" }),
-  ...AWS_CONNECTION_FIELDS,
-  databaseUrl: opt.string({
-    doc: "PostgreSQL connection string (default: DATABASE_URL, then the PG* environment variables)",
-  }),
-  schema: opt.string({ doc: "PostgreSQL schema (default public)" }),
-  file: opt.string({ doc: "SQLite database file" }),
+  ...opt.pickFields(STATE_CONNECTION_OPTIONS, TABLE_CONNECTION_KEYS),
 });
 
 export const AUDIT_CONNECTION_FLAGS: { [K in keyof typeof AUDIT_CONNECTION_OPTIONS]?: FlagSpec } = {
   engine: { value: "<engine>" },
-  endpoint: { value: "<url>" },
-  databaseUrl: { value: "<url>" },
-  schema: { value: "<name>" },
-  file: { value: "<path>" },
+  ...Object.fromEntries(TABLE_CONNECTION_KEYS.map((key) => [key, CONNECTION_FLAGS[key]])),
 };
 
 export type ResolvedAuditConnection = opt.Resolved<typeof AUDIT_CONNECTION_OPTIONS>;

@@ -30,6 +30,29 @@ export interface StateAdmin {
   close(): Promise<void>;
 }
 
+/**
+ * What every engine's admin shares: the store it goes through (reads and the operator's release are the store's own
+ * steps, so they are the guard's), and the engine's name, which is the store's.
+ */
+export abstract class StoreAdmin<S extends StateStore> implements StateAdmin {
+  readonly store: S;
+
+  constructor(store: S) {
+    this.store = store;
+  }
+
+  get engine(): S["engine"] {
+    return this.store.engine;
+  }
+
+  /** The records `query` asks for, as StateAdmin's `list` says. */
+  abstract list(query: StateQuery): Promise<StateRecord[]>;
+  /** Deletes the record of `key` unless a lease may still hold it, as StateAdmin's `forget` says. */
+  abstract forget(key: string, options: ForgetOptions): Promise<ForgetResult>;
+  /** Ends the connection (client, pool or file). */
+  abstract close(): Promise<void>;
+}
+
 export interface StateQuery {
   status?: StateStatus;
   /** Only records whose last claim was before this time (epoch ms, from the fence: see claimedAtMs). */
@@ -147,9 +170,28 @@ export function claimedAtMs(fence: number): number | undefined {
   return fence >= CLOCK_FENCE_FLOOR ? Math.floor(fence / 1000) : undefined;
 }
 
-/** The fence below which a record's last claim was before `ms` (the `claimedBeforeMs` filter, as the engines run it). */
-export function fenceAt(ms: number): number {
-  return Math.floor(ms) * 1000;
+/**
+ * The fence below which a record's last claim was before `query.claimedBeforeMs` (the filter, as the engines run
+ * it: on fences, which they store and index); undefined when the query sets no such filter.
+ */
+export function claimedBeforeFence(query: StateQuery): number | undefined {
+  return query.claimedBeforeMs === undefined ? undefined : Math.floor(query.claimedBeforeMs) * 1000;
+}
+
+/**
+ * `list` for an engine that reads the records and decides here (memory; Valkey's SCAN; DynamoDB's Scan, filtered
+ * on the server already): those of `records` that `query` asks for, in compareForAdmin order, at most `query.limit`.
+ */
+export function listFrom(records: readonly StateRecord[], query: StateQuery): StateRecord[] {
+  const before = claimedBeforeFence(query);
+  return records
+    .filter(
+      (r) =>
+        (query.status === undefined || r.status === query.status) &&
+        (before === undefined || r.fence < before),
+    )
+    .sort((a, b) => compareForAdmin(a, b, query.nowMs))
+    .slice(0, query.limit);
 }
 
 /** How an inline admin maps the rows it lists back to state keys: the store's `rowKey` and, for a custom one, its inverse. */

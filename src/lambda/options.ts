@@ -13,18 +13,7 @@ import {
   type GuardContext,
   type GuardOptions,
 } from "../core/guard.js";
-import {
-  boolean,
-  custom,
-  func,
-  integer,
-  oneOf,
-  optionsRule,
-  pickFields,
-  resolveOptions as resolveSchema,
-  schemaFor,
-  string,
-} from "../core/options.js";
+import * as opt from "../core/options.js";
 import { PARSE_OPTIONS } from "../sources/options.js";
 import {
   type ResolvedVisibilityHeartbeatOptions,
@@ -154,28 +143,31 @@ type GuardPassThroughKey = (typeof GUARD_PASS_THROUGH_KEYS)[number];
 const DERIVES = { expected: "a function of (message, delivery)" };
 
 /** The wrappers' options: the guard's fields, and the adapter's own. */
-export const EFFECTIVELY_ONCE_OPTIONS = schemaFor<AnyModeOptions>()({
-  ...pickFields(GUARD_OPTIONS, GUARD_PASS_THROUGH_KEYS),
-  mode: oneOf(["run", "apply"], { default: "run" }),
-  pipeline: string(),
-  orderS3Events: boolean({ default: true }),
-  payloadFingerprint: custom<boolean | ((event: HandledEvent) => string)>(
+export const EFFECTIVELY_ONCE_OPTIONS = opt.schemaFor<AnyModeOptions>()({
+  ...opt.pickFields(GUARD_OPTIONS, GUARD_PASS_THROUGH_KEYS),
+  mode: opt.oneOf(["run", "apply"], { default: "run" }),
+  pipeline: opt.string(),
+  orderS3Events: opt.boolean({ default: true }),
+  payloadFingerprint: opt.custom<boolean | ((event: HandledEvent) => string)>(
     "a boolean or a function of the event",
     (v) => typeof v === "boolean" || typeof v === "function",
   ),
-  subject: func<NonNullable<EffectivelyOnceOptions["subject"]>>(DERIVES),
-  identity: func<NonNullable<EffectivelyOnceOptions["identity"]>>(DERIVES),
-  position: func<NonNullable<EffectivelyOnceOptions["position"]>>(DERIVES),
-  logger: custom<Logger>("a Powertools Logger instance", isObject),
-  metrics: custom<Metrics>("a Powertools Metrics instance", isObject),
-  concurrency: integer({ min: 1, default: 10 }),
-  visibilityHeartbeat: custom<VisibilityHeartbeatOptions | false>(
+  subject: opt.func<NonNullable<EffectivelyOnceOptions["subject"]>>(DERIVES),
+  identity: opt.func<NonNullable<EffectivelyOnceOptions["identity"]>>(DERIVES),
+  position: opt.func<NonNullable<EffectivelyOnceOptions["position"]>>(DERIVES),
+  logger: opt.custom<Logger>("a Powertools Logger instance", isObject),
+  metrics: opt.custom<Metrics>("a Powertools Metrics instance", isObject),
+  concurrency: opt.integer({ min: 1, default: 10 }),
+  visibilityHeartbeat: opt.custom<VisibilityHeartbeatOptions | false>(
     "an object or false",
     (v) => v === false || isObject(v),
   ),
-  sqsClient: custom<SqsSender>("an SQSClient", (v) => typeof (v as SqsSender | null)?.send === "function"),
+  sqsClient: opt.custom<SqsSender>(
+    "an SQSClient",
+    (v) => typeof (v as SqsSender | null)?.send === "function",
+  ),
   ...PARSE_OPTIONS,
-  deadlineMarginMs: integer({ min: 0, default: 1000 }),
+  deadlineMarginMs: opt.integer({ min: 0, default: 1000 }),
 });
 
 function isObject(value: unknown): boolean {
@@ -206,16 +198,16 @@ const RUN_ONLY = ["heartbeatMs", "visibilityHeartbeat", "sqsClient"] as const;
 
 /** Validates eagerly (at cold start, not at the first event): unknown keys, types, consistency; builds the guard. */
 export function resolveOptions(what: string, options: WrapperOptions): ResolvedOptions {
-  const o = resolveSchema(what, EFFECTIVELY_ONCE_OPTIONS, options);
+  const o = opt.resolveOptions(what, EFFECTIVELY_ONCE_OPTIONS, options);
   if (o.mode === "apply") {
     const given = RUN_ONLY.filter((key) => o[key] !== undefined && o[key] !== false);
-    optionsRule(
+    opt.optionsRule(
       what,
       given.length === 0,
       `${given.join(", ")}: for mode "run" only (mode "apply" runs no handler under a lease)`,
     );
   }
-  optionsRule(
+  opt.optionsRule(
     what,
     (o.subject ?? o.identity ?? o.position) === undefined || o.messages === "accept",
     'subject/identity/position derive keys of application messages, which need messages: "accept"',

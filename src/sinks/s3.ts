@@ -12,7 +12,15 @@ import {
 } from "@aws-sdk/client-s3";
 import { OptionsError, StoreError } from "../core/errors.js";
 import { type FenceSource, fencedPosition, type SinkWriteStatus } from "../core/fence.js";
-import { custom, integer, oneOf, required, resolveOptions, schemaFor } from "../core/options.js";
+import {
+  custom,
+  integer,
+  oneOf,
+  type Resolved,
+  required,
+  resolveOptions,
+  schemaFor,
+} from "../core/options.js";
 import type { Position } from "../core/position.js";
 import { UNORDERED_POSITION } from "../core/state.js";
 import { bodyBytes, contentDigest, type S3SinkBody } from "./s3-body.js";
@@ -160,19 +168,11 @@ interface Attempt {
  * ETag.
  */
 export class S3FencedSink {
-  readonly #client: S3Client;
-  readonly #overwriteUnfenced: boolean;
-  readonly #maxRetries: number;
-  readonly #backoffMs: number;
-  readonly #maxStreamBodyBytes: number;
+  /** The options, checked, with their defaults. */
+  readonly #o: Resolved<typeof S3_SINK_OPTIONS>;
 
   constructor(options: S3FencedSinkOptions) {
-    const o = resolveOptions(SINK, S3_SINK_OPTIONS, options);
-    this.#client = o.client;
-    this.#overwriteUnfenced = o.unfencedObjects === "overwrite";
-    this.#maxRetries = o.maxConflictRetries;
-    this.#backoffMs = o.conflictBackoffMs;
-    this.#maxStreamBodyBytes = o.maxStreamBodyBytes;
+    this.#o = resolveOptions(SINK, S3_SINK_OPTIONS, options);
   }
 
   /**
@@ -182,7 +182,7 @@ export class S3FencedSink {
   async put(ctx: FenceSource, object: S3SinkObject): Promise<SinkWriteStatus> {
     const mine = stampOf(ctx);
     const metadata = userMetadata(object.metadata);
-    const target = { bucket: object.bucket, key: object.key, limitBytes: this.#maxStreamBodyBytes };
+    const target = { bucket: object.bucket, key: object.key, limitBytes: this.#o.maxStreamBodyBytes };
     const body = await bodyBytes(object.body, target);
     const digest = contentDigest(body, object.contentType, metadata);
     return this.#write(object, {
@@ -232,7 +232,7 @@ export class S3FencedSink {
   async read(location: S3SinkLocation): Promise<S3SinkReadResult | undefined> {
     let out: GetObjectCommandOutput;
     try {
-      out = await this.#client.send(new GetObjectCommand({ Bucket: location.bucket, Key: location.key }));
+      out = await this.#o.client.send(new GetObjectCommand({ Bucket: location.bucket, Key: location.key }));
     } catch (error) {
       if (isNotFound(error)) return undefined;
       throw new StoreError(`read of s3://${location.bucket}/${location.key} failed`, { cause: error });
@@ -249,15 +249,15 @@ export class S3FencedSink {
   async #write(location: S3SinkLocation, attempt: Attempt): Promise<SinkWriteStatus> {
     const { bucket, key } = location;
     let lastConflict: unknown;
-    for (let tries = 0; tries <= this.#maxRetries; tries++) {
-      if (tries > 0) await sleep(backoff(this.#backoffMs, tries));
+    for (let tries = 0; tries <= this.#o.maxConflictRetries; tries++) {
+      if (tries > 0) await sleep(backoff(this.#o.conflictBackoffMs, tries));
       const current = await this.#head(bucket, key);
       const stamp = attempt.decide(current);
       if (!stamp) return "stale";
       if (stamp === "present") return "applied";
       const condition = current ? { IfMatch: current.etag } : { IfNoneMatch: "*" };
       try {
-        await this.#client.send(
+        await this.#o.client.send(
           new PutObjectCommand({ ...attempt.request(stamp), Bucket: bucket, Key: key, ...condition }),
         );
         return "applied";
@@ -268,12 +268,12 @@ export class S3FencedSink {
         lastConflict = error;
       }
     }
-    throw new S3SinkConflictError(bucket, key, this.#maxRetries + 1, { cause: lastConflict });
+    throw new S3SinkConflictError(bucket, key, this.#o.maxConflictRetries + 1, { cause: lastConflict });
   }
 
   async #head(bucket: string, key: string): Promise<Current | undefined> {
     try {
-      const head = await this.#client.send(new HeadObjectCommand({ Bucket: bucket, Key: key }));
+      const head = await this.#o.client.send(new HeadObjectCommand({ Bucket: bucket, Key: key }));
       if (!head.ETag) throw new Error("HeadObject returned no ETag");
       const metadata = head.Metadata ?? {};
       const stamp = stampFrom(metadata);
@@ -291,7 +291,7 @@ export class S3FencedSink {
   /** Whether `current` holds older work than `mine` (so `mine` may replace it). */
   #older(current: Current | undefined, mine: S3SinkStamp): boolean {
     if (!current) return true;
-    if (!current.stamp) return this.#overwriteUnfenced;
+    if (!current.stamp) return this.#o.unfencedObjects === "overwrite";
     const { position, fence } = current.stamp;
     return position < mine.position || (position === mine.position && fence < mine.fence);
   }

@@ -1,15 +1,7 @@
 import type { Delivery, S3ObjectEvent } from "../core/event.js";
-import {
-  isObject,
-  type JsonObject,
-  join,
-  optionalString,
-  requireField,
-  requireString,
-  requireTime,
-} from "./fields.js";
+import { isObject, type JsonObject, optionalString, requireString } from "./fields.js";
 import { requireValidS3Key } from "./key-encoding.js";
-import { bucketObjectFields, buildS3Event } from "./s3-event.js";
+import { envelopeS3Event, type S3Envelope } from "./s3-event.js";
 
 /** Any EventBridge event: `{"id","detail-type","source","time","detail",...}`. */
 export function isEventBridgeEvent(value: unknown): value is JsonObject {
@@ -34,6 +26,18 @@ export function eventBridgeMetadata(value: JsonObject, path: string): NonNullabl
   };
 }
 
+/** Where EventBridge keeps an S3 event's fields: `detail` holds bucket and object; keys are as stored. */
+const EVENTBRIDGE_S3: S3Envelope = {
+  eventName: "detail-type",
+  eventTime: "time",
+  region: "region",
+  container: "detail",
+  versionId: "version-id",
+  etag: "etag",
+  decodeKey: requireValidS3Key,
+  requestId: (_event, _path, detail, detailPath) => optionalString(detail, "request-id", detailPath),
+};
+
 /**
  * An S3 event delivered by EventBridge (`Object Created`, `Object Deleted`, `Object Restore Completed`,
  * `Object Tags Added`, `Object Storage Class Changed`, ...). The key is NOT URL-decoded: EventBridge
@@ -41,20 +45,5 @@ export function eventBridgeMetadata(value: JsonObject, path: string): NonNullabl
  * limits. `eventName` is the detail-type, `eventTime` the envelope time.
  */
 export function parseEventBridgeS3(value: JsonObject, path: string): S3ObjectEvent {
-  const detailType = requireString(value, "detail-type", path);
-  const time = requireTime(value, "time", path);
-  const region = optionalString(value, "region", path);
-  const detailPath = join(path, "detail");
-  const detail = requireField(value, "detail", path);
-  return buildS3Event({
-    ...bucketObjectFields(detail, detailPath, {
-      versionId: "version-id",
-      etag: "etag",
-      decodeKey: requireValidS3Key,
-    }),
-    eventName: detailType,
-    eventTime: time,
-    requestId: optionalString(detail, "request-id", detailPath),
-    region,
-  });
+  return envelopeS3Event(value, path, EVENTBRIDGE_S3);
 }

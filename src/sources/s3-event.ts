@@ -10,6 +10,7 @@ import {
   optionalString,
   requireField,
   requireString,
+  requireTime,
 } from "./fields.js";
 
 /** What both S3 envelopes (notification record, EventBridge detail) carry, already decoded. */
@@ -23,25 +24,61 @@ export type S3EventFields = Pick<
 };
 
 /**
- * The bucket and object fields both envelopes carry under `container` (a record's `s3`, an EventBridge `detail`),
- * each under its own names (`versionId`/`version-id`, `eTag`/`etag`) and with its own key encoding.
+ * Where one envelope (a notification record, an EventBridge event) keeps the fields of its S3 event: the same
+ * fields, each under the envelope's own name, the bucket and object under `container`, the key in its own encoding.
  */
-export function bucketObjectFields(
+export interface S3Envelope {
+  eventName: string;
+  eventTime: string;
+  region: string;
+  /** The field holding `bucket` and `object` (a record's `s3`, an EventBridge `detail`). */
+  container: string;
+  /** The object's version id and ETag fields. */
+  versionId: string;
+  etag: string;
+  decodeKey: (raw: string, path: string) => string;
+  /** The request id, from the envelope (`path`) or its container (`containerPath`). */
+  requestId(
+    envelope: JsonObject,
+    path: string,
+    container: JsonObject,
+    containerPath: string,
+  ): string | undefined;
+}
+
+/** The S3 event an envelope carries, read by its names (`e`); `path` points at the envelope, for errors. */
+export function envelopeS3Event(envelope: JsonObject, path: string, e: S3Envelope): S3ObjectEvent {
+  const eventName = requireString(envelope, e.eventName, path);
+  const eventTime = requireTime(envelope, e.eventTime, path);
+  const region = optionalString(envelope, e.region, path);
+  const containerPath = join(path, e.container);
+  const container = requireField(envelope, e.container, path);
+  return buildS3Event({
+    ...bucketObjectFields(container, containerPath, e),
+    eventName,
+    eventTime,
+    requestId: e.requestId(envelope, path, container, containerPath),
+    region,
+  });
+}
+
+/** The bucket and object fields under `container`, by the envelope's names and key encoding. */
+function bucketObjectFields(
   container: JsonObject,
   path: string,
-  o: { versionId: string; etag: string; decodeKey: (raw: string, path: string) => string },
+  e: S3Envelope,
 ): Pick<S3EventFields, "bucket" | "key" | "versionId" | "sequencer" | "sequencerPath" | "size" | "etag"> {
   const bucket = requireBucketName(requireField(container, "bucket", path), "name", join(path, "bucket"));
   const objectPath = join(path, "object");
   const object = requireField(container, "object", path);
   return {
     bucket,
-    key: o.decodeKey(requireString(object, "key", objectPath), join(objectPath, "key")),
-    versionId: optionalString(object, o.versionId, objectPath),
+    key: e.decodeKey(requireString(object, "key", objectPath), join(objectPath, "key")),
+    versionId: optionalString(object, e.versionId, objectPath),
     sequencer: object.sequencer,
     sequencerPath: join(objectPath, "sequencer"),
     size: optionalCount(object, "size", objectPath),
-    etag: optionalString(object, o.etag, objectPath),
+    etag: optionalString(object, e.etag, objectPath),
   };
 }
 

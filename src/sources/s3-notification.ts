@@ -1,19 +1,9 @@
 import { describeValue } from "../core/describe-value.js";
 import { MalformedEventError } from "../core/errors.js";
 import type { S3ObjectEvent, S3TestEvent } from "../core/event.js";
-import {
-  index,
-  isObject,
-  type JsonObject,
-  join,
-  optionalString,
-  requireField,
-  requireObject,
-  requireString,
-  requireTime,
-} from "./fields.js";
+import { index, isObject, type JsonObject, join, optionalString, requireObject } from "./fields.js";
 import { decodeS3NotificationKey } from "./key-encoding.js";
-import { bucketObjectFields, buildS3Event, requireBucketName } from "./s3-event.js";
+import { envelopeS3Event, requireBucketName, type S3Envelope } from "./s3-event.js";
 
 /** `{"Records":[{"eventSource":"aws:s3",...}]}`: what S3 sends to Lambda, SQS and SNS. */
 export function isS3Notification(value: unknown): value is JsonObject & { Records: unknown[] } {
@@ -29,6 +19,18 @@ export function isS3TestEvent(value: unknown): value is JsonObject & { Event: "s
   return isObject(value) && value.Event === "s3:TestEvent";
 }
 
+/** Where a notification record keeps its S3 event: `s3` holds bucket and object; keys are URL-encoded. */
+const S3_RECORD: S3Envelope = {
+  eventName: "eventName",
+  eventTime: "eventTime",
+  region: "awsRegion",
+  container: "s3",
+  versionId: "versionId",
+  etag: "eTag",
+  decodeKey: decodeS3NotificationKey,
+  requestId: requestIdOf,
+};
+
 /**
  * One notification record. `path` points at the record (`Records[2].body.Records[0]`), so errors read
  * `... (at Records[2].body.Records[0].s3.object.key)`.
@@ -41,22 +43,7 @@ export function parseS3Record(value: unknown, path: string): S3ObjectEvent {
       join(path, "eventSource"),
     );
   }
-  const eventName = requireString(record, "eventName", path);
-  const eventTime = requireTime(record, "eventTime", path);
-  const region = optionalString(record, "awsRegion", path);
-  const s3Path = join(path, "s3");
-  const s3 = requireField(record, "s3", path);
-  return buildS3Event({
-    ...bucketObjectFields(s3, s3Path, {
-      versionId: "versionId",
-      etag: "eTag",
-      decodeKey: decodeS3NotificationKey,
-    }),
-    eventName,
-    eventTime,
-    requestId: requestIdOf(record, path),
-    region,
-  });
+  return envelopeS3Event(record, path, S3_RECORD);
 }
 
 /** The S3 request id, read leniently: it only feeds the correlation id and the fallback identity hash. */

@@ -145,16 +145,10 @@ function monotonic({ classified, state, bucket }: CheckInputs): InvariantCheck {
     const detail = `no ordered subjects in ${read.where} (dedupe-only handler)${skipped}`;
     return { id: "I2", title, status: "pass", detail };
   }
-  return {
-    id: "I2",
-    title,
-    status: behind.length ? "fail" : "pass",
-    detail:
-      (behind.length
-        ? `${behind.length} subject(s) whose committed position is older than their newest event (${behind[0]})`
-        : `${ordered.length} ordered subjects, each committed at its newest event (of those acknowledged)`) +
-      ` in ${read.where}${skipped}${truncated(read.records.length)}`,
-  };
+  const finding = behind.length
+    ? `${behind.length} subject(s) whose committed position is older than their newest event (${behind[0]})`
+    : `${ordered.length} ordered subjects, each committed at its newest event (of those acknowledged)`;
+  return stateVerdict("I2", title, read, finding, behind.length > 0, skipped);
 }
 
 function liveness({ state }: CheckInputs): InvariantCheck {
@@ -167,21 +161,32 @@ function liveness({ state }: CheckInputs): InvariantCheck {
   const older = read.records.length - mine.length;
   const held = mine.filter((r) => r.status === "running");
   const notCounted = older ? `; ${older} record(s) last claimed before this run not counted` : "";
-  return {
-    id: "I3",
-    title,
-    status: held.length ? "fail" : "pass",
-    detail:
-      (held.length
-        ? `${held.length} subject(s) still claimed by a run that never finished (${held[0]?.key})`
-        : `${mine.length} state records, none still claimed`) +
-      ` in ${read.where}${notCounted}${truncated(read.records.length)}`,
-  };
+  const finding = held.length
+    ? `${held.length} subject(s) still claimed by a run that never finished (${held[0]?.key})`
+    : `${mine.length} state records, none still claimed`;
+  return stateVerdict("I3", title, read, finding, held.length > 0, notCounted);
 }
 
-/** A listing that reached its limit read only part of the state: the check says so. */
-function truncated(count: number): string {
-  return count >= RUN_STATE_LIMIT ? ` (the first ${RUN_STATE_LIMIT} records only)` : "";
+/**
+ * I2's and I3's verdict on the records read: `finding` (what failed, or the evidence that it passed), where the
+ * records were read, `note`, and whether a listing that reached its limit read only part of the state.
+ */
+function stateVerdict(
+  id: "I2" | "I3",
+  title: string,
+  read: ReadState,
+  finding: string,
+  failed: boolean,
+  note: string,
+): InvariantCheck {
+  const truncated =
+    read.records.length >= RUN_STATE_LIMIT ? ` (the first ${RUN_STATE_LIMIT} records only)` : "";
+  return {
+    id,
+    title,
+    status: failed ? "fail" : "pass",
+    detail: `${finding} in ${read.where}${note}${truncated}`,
+  };
 }
 
 function nothingLost({ classified }: CheckInputs): InvariantCheck {

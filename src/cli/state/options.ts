@@ -55,6 +55,7 @@ export const CONNECTION_FLAGS: { [K in keyof typeof STATE_CONNECTION_OPTIONS]?: 
   store: { value: "<kind>" },
   endpoint: { value: "<url>" },
   databaseUrl: { value: "<url>" },
+  schema: { value: "<name>" },
   keyAttribute: { value: "<name>" },
   keyColumn: { value: "<name>" },
   file: { value: "<path>" },

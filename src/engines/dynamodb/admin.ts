@@ -1,6 +1,11 @@
 import { ConditionalCheckFailedException, DeleteItemCommand } from "@aws-sdk/client-dynamodb";
 import type { StateRecord } from "../../core/state.js";
-import type { ForgetOptions, ForgetResult, StateAdmin, StateQuery } from "../../core/state-admin.js";
+import {
+  type ForgetOptions,
+  type ForgetResult,
+  type StateQuery,
+  StoreAdmin,
+} from "../../core/state-admin.js";
 import { storeError } from "./expressions.js";
 import { FORGET_CONDITION, forgetValues, scanState } from "./scan-state.js";
 import { STATE_KEY_ATTRIBUTE } from "./schema-names.js";
@@ -10,12 +15,9 @@ import { DynamoDBStore, type DynamoDBStoreOptions, NAMES, toRecord } from "./sto
  * The operator's view of a DynamoDB state table (src/core/state-admin.ts): `list` scans it, `forget` is one
  * conditional DeleteItem. Built from the store's own options; `close` destroys the client.
  */
-export class DynamoDBStateAdmin implements StateAdmin {
-  readonly engine = "dynamodb";
-  readonly store: DynamoDBStore;
-
+export class DynamoDBStateAdmin extends StoreAdmin<DynamoDBStore> {
   constructor(private readonly options: DynamoDBStoreOptions) {
-    this.store = new DynamoDBStore(options);
+    super(new DynamoDBStore(options));
   }
 
   async list(query: StateQuery): Promise<StateRecord[]> {

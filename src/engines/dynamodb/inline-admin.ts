@@ -10,8 +10,8 @@ import {
   type ForgetResult,
   type InlineRowMapping,
   inlineKeyOfRow,
-  type StateAdmin,
   type StateQuery,
+  StoreAdmin,
 } from "../../core/state-admin.js";
 import { type Item, storeError } from "./expressions.js";
 import {
@@ -36,15 +36,13 @@ export type InlineDynamoDBStateAdminOptions = InlineDynamoDBStoreOptions &
  * default's (`stateKeyOfInlineRow`, src/core/state-key.ts), or a custom `rowKey`'s `stateKeyOfRow`;
  * with a custom `rowKey` and no inverse, `list` names each record by its row.
  */
-export class InlineDynamoDBStateAdmin implements StateAdmin {
-  readonly engine = "dynamodb-inline";
-  readonly store: InlineDynamoDBStore;
+export class InlineDynamoDBStateAdmin extends StoreAdmin<InlineDynamoDBStore> {
   readonly #client: DynamoDBClient;
   readonly #keyOfRow: (row: string) => string;
 
   constructor(options: InlineDynamoDBStateAdminOptions) {
     const { stateKeyOfRow: _inverse, ...storeOptions } = options;
-    this.store = new InlineDynamoDBStore(storeOptions);
+    super(new InlineDynamoDBStore(storeOptions));
     this.#client = options.client;
     this.#keyOfRow = inlineKeyOfRow(this.engine, options, (key) => this.store.rowKeyOf(key));
   }

@@ -6,12 +6,12 @@ import {
   UpdateItemCommand,
   type UpdateItemCommandInput,
 } from "@aws-sdk/client-dynamodb";
-import { OptionsError, StoreError, UnsupportedAtomicWriteError } from "../../core/errors.js";
+import { OptionsError, StoreError } from "../../core/errors.js";
 import { INLINE_RESERVED_PREFIX } from "../../core/inline-prefix.js";
 import { func, resolveOptions, schemaFor, string } from "../../core/options.js";
 import { type ClaimRequest, claimAllowed, isOwnClaim, landedAs, type StateRecord } from "../../core/state.js";
-import { inlineRowKey } from "../../core/state-key.js";
 import type * as Store from "../../core/store.js";
+import { InlineRowStore } from "../inline-row-store.js";
 import * as dx from "./expressions.js";
 import { type Item, N, S } from "./expressions.js";
 import { DYNAMODB_MAX_RESULT_BYTES } from "./limits.js";
@@ -115,40 +115,30 @@ export interface InlineDynamoDBRowSource {
  * is: an older event that took an expired claim over cannot replace a newer event's work. A commit whose row write
  * is refused that way lands without it (the write is reported `stale`, one request more).
  */
-export class InlineDynamoDBStore implements Store.StateStore {
+export class InlineDynamoDBStore extends InlineRowStore<InlineDynamoDBRowWrite> implements Store.StateStore {
   readonly engine = "dynamodb-inline";
   readonly maxResultBytes = DYNAMODB_MAX_RESULT_BYTES;
   readonly #client: DynamoDBClient;
-  readonly #table: string;
   readonly #key: string;
-  readonly #rowKey: (stateKey: string) => string;
-  /** Writes built by this store: `canFold` accepts only these. */
-  readonly #made = new WeakSet<InlineDynamoDBRowWrite>();
   /** Row update expressions by shape (see #rowUpdate). */
   readonly #shapes = new Map<string, RowShape>();
 
   constructor(options: InlineDynamoDBStoreOptions) {
     const o = resolveOptions("InlineDynamoDBStore", INLINE_STORE_OPTIONS, options);
+    super({
+      store: "InlineDynamoDBStore",
+      table: o.tableName,
+      key: o.keyAttribute,
+      noun: "attribute",
+      rowKey: o.rowKey,
+      reserved: (name) => name.length === 0,
+    });
     this.#client = o.client;
-    this.#table = o.tableName;
     this.#key = o.keyAttribute;
-    this.#rowKey = o.rowKey ?? inlineRowKey;
-  }
-
-  get tableName(): string {
-    return this.#table;
   }
 
   get keyAttribute(): string {
     return this.#key;
-  }
-
-  /** The row (its hash key value) that holds the state of `stateKey`. */
-  rowKeyOf(stateKey: string): string {
-    const row = this.#rowKey(stateKey);
-    if (typeof row !== "string" || row.length === 0)
-      throw new OptionsError(`InlineDynamoDBStore: rowKey gave no row for ${stateKey}`);
-    return row;
   }
 
   /**
@@ -157,35 +147,16 @@ export class InlineDynamoDBStore implements Store.StateStore {
    * than at the commit, anything DynamoDB would refuse whatever the row holds (src/engines/dynamodb/values.ts).
    */
   row(ctx: InlineDynamoDBRowSource, attributes: Record<string, unknown>): InlineDynamoDBRowWrite {
-    if (typeof ctx?.stateKey !== "string")
-      throw new OptionsError("InlineDynamoDBStore.row: needs the guard context (its stateKey)");
-    if (typeof attributes !== "object" || attributes === null)
-      throw new OptionsError("InlineDynamoDBStore.row: attributes must be an object");
+    this.checkRow(ctx, attributes, (name) => checkName("InlineDynamoDBStore.row", name));
     const remove: string[] = [];
     const present: Record<string, unknown> = {};
     for (const [name, value] of Object.entries(attributes)) {
-      if (name === this.#key || name.startsWith(INLINE_RESERVED_PREFIX) || name.length === 0) {
-        throw new OptionsError(
-          `InlineDynamoDBStore.row: attribute "${name}" is the key or reserved (${INLINE_RESERVED_PREFIX}*)`,
-        );
-      }
-      checkName("InlineDynamoDBStore.row", name);
       if (value === undefined) remove.push(name);
       else present[name] = value;
     }
     const set = attributeItem("InlineDynamoDBStore.row", present);
     checkRowExpression(set, remove);
-    const rowKey = this.rowKeyOf(ctx.stateKey);
-    const write: InlineDynamoDBRowWrite = {
-      engine: "dynamodb-inline",
-      description: `row ${this.#table}/${rowKey}`,
-      tableName: this.#table,
-      rowKey,
-      set,
-      remove,
-    };
-    this.#made.add(write);
-    return write;
+    return this.made(ctx.stateKey, { tableName: this.tableName, set, remove });
   }
 
   /**
@@ -209,10 +180,6 @@ export class InlineDynamoDBStore implements Store.StateStore {
       if (error instanceof ConditionalCheckFailedException) return "stale";
       throw wrap("putRow", ctx.stateKey, error);
     }
-  }
-
-  canFold(write: Store.AtomicWrite): boolean {
-    return write.engine === "dynamodb-inline" && this.#made.has(write as InlineDynamoDBRowWrite);
   }
 
   claim(req: ClaimRequest): Promise<Store.ClaimResult> {
@@ -329,7 +296,7 @@ export class InlineDynamoDBStore implements Store.StateStore {
     try {
       const out = await this.#client.send(
         new GetItemCommand({
-          TableName: this.#table,
+          TableName: this.tableName,
           Key: { [this.#key]: S(this.rowKeyOf(key)) },
           ConsistentRead: true,
         }),
@@ -351,18 +318,7 @@ export class InlineDynamoDBStore implements Store.StateStore {
 
   /** The commit's row writes, checked: built by this store, for the committing key's own row. */
   #rowWrites(key: string, writes: readonly Store.AtomicWrite[] | undefined): InlineDynamoDBRowWrite[] {
-    const row = this.rowKeyOf(key);
-    return (writes ?? []).map((w) => {
-      if (!this.canFold(w))
-        throw new UnsupportedAtomicWriteError(`InlineDynamoDBStore cannot fold a ${w.engine} write`);
-      const r = w as InlineDynamoDBRowWrite;
-      if (r.rowKey !== row) {
-        throw new UnsupportedAtomicWriteError(
-          `InlineDynamoDBStore folds only the committing subject's own row (${row}), not ${r.rowKey}`,
-        );
-      }
-      return r;
-    });
+    return this.rowWrites(this.rowKeyOf(key), writes);
   }
 
   /** An UpdateItem of state clauses only (the state attributes are named in the expressions: `eo_*` are valid). */
@@ -409,7 +365,7 @@ export class InlineDynamoDBStore implements Store.StateStore {
     values: Item,
   ): UpdateItemCommandInput {
     return {
-      TableName: this.#table,
+      TableName: this.tableName,
       Key: { [this.#key]: S(row) },
       UpdateExpression: shape.update,
       ConditionExpression: shape.condition,

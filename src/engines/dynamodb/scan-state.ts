@@ -1,10 +1,10 @@
 import { type DynamoDBClient, ScanCommand } from "@aws-sdk/client-dynamodb";
 import type { StateRecord } from "../../core/state.js";
 import {
-  compareForAdmin,
+  claimedBeforeFence,
   type ForgetOptions,
-  fenceAt,
   forgetLeaseBoundMs,
+  listFrom,
   type StateQuery,
 } from "../../core/state-admin.js";
 import { type Item, N, S } from "./expressions.js";
@@ -31,9 +31,10 @@ export async function scanState(scan: StateScan, query: StateQuery): Promise<Sta
     filter.push("#st = :st");
     values[":st"] = S(query.status);
   }
-  if (query.claimedBeforeMs !== undefined) {
+  const before = claimedBeforeFence(query);
+  if (before !== undefined) {
     filter.push("#fence < :before");
-    values[":before"] = N(fenceAt(query.claimedBeforeMs));
+    values[":before"] = N(before);
   }
   const records: StateRecord[] = [];
   let start: Item | undefined;
@@ -55,7 +56,7 @@ export async function scanState(scan: StateScan, query: StateQuery): Promise<Sta
     }
     start = page.LastEvaluatedKey;
   } while (start);
-  return records.sort((a, b) => compareForAdmin(a, b, query.nowMs)).slice(0, query.limit);
+  return listFrom(records, query);
 }
 
 /** The condition of `forget`: state is there, and no lease holds it (core forgetRefused, `:running`, `:bound`). */

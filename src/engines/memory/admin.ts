@@ -1,13 +1,12 @@
 import type { StateRecord } from "../../core/state.js";
 import {
-  compareForAdmin,
   type ForgetOptions,
   type ForgetResult,
-  fenceAt,
   forgetRefused,
+  listFrom,
   resolveForgetOptions,
-  type StateAdmin,
   type StateQuery,
+  StoreAdmin,
 } from "../../core/state-admin.js";
 import type { MemoryStore } from "./store.js";
 
@@ -15,26 +14,9 @@ import type { MemoryStore } from "./store.js";
  * The operator's view of a MemoryStore (src/core/state-admin.ts), as each engine has one: `list` filters and sorts
  * the records, `forget` deletes one unless forgetRefused, in one synchronous step (so no claim lands in between).
  */
-export class MemoryStateAdmin implements StateAdmin {
-  readonly engine = "memory";
-  readonly store: MemoryStore;
-
-  constructor(store: MemoryStore) {
-    this.store = store;
-  }
-
+export class MemoryStateAdmin extends StoreAdmin<MemoryStore> {
   async list(query: StateQuery): Promise<StateRecord[]> {
-    const before = query.claimedBeforeMs === undefined ? undefined : fenceAt(query.claimedBeforeMs);
-    return this.store
-      .records()
-      .filter(
-        (r) =>
-          (query.status === undefined || r.status === query.status) &&
-          (before === undefined || r.fence < before),
-      )
-      .map(({ result: _result, ...listed }) => listed)
-      .sort((a, b) => compareForAdmin(a, b, query.nowMs))
-      .slice(0, query.limit);
+    return listFrom(this.store.records(), query).map(({ result: _result, ...listed }) => listed);
   }
 
   async forget(key: string, options: ForgetOptions): Promise<ForgetResult> {

@@ -1,11 +1,11 @@
 import type { StateRecord } from "../../core/state.js";
 import {
+  claimedBeforeFence,
   type ForgetOptions,
   type ForgetResult,
-  fenceAt,
   forgetLeaseBoundMs,
-  type StateAdmin,
   type StateQuery,
+  StoreAdmin,
 } from "../../core/state-admin.js";
 import { postgresStoreError } from "./errors.js";
 import type { PostgresPool } from "./pool.js";
@@ -46,12 +46,7 @@ ORDER BY ${rank}, ${c.fence}, (${c.stateKey}) COLLATE "C" LIMIT $4`;
 
 /** $1 now (ms), $2 status, $3 the fence a claim before `claimedBeforeMs` is below, $4 limit. */
 export function listParams(query: StateQuery): unknown[] {
-  return [
-    query.nowMs,
-    query.status ?? null,
-    query.claimedBeforeMs === undefined ? null : fenceAt(query.claimedBeforeMs),
-    query.limit,
-  ];
+  return [query.nowMs, query.status ?? null, claimedBeforeFence(query) ?? null, query.limit];
 }
 
 /**
@@ -68,13 +63,11 @@ export function liveLeaseCondition(c: AdminColumns): string {
  * needs none). `forget` is one statement that locks the row, deletes it unless a live lease holds it, and returns
  * the row either way, as the store's steps do (sql.ts). `close` ends the pool it was given.
  */
-export class PostgresStateAdmin implements StateAdmin {
-  readonly engine = "postgres";
-  readonly store: PostgresStore;
+export class PostgresStateAdmin extends StoreAdmin<PostgresStore> {
   readonly #pool: PostgresPool & { end?: () => Promise<void> };
 
   constructor(options: PostgresStoreOptions) {
-    this.store = new PostgresStore(options);
+    super(new PostgresStore(options));
     this.#pool = options.pool;
   }
 

@@ -6,8 +6,8 @@ import {
   forgetLeaseBoundMs,
   type InlineRowMapping,
   inlineKeyOfRow,
-  type StateAdmin,
   type StateQuery,
+  StoreAdmin,
 } from "../../core/state-admin.js";
 import { type AdminColumns, listParams, listStatement, liveLeaseCondition } from "./admin.js";
 import { postgresStoreError } from "./errors.js";
@@ -37,9 +37,7 @@ const LISTED = INLINE_COLUMN_NAMES.filter((c) => c !== "eo_res" && !WRITE_STAMP.
  * custom `rowKey`'s `stateKeyOfRow`; with a custom `rowKey` and no inverse, `list` names each record by its row.
  * `close` ends the pool it was given.
  */
-export class InlinePostgresStateAdmin implements StateAdmin {
-  readonly engine = "postgres-inline";
-  readonly store: InlinePostgresStore;
+export class InlinePostgresStateAdmin extends StoreAdmin<InlinePostgresStore> {
   readonly #pool: PostgresPool & { end?: () => Promise<void> };
   readonly #sql: InlineStatements;
   /** The key column as text: row keys are strings, whatever the column's type. */
@@ -51,7 +49,7 @@ export class InlinePostgresStateAdmin implements StateAdmin {
 
   constructor(options: InlinePostgresStateAdminOptions) {
     const { stateKeyOfRow: _inverse, ...storeOptions } = options;
-    this.store = new InlinePostgresStore(storeOptions);
+    super(new InlinePostgresStore(storeOptions));
     this.#pool = options.pool;
     this.#keyOfRow = inlineKeyOfRow(this.engine, options, (key) => this.store.rowKeyOf(key));
     this.#customRows = options.rowKey !== undefined;

@@ -1,11 +1,11 @@
-import { OptionsError, StoreError, UnsupportedAtomicWriteError } from "../../core/errors.js";
+import { OptionsError, StoreError } from "../../core/errors.js";
 import { INLINE_RESERVED_PREFIX } from "../../core/inline-prefix.js";
 import { boolean, func, integer, required, resolveOptions, schemaFor, string } from "../../core/options.js";
 import { type ClaimRequest, isOwnClaim, landedAs, type StateRecord } from "../../core/state.js";
-import { inlineRowKey } from "../../core/state-key.js";
 import type * as Store from "../../core/store.js";
 import { unknownWrites } from "../../core/store.js";
 import { DYNAMODB_MAX_RESULT_BYTES } from "../dynamodb/limits.js";
+import { InlineRowStore } from "../inline-row-store.js";
 import { postgresStoreError } from "./errors.js";
 import { type InlineFunction, inlineFunctions, NOT_SERVED } from "./inline-functions.js";
 import {
@@ -115,13 +115,11 @@ const MAX_SHAPES = 256;
  * reported `stale`). A claim of a new key inserts a row with the key and the state only: the table's other columns
  * must be nullable or have defaults, or the rows must exist before their first event.
  */
-export class InlinePostgresStore implements Store.StateStore {
+export class InlinePostgresStore extends InlineRowStore<InlinePostgresRowWrite> implements Store.StateStore {
   readonly engine = "postgres-inline";
   readonly maxResultBytes: number;
   readonly #pool: PostgresPool;
-  readonly #table: string;
   readonly #keyColumn: string;
-  readonly #rowKey: (stateKey: string) => string;
   readonly #prepared: boolean;
   readonly #sql: InlineStatements;
   /** Each step's statement without a row write. */
@@ -130,18 +128,21 @@ export class InlinePostgresStore implements Store.StateStore {
   #functions: Record<InlineStepName, InlineFunction> | undefined;
   /** Statements by written columns (see #shaped). */
   readonly #shapes = new Map<string, string>();
-  /** Writes built by this store: `canFold` accepts only these. */
-  readonly #made = new WeakSet<InlinePostgresRowWrite>();
 
   constructor(options: InlinePostgresStoreOptions) {
     const o = resolveOptions("InlinePostgresStore", INLINE_POSTGRES_OPTIONS, options);
+    super({
+      store: "InlinePostgresStore",
+      table: qualified(o.schema, o.table),
+      key: o.keyColumn,
+      noun: "column",
+      rowKey: o.rowKey,
+    });
     this.#pool = o.pool;
-    this.#table = qualified(o.schema, o.table);
     this.#keyColumn = o.keyColumn;
-    this.#rowKey = o.rowKey ?? inlineRowKey;
     this.#prepared = o.preparedStatements;
     this.maxResultBytes = o.maxResultBytes;
-    this.#sql = new InlineStatements(this.#table, o.keyColumn);
+    this.#sql = new InlineStatements(this.tableName, o.keyColumn);
     const steps = Object.keys(INLINE_STEPS) as InlineStepName[];
     this.#fixed = Object.fromEntries(steps.map((s) => [s, this.#sql.statement(INLINE_STEPS[s])])) as Record<
       InlineStepName,
@@ -151,21 +152,8 @@ export class InlinePostgresStore implements Store.StateStore {
     this.#functions = functions ? inlineFunctions(o.schema, o.table, this.#sql) : undefined;
   }
 
-  /** The qualified table, e.g. `"public"."orders"`. */
-  get tableName(): string {
-    return this.#table;
-  }
-
   get keyColumn(): string {
     return this.#keyColumn;
-  }
-
-  /** The row (its key column's value) that holds the state of `stateKey`. */
-  rowKeyOf(stateKey: string): string {
-    const row = this.#rowKey(stateKey);
-    if (typeof row !== "string" || row.length === 0)
-      throw new OptionsError(`InlinePostgresStore: rowKey gave no row for ${stateKey}`);
-    return row;
   }
 
   /**
@@ -173,27 +161,8 @@ export class InlinePostgresStore implements Store.StateStore {
    * `undefined` set NULL. The key column and `eo_*` names are refused; names must be plain SQL identifiers.
    */
   row(ctx: InlinePostgresRowSource, columns: Record<string, unknown>): InlinePostgresRowWrite {
-    if (typeof ctx?.stateKey !== "string")
-      throw new OptionsError("InlinePostgresStore.row: needs the guard context (its stateKey)");
-    if (typeof columns !== "object" || columns === null)
-      throw new OptionsError("InlinePostgresStore.row: columns must be an object");
-    for (const name of Object.keys(columns)) {
-      if (name === this.#keyColumn || name.startsWith(INLINE_RESERVED_PREFIX))
-        throw new OptionsError(
-          `InlinePostgresStore.row: column "${name}" is the key or reserved (${INLINE_RESERVED_PREFIX}*)`,
-        );
-      quote(name); // a plain identifier, or OptionsError
-    }
-    const rowKey = this.rowKeyOf(ctx.stateKey);
-    const write: InlinePostgresRowWrite = {
-      engine: "postgres-inline",
-      description: `row ${this.#table}/${rowKey}`,
-      table: this.#table,
-      rowKey,
-      columns: { ...columns },
-    };
-    this.#made.add(write);
-    return write;
+    this.checkRow(ctx, columns, quote); // quote: a plain identifier, or OptionsError
+    return this.made(ctx.stateKey, { table: this.tableName, columns: { ...columns } });
   }
 
   /**
@@ -213,10 +182,6 @@ export class InlinePostgresStore implements Store.StateStore {
       row,
     });
     return out.landed && out.wrote ? "applied" : "stale";
-  }
-
-  canFold(write: Store.AtomicWrite): boolean {
-    return write.engine === "postgres-inline" && this.#made.has(write as InlinePostgresRowWrite);
   }
 
   async claim(req: ClaimRequest): Promise<Store.ClaimResult> {
@@ -276,7 +241,7 @@ export class InlinePostgresStore implements Store.StateStore {
     stepParams: (rowKey: string) => unknown[],
   ): { writes: InlinePostgresRowWrite[]; call: StepCall } {
     const rowKey = this.rowKeyOf(req.key);
-    const writes = this.#rowWrites(rowKey, req.writes);
+    const writes = this.rowWrites(rowKey, req.writes);
     const row = writes.length > 0 ? rowColumns(writes) : undefined;
     return { writes, call: { step, params: stepParams(rowKey), ...(row ? { row } : {}) } };
   }
@@ -360,21 +325,6 @@ export class InlinePostgresStore implements Store.StateStore {
     }
     if (!row) throw new Error("unreachable: the decided row is always returned");
     return row;
-  }
-
-  /** The commit's row writes, checked: built by this store, for the committing key's own row (`row`). */
-  #rowWrites(row: string, writes: readonly Store.AtomicWrite[] | undefined): InlinePostgresRowWrite[] {
-    return (writes ?? []).map((w) => {
-      if (!this.canFold(w))
-        throw new UnsupportedAtomicWriteError(`InlinePostgresStore cannot fold a ${w.engine} write`);
-      const r = w as InlinePostgresRowWrite;
-      if (r.rowKey !== row) {
-        throw new UnsupportedAtomicWriteError(
-          `InlinePostgresStore folds only the committing subject's own row (${row}), not ${r.rowKey}`,
-        );
-      }
-      return r;
-    });
   }
 }
 

@@ -1,6 +1,6 @@
 import { OptionsError } from "../../core/errors.js";
 import { type FenceSource, fencedPosition } from "../../core/fence.js";
-import { required, resolveOptions, schemaFor } from "../../core/options.js";
+import { type Resolved, required, resolveOptions, schemaFor } from "../../core/options.js";
 import type { PostgresAtomicWrite } from "./atomic-write.js";
 import { postgresStoreError } from "./errors.js";
 import type { PostgresPool } from "./pool.js";
@@ -42,35 +42,31 @@ const SINK_OPTIONS = schemaFor<PostgresFencedSinkOptions>()({
  * only: positions are only comparable within a subject.
  */
 export class PostgresFencedSink {
-  readonly #pool: PostgresPool;
+  /** The options, checked, with their defaults. */
+  readonly #o: Resolved<typeof SINK_OPTIONS>;
+  /** The table, qualified by its schema. */
   readonly #table: string;
-  readonly #key: string;
-  readonly #pos: string;
-  readonly #fence: string;
 
   constructor(options: PostgresFencedSinkOptions) {
-    const o = resolveOptions("PostgresFencedSink", SINK_OPTIONS, options);
-    this.#pool = o.pool;
-    this.#table = qualified(o.schema, o.table);
-    this.#key = o.keyColumn;
-    this.#pos = o.positionColumn;
-    this.#fence = o.fenceColumn;
+    this.#o = resolveOptions("PostgresFencedSink", SINK_OPTIONS, options);
+    this.#table = qualified(this.#o.schema, this.#o.table);
   }
 
   /** The fenced upsert of `row` (column → value) written by the claim in `ctx`. */
   upsert(ctx: PostgresFenceSource, row: Record<string, unknown>): { sql: string; params: unknown[] } {
-    const key = row[this.#key];
+    const { keyColumn, positionColumn, fenceColumn } = this.#o;
+    const key = row[keyColumn];
     if (key === undefined || key === null || key === "") {
-      throw new OptionsError(`PostgresFencedSink: the row needs a "${this.#key}"`);
+      throw new OptionsError(`PostgresFencedSink: the row needs a "${keyColumn}"`);
     }
     const values: Record<string, unknown> = {
       ...row,
-      [this.#pos]: fencedPosition("PostgresFencedSink", ctx),
-      [this.#fence]: ctx.fence,
+      [positionColumn]: fencedPosition("PostgresFencedSink", ctx),
+      [fenceColumn]: ctx.fence,
     };
     const columns = Object.keys(values).map(quote);
     const params = Object.values(values);
-    const [k, p, f] = [quote(this.#key), quote(this.#pos), quote(this.#fence)];
+    const [k, p, f] = [quote(keyColumn), quote(positionColumn), quote(fenceColumn)];
     const updates = columns.filter((c) => c !== k).map((c) => `${c} = EXCLUDED.${c}`);
     const sql =
       `INSERT INTO ${this.#table} AS target (${columns.join(", ")}) VALUES (${params.map((_, i) => `$${i + 1}`).join(", ")}) ` +
@@ -84,7 +80,7 @@ export class PostgresFencedSink {
   atomicUpsert(ctx: PostgresFenceSource, row: Record<string, unknown>): PostgresAtomicWrite {
     return {
       engine: "postgres",
-      description: `upsert ${this.#table}/${String(row[this.#key])}`,
+      description: `upsert ${this.#table}/${String(row[this.#o.keyColumn])}`,
       ...this.upsert(ctx, row),
     };
   }
@@ -101,7 +97,7 @@ export class PostgresFencedSink {
   async put(ctx: PostgresFenceSource, row: Record<string, unknown>): Promise<"applied" | "stale"> {
     const { sql, params } = this.upsert(ctx, row); // bad input throws here, not as a store failure
     try {
-      const out = await this.#pool.query(sql, params);
+      const out = await this.#o.pool.query(sql, params);
       return (out.rowCount ?? 0) > 0 ? "applied" : "stale";
     } catch (error) {
       throw postgresStoreError("fenced upsert", this.#table, error);
@@ -111,9 +107,10 @@ export class PostgresFencedSink {
   /** The row whose key column is `key`; undefined when absent. */
   async get(key: unknown): Promise<Record<string, unknown> | undefined> {
     try {
-      const out = await this.#pool.query(`SELECT * FROM ${this.#table} WHERE ${quote(this.#key)} = $1`, [
-        key,
-      ]);
+      const out = await this.#o.pool.query(
+        `SELECT * FROM ${this.#table} WHERE ${quote(this.#o.keyColumn)} = $1`,
+        [key],
+      );
       return out.rows[0];
     } catch (error) {
       throw postgresStoreError("read", this.#table, error);

@@ -1,13 +1,13 @@
 import { StoreError } from "../../core/errors.js";
 import type { StateRecord } from "../../core/state.js";
 import {
+  claimedBeforeFence,
   type ForgetOptions,
   type ForgetResult,
-  fenceAt,
   forgetRefused,
   resolveForgetOptions,
-  type StateAdmin,
   type StateQuery,
+  StoreAdmin,
 } from "../../core/state-admin.js";
 import { sqliteError } from "./connection.js";
 import { toRecord } from "./schema.js";
@@ -23,12 +23,9 @@ const RANK = `CASE WHEN status = 'running' AND coalesce(lease_until, 0) <= @now 
  * in one write transaction (`BEGIN IMMEDIATE`, as every store step), so no claim lands in between. `close` closes
  * the file.
  */
-export class SqliteStateAdmin implements StateAdmin {
-  readonly engine = "sqlite";
-  readonly store: SqliteStore;
-
+export class SqliteStateAdmin extends StoreAdmin<SqliteStore> {
   constructor(options: SqliteStoreOptions) {
-    this.store = new SqliteStore(options);
+    super(new SqliteStore(options));
   }
 
   async list(query: StateQuery): Promise<StateRecord[]> {
@@ -39,7 +36,7 @@ ORDER BY ${RANK}, fence, state_key LIMIT @limit`;
     const params = {
       now: query.nowMs,
       status: query.status ?? null,
-      before: query.claimedBeforeMs === undefined ? null : fenceAt(query.claimedBeforeMs),
+      before: claimedBeforeFence(query) ?? null,
       limit: query.limit,
     };
     return this.#step("list", this.store.tableName, () =>

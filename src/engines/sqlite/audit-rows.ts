@@ -1,32 +1,28 @@
 import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import { sqlValueText } from "../../audit/attribute-text.js";
-import { compositeKeyText } from "../../audit/duplicate-tally.js";
 import {
-  type AuditRow,
-  auditRows,
+  auditSqlTable,
+  SQL_TABLE_AUDIT_FIELDS,
+  type SqlTableAuditOptions,
+  type SqlTableFacts,
+} from "../../audit/sql-table.js";
+import {
   nextTurn,
   quoteIdentifier,
-  ROW_AUDIT_FIELDS,
-  type RowAuditOptions,
-  type RowPage,
-  type RowSource,
   type TableAuditReport,
   TableAuditSourceError,
-  type TableShape,
 } from "../../audit/table-audit.js";
 import * as opt from "../../core/options.js";
 
-export interface SqliteTableAuditOptions extends RowAuditOptions {
+export interface SqliteTableAuditOptions extends SqlTableAuditOptions {
   /** The database file; it must exist (it is opened read-only). */
   file: string;
-  tableName: string;
 }
 
 export const SQLITE_TABLE_AUDIT_OPTIONS = opt.schemaFor<SqliteTableAuditOptions>()({
   file: opt.required(opt.string()),
-  tableName: opt.required(opt.string()),
-  ...ROW_AUDIT_FIELDS,
+  ...SQL_TABLE_AUDIT_FIELDS,
 });
 
 type Options = opt.Resolved<typeof SQLITE_TABLE_AUDIT_OPTIONS>;
@@ -67,7 +63,14 @@ export async function auditSqliteTable(options: SqliteTableAuditOptions): Promis
   if (!existsSync(o.file)) throw new TableAuditSourceError(`no SQLite database at ${o.file}`);
   const db = openReadOnly(o.file);
   try {
-    return await auditRows(sqliteRows(o, db), o);
+    return await auditSqlTable(
+      {
+        engine: "sqlite",
+        describe: async () => describeSqlite(o, db),
+        read: (columns, page) => readRows(o, db, columns, page),
+      },
+      o,
+    );
   } finally {
     db.close();
   }
@@ -85,39 +88,21 @@ function openReadOnly(file: string): Database {
   return new Driver(file, { readonly: true, fileMustExist: true });
 }
 
-function sqliteRows(o: Options, db: Database): RowSource {
-  return {
-    engine: "sqlite",
-    segments: 1,
-    consistentRead: true,
-    describe: async () => describeSqlite(o, db),
-    read: (shape, on) => readRows(o, db, shape, on),
-    estimatedReadUnits: () => null,
-  };
-}
-
-function describeSqlite(o: Options, db: Database): TableShape {
+function describeSqlite(o: Options, db: Database): SqlTableFacts {
   const table = db
     .prepare("SELECT type FROM sqlite_master WHERE name = ? AND type IN ('table', 'view')")
     .get(o.tableName);
   if (!table) throw new TableAuditSourceError(`no table ${JSON.stringify(o.tableName)} in ${o.file}`);
-  const columns = db.prepare("SELECT name, pk FROM pragma_table_info(?)").all(o.tableName) as {
-    name: string;
-    pk: number;
-  }[];
-  const names = new Set(columns.map((c) => c.name));
-  for (const column of [o.keyAttribute, o.groupByAttribute])
-    if (column !== undefined && !names.has(column))
-      throw new TableAuditSourceError(`no column ${JSON.stringify(column)} in table ${o.tableName}`);
-  const primaryKey = columns
-    .filter((c) => c.pk > 0)
-    .sort((a, b) => a.pk - b.pk)
-    .map((c) => c.name);
+  const columns = db
+    .prepare('SELECT name, nullif(pk, 0) AS "keyPosition" FROM pragma_table_info(?)')
+    .all(o.tableName) as { name: string; keyPosition: number | null }[];
   return {
     table: o.tableName,
-    primaryKey: primaryKey.length > 0 ? primaryKey : ["rowid"],
+    columns,
+    rowId: "rowid",
     estimatedRows: estimatedRows(o, db),
     tableSizeBytes: null,
+    text: (_column, value) => sqlValueText(value),
   };
 }
 
@@ -137,37 +122,27 @@ function estimatedRows(o: Options, db: Database): number {
 async function readRows(
   o: Options,
   db: Database,
-  shape: TableShape,
-  on: { page(page: RowPage): void; segmentDone(): void },
+  columns: readonly string[],
+  page: (values: unknown[][]) => void,
 ): Promise<void> {
-  const columns = [o.keyAttribute, o.groupByAttribute ?? o.keyAttribute, ...shape.primaryKey];
   const statement = db
     .prepare(`SELECT ${columns.map(quoteIdentifier).join(", ")} FROM ${quoteIdentifier(o.tableName)}`)
     .raw(true)
     .safeIntegers(true);
   const pageRows = o.pageLimit ?? DEFAULT_PAGE_ROWS;
-  let rows: AuditRow[] = [];
-  let scanned = 0;
+  let values: unknown[][] = [];
   let pages = 0;
-  for (const values of statement.iterate()) {
-    scanned++;
-    const key = sqlValueText(values[0]);
-    if (key !== undefined) {
-      const group = o.groupByAttribute === undefined ? undefined : sqlValueText(values[1]);
-      const primaryKey = shape.primaryKey.map((_, i) => sqlValueText(values[2 + i]) ?? "S");
-      rows.push([key, group, compositeKeyText(primaryKey)]);
-    }
-    if (scanned === pageRows) {
-      on.page({ rows, scanned });
+  for (const row of statement.iterate()) {
+    values.push(row);
+    if (values.length === pageRows) {
+      page(values);
       pages++;
-      rows = [];
-      scanned = 0;
+      values = [];
       // The read is synchronous: let the progress bar draw and an abort land between pages.
       await nextTurn();
       o.signal?.throwIfAborted();
     }
   }
   // An empty table is one empty page, as on the other engines.
-  if (scanned > 0 || pages === 0) on.page({ rows, scanned });
-  on.segmentDone();
+  if (values.length > 0 || pages === 0) page(values);
 }

@@ -1,13 +1,12 @@
 import type { Redis } from "ioredis";
 import type { StateRecord } from "../../core/state.js";
 import {
-  compareForAdmin,
   type ForgetOptions,
   type ForgetResult,
-  fenceAt,
   forgetLeaseBoundMs,
-  type StateAdmin,
+  listFrom,
   type StateQuery,
+  StoreAdmin,
 } from "../../core/state-admin.js";
 import { primaries } from "./client.js";
 import { valkeyStoreError } from "./errors.js";
@@ -25,17 +24,13 @@ const SCAN_COUNT = 1000;
  * prefix, as DynamoDB's; an operator's query needs no index. `forget` is one script (lua.ts FORGET): deletes the
  * hash unless a live lease holds it, and returns it either way. `close` ends the client it was given.
  */
-export class ValkeyStateAdmin implements StateAdmin {
-  readonly engine = "valkey";
-  readonly store: ValkeyStore;
-
+export class ValkeyStateAdmin extends StoreAdmin<ValkeyStore> {
   constructor(options: ValkeyStoreOptions) {
-    this.store = new ValkeyStore(options);
+    super(new ValkeyStore(options));
   }
 
   async list(query: StateQuery): Promise<StateRecord[]> {
     const { client, keyPrefix } = internalsOf(this.store);
-    const before = query.claimedBeforeMs === undefined ? undefined : fenceAt(query.claimedBeforeMs);
     const found: StateRecord[] = [];
     try {
       for (const node of primaries(client)) {
@@ -55,14 +50,7 @@ export class ValkeyStateAdmin implements StateAdmin {
     } catch (error) {
       throw valkeyStoreError("list", keyPrefix, error, client);
     }
-    return found
-      .filter(
-        (r) =>
-          (query.status === undefined || r.status === query.status) &&
-          (before === undefined || r.fence < before),
-      )
-      .sort((a, b) => compareForAdmin(a, b, query.nowMs))
-      .slice(0, query.limit);
+    return listFrom(found, query);
   }
 
   /** The listed fields of `keys`, one pipeline; keys gone since the scan are left out. */
