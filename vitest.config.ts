@@ -56,6 +56,8 @@ const INTEGRATION = [
   "test/lambda/visibility-heartbeat.test.ts",
   "test/lambda/wrappers.test.ts",
   "test/local/run-command.test.ts",
+  "test/local/run-durable.test.ts",
+  "test/local/lambda-server.test.ts",
   "test/local/run-truth.test.ts",
   "test/local/s3-conditional.test.ts",
   "test/local/runtime.test.ts",
@@ -64,6 +66,8 @@ const INTEGRATION = [
   "test/examples/**/*.test.ts",
   // Durable functions on DynamoDB Local (the dispatcher's and the step effects' unit tests run in unit).
   "test/durable/dynamodb/**/*.test.ts",
+  // Guarded steps' contract, looped over every engine (DynamoDB Local, PostgreSQL and Valkey behind servers).
+  "test/durable/engines/**/*.test.ts",
   "test/sinks/fenced-rule.property.test.ts",
   "test/sinks/s3-fenced.test.ts",
   "test/audit/table.test.ts",

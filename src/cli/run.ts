@@ -19,6 +19,7 @@ const RUN_FLAGS: { [K in keyof typeof RUN_OPTIONS]?: FlagSpec } = {
   env: { value: "<KEY=VALUE>", parse: envPair },
   dynamodbEndpoint: { value: "<url>" },
   crashedClaims: { value: "<keep|release>" },
+  durable: { value: "<module:export>" },
   // The state's connection: eonce state's flags (src/cli/state/options.ts), the store and file named for the state.
   stateStore: CONNECTION_FLAGS.store,
   stateFile: CONNECTION_FLAGS.file,
@@ -56,7 +57,8 @@ export function registerRun(program: Command): void {
         requireLocalPackages(
           localPackagesFor({
             dynamodbEndpoint: options.dynamodbEndpoint,
-            typescript: isTypeScriptHandler(handler),
+            typescript: isTypeScriptHandler(handler) || isTypeScriptHandler(options.durable ?? ""),
+            durable: options.durable !== undefined,
           }),
         );
         const print = (report: RunReport) =>

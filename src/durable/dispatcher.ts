@@ -13,7 +13,7 @@ import type { EffectivelyOnceOptions, EventHandler, HandledEvent } from "../lamb
 import { durableExecutionName } from "./execution-name.js";
 import { type LambdaInvoker, startDurableExecution } from "./lambda-invoke.js";
 import { canonicalJson, dispatchedPayload, payloadDigest, stableEvent } from "./payload.js";
-import { DynamoDBStepEffects } from "./step-effects.js";
+import { StepEffects } from "./step-effects.js";
 
 /**
  * The options of the dispatchers: the Lambda wrappers' options of mode `run` (store, pipeline, busy, messages,
@@ -36,9 +36,9 @@ export interface DurableDispatcherOptions<D = unknown>
   /**
    * The step effects of the durable function: the dispatcher's commit then moves the subject's execution fence to
    * the new execution (in the commit's one request), so an older execution's steps are refused from then on. Needs a
-   * store that folds DynamoDB writes (`DynamoDBStore`).
+   * store of the effects' engine that folds its writes (`DynamoDBStore` for `DynamoDBStepEffects`, …).
    */
-  stepEffects?: DynamoDBStepEffects;
+  stepEffects?: StepEffects;
 }
 
 /** What a dispatched event's commit records, replayed to its duplicates. */
@@ -60,7 +60,7 @@ const DISPATCHER_OPTIONS = schemaFor<OwnOptions>()({
     custom<LambdaInvoker>("a LambdaClient", (v) => typeof (v as LambdaInvoker | null)?.send === "function"),
   ),
   detail: func<NonNullable<OwnOptions["detail"]>>({ expected: "a function of the event" }),
-  stepEffects: custom<DynamoDBStepEffects>("a DynamoDBStepEffects", (v) => v instanceof DynamoDBStepEffects),
+  stepEffects: custom<StepEffects>("step effects (DynamoDBStepEffects, …)", (v) => v instanceof StepEffects),
 });
 type ResolvedOwn = ReturnType<typeof resolveOwn>;
 const resolveOwn = (what: string, own: unknown) => resolveOptions(what, DISPATCHER_OPTIONS, own);
@@ -130,7 +130,7 @@ function dispatcherParts<D>(
     optionsRule(
       what,
       given.store === undefined || given.store.canFold?.(probe) === true,
-      "stepEffects: the store cannot fold a DynamoDB write",
+      `stepEffects: the store cannot fold a ${probe.engine} write (the fence move goes in its commit)`,
     );
   }
   const handler = startHandler(o, detail);

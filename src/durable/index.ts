@@ -3,6 +3,19 @@
  * subject, and step effects that land once (`@aws/durable-execution-sdk-js`, an optional peer dependency).
  * @module effectively-once/durable
  */
+
+export {
+  DynamoDBStepEffects,
+  type DynamoDBStepEffectsOptions,
+} from "../engines/dynamodb/step-effects.js";
+export {
+  createPostgresStepEffectsTable,
+  PostgresStepEffects,
+  type PostgresStepEffectsOptions,
+  type PostgresStepEffectsTableOptions,
+} from "../engines/postgres/step-effects.js";
+export { SqliteStepEffects, type SqliteStepEffectsOptions } from "../engines/sqlite/step-effects.js";
+export { ValkeyStepEffects, type ValkeyStepEffectsOptions } from "../engines/valkey/step-effects.js";
 export {
   type DispatchResult,
   type DurableDispatcherOptions,
@@ -21,11 +34,11 @@ export {
   type StableEvent,
 } from "./payload.js";
 export {
-  DynamoDBStepEffects,
-  type DynamoDBStepEffectsOptions,
   type ExecutionRef,
   type StepEffectContext,
   type StepEffectOutcome,
+  StepEffects,
   type StepHost,
 } from "./step-effects.js";
-export type { FenceHolder } from "./step-items.js";
+export type { FenceHolder } from "./step-keys.js";
+export type { StepEffectsCommonOptions } from "./step-options.js";

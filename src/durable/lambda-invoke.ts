@@ -1,3 +1,4 @@
+import { OptionsError } from "../core/errors.js";
 import { DurableExecutionConflictError, DurableStartError } from "./errors.js";
 
 /** The Invoke request the dispatcher sends (a subset of `@aws-sdk/client-lambda`'s `InvocationRequest`). */
@@ -33,6 +34,13 @@ let invokeCommand: Promise<InvokeCommandClass> | undefined;
 function loadInvokeCommand(): Promise<InvokeCommandClass> {
   invokeCommand ??= import("@aws-sdk/client-lambda").then(
     (m) => m.InvokeCommand as unknown as InvokeCommandClass,
+    (cause) => {
+      invokeCommand = undefined; // an install fixes it without a restart
+      throw new OptionsError(
+        "the durable dispatcher needs @aws-sdk/client-lambda (an optional peer): npm install @aws-sdk/client-lambda",
+        { cause },
+      );
+    },
   );
   return invokeCommand;
 }

@@ -1,71 +1,19 @@
 import type { StepConfig } from "@aws/durable-execution-sdk-js";
-import type { Logger } from "@aws-lambda-powertools/logger";
-import type { Metrics } from "@aws-lambda-powertools/metrics";
-import {
-  ConditionalCheckFailedException,
-  type DynamoDBClient,
-  GetItemCommand,
-  TransactionCanceledException,
-  type TransactWriteItem,
-  TransactWriteItemsCommand,
-  UpdateItemCommand,
-} from "@aws-sdk/client-dynamodb";
 import { clockFence } from "../core/acquire.js";
-import { EffectRefusedError, TransactionLimitError, UnsupportedAtomicWriteError } from "../core/errors.js";
-import { custom, integer, resolveOptions, schemaFor, string } from "../core/options.js";
+import { TransactionLimitError, UnsupportedAtomicWriteError } from "../core/errors.js";
 import { OUTCOMES } from "../core/outcomes.js";
 import type { Position } from "../core/position.js";
 import { parseResult } from "../core/result.js";
-import type { WriteOutcome } from "../core/store.js";
-import { type DynamoDBAtomicWrite, isDynamoDBAtomicWrite } from "../engines/dynamodb/atomic-write.js";
-import { storeError } from "../engines/dynamodb/expressions.js";
-import { DYNAMODB_MAX_TRANSACTION_ACTIONS } from "../engines/dynamodb/limits.js";
-import { DYNAMODB_TABLE_FIELDS } from "../engines/dynamodb/options.js";
+import type { AtomicWrite, WriteOutcome } from "../core/store.js";
 import { Observer } from "../observe/observer.js";
 import { type DispatchedExecution, type DispatchedPayload, dispatchedExecution } from "./payload.js";
-import {
-  type FenceHolder,
-  fenceUpdate,
-  holderOf,
-  markerKey,
-  markerPut,
-  positionOf,
-  STOPPED_PREFIX,
-} from "./step-items.js";
+import type { StepEffectsEngine } from "./step-engine.js";
+import { type FenceHolder, markerKey, positionOf } from "./step-keys.js";
+import type { StepEffectsCommonOptions } from "./step-options.js";
 import { serializeStepResult } from "./step-result.js";
 
-const WHAT = "DynamoDBStepEffects";
-
-/** The options of `DynamoDBStepEffects`. */
-export interface DynamoDBStepEffectsOptions {
-  client: DynamoDBClient;
-  /** The table of step markers and execution fences: one string hash key (`createTableIfMissing(client, name, "pk")`). */
-  tableName: string;
-  /** The table's hash key attribute. Default `pk`. */
-  keyAttribute?: string;
-  /**
-   * How long a step's marker is kept, in seconds (the `expiresAt` attribute, for a TTL if you enable one). Default
-   * 120 days: past the longest retention of a durable execution (90 days), so a step cannot apply again while its
-   * execution can still run.
-   */
-  markerExpiresAfterSeconds?: number;
-  /** The `pipeline` metric dimension and log field. Default as the Lambda wrappers: EONCE_PIPELINE, the function name. */
-  pipeline?: string;
-  logger?: Logger;
-  metrics?: Metrics;
-}
-
-const STEP_EFFECTS_OPTIONS = schemaFor<DynamoDBStepEffectsOptions>()({
-  ...DYNAMODB_TABLE_FIELDS,
-  keyAttribute: string({ default: "pk" }),
-  markerExpiresAfterSeconds: integer({ min: 1, default: 120 * 24 * 3600 }),
-  pipeline: string(),
-  logger: custom<Logger>("a Powertools Logger instance", (v) => typeof v === "object" && v !== null),
-  metrics: custom<Metrics>("a Powertools Metrics instance", (v) => typeof v === "object" && v !== null),
-});
-
 /** What a guarded step's function gets: the execution, a fence for its sink writes, and `atCommit`. */
-export interface StepEffectContext {
+export interface StepEffectContext<W extends AtomicWrite = AtomicWrite> {
   executionName: string;
   stepName: string;
   subject: string;
@@ -74,8 +22,8 @@ export interface StepEffectContext {
   position: Position | undefined;
   /** This application's fence, from the clock: between two steps of one execution writing one sink row, the later wins. */
   fence: number;
-  /** Adds a DynamoDB write to the step's transaction: it lands with the marker, or not at all. */
-  atCommit(write: DynamoDBAtomicWrite): void;
+  /** Adds a write of the engine to the step's atomic request: it lands with the marker, or not at all. */
+  atCommit(write: W): void;
 }
 
 /**
@@ -98,31 +46,29 @@ export interface StepHost {
 export type ExecutionRef = DispatchedPayload | DispatchedExecution;
 
 /**
- * Step effects that land once: each guarded step's DynamoDB writes commit in one `TransactWriteItems` with the step's
- * marker (keyed by execution and step name) and the subject's execution fence. A step that runs again (a crash after
- * its effects and before the durable SDK's checkpoint, a retry, a second execution of the event) finds its marker and
- * gets its stored result; a step of an execution superseded by a newer position, or stopped, is refused (`stale`).
- * One request per guarded step.
+ * Step effects that land once, on any engine: each guarded step's writes commit in one atomic request of the engine
+ * with the step's marker (keyed by execution and step name) and the subject's execution fence. A step that runs again
+ * (a crash after its effects and before the durable SDK's checkpoint, a retry, a second execution of the event) finds
+ * its marker and gets its stored result; a step of an execution superseded by a newer position, or stopped, is
+ * refused (`stale`). One request per guarded step. Made by an engine: `DynamoDBStepEffects`, `PostgresStepEffects`,
+ * `SqliteStepEffects`, `ValkeyStepEffects`.
  */
-export class DynamoDBStepEffects {
-  readonly #client: DynamoDBClient;
-  readonly #table: string;
-  readonly #key: string;
+export class StepEffects<W extends AtomicWrite = AtomicWrite> {
+  readonly #engine: StepEffectsEngine<W>;
   readonly #markerSeconds: number;
   readonly #observer: Observer;
 
-  constructor(options: DynamoDBStepEffectsOptions) {
-    const o = resolveOptions(WHAT, STEP_EFFECTS_OPTIONS, options);
-    this.#client = o.client;
-    this.#table = o.tableName;
-    this.#key = o.keyAttribute;
-    this.#markerSeconds = o.markerExpiresAfterSeconds;
-    this.#observer = new Observer({ logger: o.logger, metrics: o.metrics, pipeline: o.pipeline });
-  }
-
-  /** The effects table. */
-  get tableName(): string {
-    return this.#table;
+  protected constructor(
+    engine: StepEffectsEngine<W>,
+    options: StepEffectsCommonOptions & { markerExpiresAfterSeconds: number },
+  ) {
+    this.#engine = engine;
+    this.#markerSeconds = options.markerExpiresAfterSeconds;
+    this.#observer = new Observer({
+      logger: options.logger,
+      metrics: options.metrics,
+      pipeline: options.pipeline,
+    });
   }
 
   /**
@@ -133,36 +79,29 @@ export class DynamoDBStepEffects {
     context: StepHost,
     stepName: string,
     execution: ExecutionRef,
-    fn: (ctx: StepEffectContext) => R | Promise<R>,
+    fn: (ctx: StepEffectContext<W>) => R | Promise<R>,
     config?: StepConfig<StepEffectOutcome<R>>,
   ): PromiseLike<StepEffectOutcome<R>> {
     const exec = executionOf(execution);
-    markerKey(exec, stepName); // a bad step name throws here, outside the step's retries
+    this.#markerKey(exec, stepName); // a bad step name throws here, outside the step's retries
     return context.step(stepName, () => this.apply(exec, stepName, fn), config);
   }
 
   /**
    * Inside `context.step`: runs `fn` (which computes the step's writes with `ctx.atCommit` and its result; it runs
-   * again whenever the step does, so any other effect of it must be safe to repeat), then one transaction writes
+   * again whenever the step does, so any other effect of it must be safe to repeat), then one atomic request writes
    * the fence, the marker and the writes. Store failures throw (`StoreError`), for the step's retry strategy.
    */
   async apply<R>(
     execution: ExecutionRef,
     stepName: string,
-    fn: (ctx: StepEffectContext) => R | Promise<R>,
+    fn: (ctx: StepEffectContext<W>) => R | Promise<R>,
   ): Promise<StepEffectOutcome<R>> {
     const exec = executionOf(execution);
+    this.#markerKey(exec, stepName);
     const started = performance.now();
-    const writes: DynamoDBAtomicWrite[] = [];
-    const ctx = this.#context(exec, stepName, writes);
-    const result = await fn(ctx);
-    const outcome = await this.#commit<R>(exec, stepName, ctx.fence, result, writes);
-    this.#observe(exec, stepName, outcome, performance.now() - started);
-    return outcome;
-  }
-
-  #context(exec: DispatchedExecution, stepName: string, writes: DynamoDBAtomicWrite[]): StepEffectContext {
-    return {
+    const writes: W[] = [];
+    const ctx: StepEffectContext<W> = {
       executionName: exec.executionName,
       stepName,
       subject: exec.subject,
@@ -170,95 +109,66 @@ export class DynamoDBStepEffects {
       position: exec.position ?? undefined,
       fence: clockFence(Date.now(), Math.random()),
       atCommit: (write) => {
-        if (!isDynamoDBAtomicWrite(write)) {
-          throw new UnsupportedAtomicWriteError(
-            `${WHAT} folds DynamoDB writes only, not a ${(write as { engine?: string }).engine} write`,
-          );
-        }
-        writes.push(write);
+        writes.push(this.#check(write));
       },
     };
+    const result = await fn(ctx);
+    const outcome = await this.#commit<R>(exec, stepName, ctx.fence, result, writes);
+    this.#observe(exec, stepName, outcome, performance.now() - started);
+    return outcome;
   }
 
-  /** One transaction; refused user writes (`stale` or `refused`) are dropped and the rest sent again. */
+  #markerKey(exec: DispatchedExecution, stepName: string): string {
+    return this.#engine.markerKey?.(exec, stepName) ?? markerKey(exec, stepName);
+  }
+
+  /** The write as the engine's, or an `UnsupportedAtomicWriteError` before anything is sent. */
+  #check(write: AtomicWrite): W {
+    const engine = this.#engine;
+    if (!engine.isWrite(write)) {
+      throw new UnsupportedAtomicWriteError(
+        `${engine.what} folds ${engine.engine} writes only, not a ${write.engine} write`,
+      );
+    }
+    engine.checkWrite?.(write);
+    return write;
+  }
+
   async #commit<R>(
     exec: DispatchedExecution,
     stepName: string,
     fence: number,
     result: R,
-    writes: DynamoDBAtomicWrite[],
+    writes: W[],
   ): Promise<StepEffectOutcome<R>> {
-    const json = serializeStepResult(result);
-    const nowMs = Date.now();
-    const marker = markerPut(this.#table, this.#key, exec, {
-      stepName,
-      fence,
-      result: json,
-      nowMs,
-      expiresAtSeconds: Math.ceil(nowMs / 1000) + this.#markerSeconds,
-    });
-    if (writes.length + 2 > DYNAMODB_MAX_TRANSACTION_ACTIONS) {
+    if (writes.length > this.#engine.maxWrites) {
       throw new TransactionLimitError(
-        `a guarded step may fold ${DYNAMODB_MAX_TRANSACTION_ACTIONS - 2} writes, got ${writes.length}`,
+        `a guarded step may fold ${this.#engine.maxWrites} writes, got ${writes.length}`,
       );
     }
-    const dropped: WriteOutcome[] = [];
-    let pending = writes;
-    for (;;) {
-      const items: TransactWriteItem[] = [
-        { Update: fenceUpdate(this.#table, this.#key, exec) },
-        { Put: marker },
-        ...pending.map((w) => w.item),
-      ];
-      const answer = await this.#send(items, marker.Item?.[this.#key]?.S ?? "");
-      if (answer.kind === "landed") {
-        const applied = pending.map((w) => ({ description: w.description, status: "applied" as const }));
-        return { status: "processed", result, writes: [...applied, ...dropped] };
+    const nowMs = Date.now();
+    const answer = await this.#engine.commit({
+      execution: exec,
+      stepName,
+      fence,
+      result: serializeStepResult(result),
+      nowMs,
+      expiresAtSeconds: Math.ceil(nowMs / 1000) + this.#markerSeconds,
+      writes,
+    });
+    if (answer.kind === "fence") return { status: "stale", current: answer.holder };
+    if (answer.kind === "marker") {
+      // Our own fence in the marker: this very attempt landed and lost its answer.
+      if (answer.fence === fence) {
+        return {
+          status: "processed",
+          result,
+          writes: writes.map((w) => ({ description: w.description, status: "unknown" })),
+        };
       }
-      if (answer.kind === "marker") return this.#replay<R>(answer.item, fence, result, writes);
-      if (answer.kind === "fence") return { status: "stale", current: holderOf(answer.item) };
-      const refused = pending.filter((_, i) => answer.refused.includes(i + 2));
-      const abort = refused.find((w) => w.refused === "abort");
-      if (abort) throw new EffectRefusedError(abort.description);
-      for (const w of refused) {
-        dropped.push({ description: w.description, status: w.refused === "refused" ? "refused" : "stale" });
-      }
-      pending = pending.filter((w) => !refused.includes(w));
+      return { status: "duplicate", result: parseResult<R>(answer.result) as R };
     }
-  }
-
-  /** The marker was there: this step was applied (by this very attempt when its fence is ours: a lost response). */
-  #replay<R>(
-    item: TransactionItem | undefined,
-    fence: number,
-    result: R,
-    writes: DynamoDBAtomicWrite[],
-  ): StepEffectOutcome<R> {
-    if (item?.fence?.N === String(fence)) {
-      return {
-        status: "processed",
-        result,
-        writes: writes.map((w) => ({ description: w.description, status: "unknown" })),
-      };
-    }
-    return { status: "duplicate", result: parseResult<R>(item?.res?.S) as R };
-  }
-
-  async #send(items: TransactWriteItem[], key: string): Promise<SendAnswer> {
-    try {
-      await this.#client.send(new TransactWriteItemsCommand({ TransactItems: items }));
-      return { kind: "landed" };
-    } catch (error) {
-      if (!(error instanceof TransactionCanceledException)) throw storeError("DynamoDB", "step", key, error);
-      const reasons = error.CancellationReasons ?? [];
-      const failed = (i: number) => reasons[i]?.Code === "ConditionalCheckFailed";
-      // The marker first: a step applied before is done, whatever the fence says now.
-      if (failed(1)) return { kind: "marker", item: reasons[1]?.Item };
-      if (failed(0)) return { kind: "fence", item: reasons[0]?.Item };
-      const refused = reasons.flatMap((r, i) => (i >= 2 && r.Code === "ConditionalCheckFailed" ? [i] : []));
-      if (refused.length === 0) throw storeError("DynamoDB", "step", key, error); // conflict, throttling
-      return { kind: "writes", refused };
-    }
+    return { status: "processed", result, writes: answer.writes };
   }
 
   /**
@@ -266,57 +176,25 @@ export class DynamoDBStepEffects {
    * however late it lands. `stale` when a newer execution of the subject already holds the fence (it is refused
    * anyway). One request. Stop the durable execution itself with Lambda's `StopDurableExecution`.
    */
-  async stop(execution: ExecutionRef): Promise<"stopped" | "stale"> {
-    const exec = executionOf(execution);
-    const update = fenceUpdate(this.#table, this.#key, exec, `${STOPPED_PREFIX}${exec.executionName}`);
-    // This execution's own fence, or one already stopped, may be stopped (again).
-    update.ConditionExpression = `${update.ConditionExpression} OR (#pos = :pos AND #exec = :own)`;
-    update.ExpressionAttributeValues = {
-      ...update.ExpressionAttributeValues,
-      ":own": { S: exec.executionName },
-    };
-    try {
-      await this.#client.send(new UpdateItemCommand(update));
-      return "stopped";
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return "stale";
-      throw storeError("DynamoDB", "stop", exec.executionName, error);
-    }
+  stop(execution: ExecutionRef): Promise<"stopped" | "stale"> {
+    return this.#engine.stop(executionOf(execution));
   }
 
   /**
    * The fence move as a write for the dispatcher's commit (`ctx.atCommit`): an execution is the subject's newest from
    * the moment its start is committed, so an older execution's later steps are refused at once.
    */
-  fenceWrite(execution: ExecutionRef): DynamoDBAtomicWrite {
-    const exec = executionOf(execution);
-    const update = fenceUpdate(this.#table, this.#key, exec);
-    delete update.ReturnValuesOnConditionCheckFailure;
-    return {
-      engine: "dynamodb",
-      description: `execution fence of ${exec.subject}`,
-      item: { Update: update },
-    };
+  fenceWrite(execution: ExecutionRef): AtomicWrite {
+    return this.#engine.fenceWrite(executionOf(execution));
   }
 
   /** Whether a step of an execution was applied, and its stored result (a consistent read; for tests and operators). */
   async marker(execution: ExecutionRef, stepName: string): Promise<{ applied: boolean; result?: unknown }> {
     const exec = executionOf(execution);
-    const key = markerKey(exec, stepName);
-    try {
-      const out = await this.#client.send(
-        new GetItemCommand({
-          TableName: this.#table,
-          Key: { [this.#key]: { S: key } },
-          ConsistentRead: true,
-        }),
-      );
-      if (!out.Item) return { applied: false };
-      const result = parseResult(out.Item.res?.S);
-      return result === undefined ? { applied: true } : { applied: true, result };
-    } catch (error) {
-      throw storeError("DynamoDB", "read", key, error);
-    }
+    const found = await this.#engine.readMarker(this.#markerKey(exec, stepName));
+    if (!found) return { applied: false };
+    const result = parseResult(found.result);
+    return result === undefined ? { applied: true } : { applied: true, result };
   }
 
   #observe(
@@ -356,16 +234,8 @@ export class DynamoDBStepEffects {
   }
 }
 
-type TransactionItem = NonNullable<
-  NonNullable<TransactionCanceledException["CancellationReasons"]>[number]["Item"]
->;
-type SendAnswer =
-  | { kind: "landed" }
-  | { kind: "marker"; item: TransactionItem | undefined }
-  | { kind: "fence"; item: TransactionItem | undefined }
-  | { kind: "writes"; refused: number[] };
-
-function executionOf(ref: ExecutionRef): DispatchedExecution {
+/** The execution a reference names. */
+export function executionOf(ref: ExecutionRef): DispatchedExecution {
   return "effectivelyOnce" in ref
     ? dispatchedExecution(ref)
     : dispatchedExecution({ effectivelyOnce: 1, execution: ref });

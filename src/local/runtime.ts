@@ -28,6 +28,7 @@ import {
 import { S3NotificationFactory } from "./delivery/s3-notifications.js";
 import { SqsEventSource, type SqsEventSourceOptions } from "./delivery/sqs-event-source.js";
 import { type DynamoDBLocal, dynamoDBClient, startDynamoDBLocal } from "./emulators/dynamodb-local.js";
+import { type LocalLambdaServer, startLambdaServer } from "./emulators/lambda-server.js";
 import { requireServers } from "./emulators/requirements.js";
 import { type LocalS3Server, startS3Server } from "./emulators/s3-server.js";
 import { onShutdownSignal } from "./emulators/shutdown.js";
@@ -39,8 +40,11 @@ export interface LocalRuntimeOptions {
   seed?: number;
   /** Use a running DynamoDB (e.g. the test suite's) instead of starting DynamoDB Local. */
   dynamodbEndpoint?: string;
-  /** Which servers to start. Default all three. */
-  services?: { dynamodb?: boolean; s3?: boolean; sqs?: boolean };
+  /**
+   * Which servers to start. Default DynamoDB, S3 and SQS; `lambda`, the local Lambda Invoke endpoint a durable
+   * dispatcher starts its executions at (emulators/lambda-server.ts), only when asked for.
+   */
+  services?: { dynamodb?: boolean; s3?: boolean; sqs?: boolean; lambda?: boolean };
   /** Buckets to create at start. */
   buckets?: string[];
   /** Version ids in notifications (see S3NotificationFactory). Default false. */
@@ -48,7 +52,7 @@ export interface LocalRuntimeOptions {
   /** Stop cleanly on SIGINT/SIGTERM, then exit (130/143). Default false; the CLI turns it on. */
   handleSignals?: boolean;
   /** Ports to listen on (default: ones the OS picks), e.g. to set the handler's environment before start. */
-  ports?: { dynamodb?: number; s3?: number; sqs?: number };
+  ports?: { dynamodb?: number; s3?: number; sqs?: number; lambda?: number };
   /** Java executable for DynamoDB Local. Default `java` on the PATH. */
   javaPath?: string;
   /**
@@ -62,14 +66,14 @@ const isObjectOf = (v: unknown, keys: readonly string[], is: (x: unknown) => boo
   typeof v === "object" &&
   v !== null &&
   Object.entries(v).every(([k, x]) => keys.includes(k) && (x === undefined || is(x)));
-const SERVICES = ["dynamodb", "s3", "sqs"] as const;
+const SERVICES = ["dynamodb", "s3", "sqs", "lambda"] as const;
 
 /** The runtime's options, field by field; `doc` is the help line of the `eonce run` and `eonce demo` flag. */
 export const LOCAL_RUNTIME_OPTIONS = schemaFor<LocalRuntimeOptions>()({
   seed: integer({ default: 1, doc: "seed of every injected fault" }),
   dynamodbEndpoint: string({ doc: "use this running DynamoDB Local instead of starting one" }),
   services: custom<NonNullable<LocalRuntimeOptions["services"]>>(
-    "an object of booleans (dynamodb, s3, sqs)",
+    "an object of booleans (dynamodb, s3, sqs, lambda)",
     (v) => isObjectOf(v, SERVICES, (x) => typeof x === "boolean"),
   ),
   buckets: custom<string[]>(
@@ -78,8 +82,10 @@ export const LOCAL_RUNTIME_OPTIONS = schemaFor<LocalRuntimeOptions>()({
   ),
   versioned: boolean({ default: false }),
   handleSignals: boolean({ default: false }),
-  ports: custom<NonNullable<LocalRuntimeOptions["ports"]>>("an object of ports (dynamodb, s3, sqs)", (v) =>
-    isObjectOf(v, SERVICES, (x) => Number.isSafeInteger(x) && (x as number) >= 0 && (x as number) < 65536),
+  ports: custom<NonNullable<LocalRuntimeOptions["ports"]>>(
+    "an object of ports (dynamodb, s3, sqs, lambda)",
+    (v) =>
+      isObjectOf(v, SERVICES, (x) => Number.isSafeInteger(x) && (x as number) >= 0 && (x as number) < 65536),
   ),
   javaPath: string(),
   crashedClaims: oneOf(CRASHED_CLAIMS, {
@@ -129,6 +135,8 @@ export class LocalRuntime {
   readonly dynamodb?: { endpoint: string; server?: DynamoDBLocal };
   readonly s3?: LocalS3Server;
   readonly sqs?: LocalSqsServer;
+  /** The local Lambda Invoke endpoint (durable starts), when `services.lambda` asked for it. */
+  readonly lambda?: LocalLambdaServer;
   readonly notifications?: BucketNotifications;
   readonly #functions: LocalFunction[] = [];
   readonly #sources: SqsEventSource[] = [];
@@ -146,6 +154,7 @@ export class LocalRuntime {
       dynamodb?: { endpoint: string; server?: DynamoDBLocal };
       s3?: LocalS3Server;
       sqs?: LocalSqsServer;
+      lambda?: LocalLambdaServer;
       versioned: boolean;
       crashedClaims: CrashedClaims;
     },
@@ -156,6 +165,7 @@ export class LocalRuntime {
     this.dynamodb = parts.dynamodb;
     this.s3 = parts.s3;
     this.sqs = parts.sqs;
+    this.lambda = parts.lambda;
     if (parts.s3) {
       this.notifications = new BucketNotifications(
         {
@@ -169,17 +179,17 @@ export class LocalRuntime {
   }
 
   /**
-   * Starts the servers (DynamoDB Local, s3rver, fauxqs: all three by default, side by side) and the delivery
-   * layer.
+   * Starts the servers (DynamoDB Local, s3rver, fauxqs: all three by default, side by side; the local Lambda Invoke
+   * endpoint when asked for) and the delivery layer.
    */
   static async start(options: LocalRuntimeOptions = {}): Promise<LocalRuntime> {
     const o = resolveOptions("LocalRuntime", LOCAL_RUNTIME_OPTIONS, options);
-    const want = { dynamodb: true, s3: true, sqs: true, ...o.services };
+    const want = { dynamodb: true, s3: true, sqs: true, lambda: false, ...o.services };
     const ports = o.ports ?? {};
     // The three start in parallel: DynamoDB Local (a JVM) dominates the start time. allSettled, not all:
     // a server that finishes starting after another one failed must be stopped too, or it keeps the
     // process alive (a JVM listening for ever).
-    const [ddb, s3, sqs] = await Promise.allSettled([
+    const [ddb, s3, sqs, lambda] = await Promise.allSettled([
       want.dynamodb && !o.dynamodbEndpoint
         ? startDynamoDBLocal({
             ...(ports.dynamodb ? { port: ports.dynamodb } : {}),
@@ -188,8 +198,11 @@ export class LocalRuntime {
         : undefined,
       want.s3 ? startS3Server({ buckets: o.buckets, ...(ports.s3 ? { port: ports.s3 } : {}) }) : undefined,
       want.sqs ? startSqsServer(ports.sqs ? { port: ports.sqs } : {}) : undefined,
+      want.lambda
+        ? startLambdaServer({ seed: o.seed, ...(ports.lambda ? { port: ports.lambda } : {}) })
+        : undefined,
     ]);
-    const results = [ddb, s3, sqs];
+    const results = [ddb, s3, sqs, lambda];
     const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected");
     if (failed) {
       await Promise.allSettled(results.map((r) => (r.status === "fulfilled" ? r.value?.stop() : undefined)));
@@ -207,6 +220,7 @@ export class LocalRuntime {
       dynamodb,
       s3: value(s3),
       sqs: value(sqs),
+      lambda: value(lambda),
       versioned: o.versioned,
       crashedClaims: o.crashedClaims,
     });
@@ -254,11 +268,17 @@ export class LocalRuntime {
       dynamodb: this.dynamodb?.endpoint,
       s3: this.s3?.endpoint,
       sqs: this.sqs?.endpoint,
+      lambda: this.lambda?.endpoint,
     });
   }
 
   /** env() for servers that are not started yet (their ports chosen up front), e.g. to load a handler first. */
-  static envFor(endpoints: { dynamodb?: string; s3?: string; sqs?: string }): Record<string, string> {
+  static envFor(endpoints: {
+    dynamodb?: string;
+    s3?: string;
+    sqs?: string;
+    lambda?: string;
+  }): Record<string, string> {
     const env: Record<string, string> = {
       AWS_REGION: LOCAL_REGION,
       AWS_DEFAULT_REGION: LOCAL_REGION,
@@ -272,6 +292,8 @@ export class LocalRuntime {
     if (endpoints.s3) env.AWS_ENDPOINT_URL_S3 = endpoints.s3;
     // Also what the visibility heartbeat addresses queues at (the queue URLs of fauxqs are under it).
     if (endpoints.sqs) env.AWS_ENDPOINT_URL_SQS = endpoints.sqs;
+    // A LambdaClient's Invoke (a durable dispatcher's start) goes to the local endpoint, never to AWS.
+    if (endpoints.lambda) env.AWS_ENDPOINT_URL_LAMBDA = endpoints.lambda;
     return env;
   }
 
@@ -417,7 +439,12 @@ export class LocalRuntime {
       }
       this.notifications?.close();
       for (const c of this.#clients) c.destroy();
-      await Promise.allSettled([this.s3?.stop(), this.sqs?.stop(), this.dynamodb?.server?.stop()]);
+      await Promise.allSettled([
+        this.s3?.stop(),
+        this.sqs?.stop(),
+        this.lambda?.stop(),
+        this.dynamodb?.server?.stop(),
+      ]);
     })();
     return this.#stopped;
   }

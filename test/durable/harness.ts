@@ -46,11 +46,23 @@ export function quietLogger(): NonNullable<DurableDispatcherOptions["logger"]> {
   return logger as unknown as NonNullable<DurableDispatcherOptions["logger"]>;
 }
 
+/** A Powertools-shaped Metrics that publishes nothing. */
+export function quietMetrics(): NonNullable<DurableDispatcherOptions["metrics"]> {
+  const nothing = () => {};
+  return {
+    addMetric: nothing,
+    addDimension: nothing,
+    publishStoredMetrics: nothing,
+  } as unknown as NonNullable<DurableDispatcherOptions["metrics"]>;
+}
+
 /** What a seeded history did. */
 export interface History {
   orders: Order[];
   /** Executions started, in start order: the order and version each belongs to. */
   starts: Order[];
+  /** The payloads of those executions, as Lambda got them. */
+  payloads: string[];
   invokes: number;
   conflicts: string[];
   deliveries: number;
@@ -100,7 +112,8 @@ export async function runHistory(
     const e = dispatchedExecution(JSON.parse(s.payload));
     return order(JSON.parse(s.payload).event.body) ?? { orderId: e.subject, version: -1 };
   });
-  return { orders, starts, invokes: lambda.invokes, conflicts: lambda.conflicts, deliveries };
+  const payloads = lambda.started.map((s) => s.payload);
+  return { orders, starts, payloads, invokes: lambda.invokes, conflicts: lambda.conflicts, deliveries };
 }
 
 /**
@@ -144,7 +157,7 @@ function receives(r: SQSRecord): number {
   return Number((r.attributes as unknown as Record<string, string>).ApproximateReceiveCount);
 }
 
-function shuffled<T>(prng: Prng, items: T[]): T[] {
+export function shuffled<T>(prng: Prng, items: T[]): T[] {
   const out = [...items];
   for (let i = out.length - 1; i > 0; i--) {
     const j = prng.int(0, i);

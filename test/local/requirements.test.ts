@@ -35,6 +35,18 @@ describe("the local runtime's optional packages", () => {
     expect(installLine(["tsx"])).toBe("npm i -D tsx");
   });
 
+  it("asks for the durable execution testing package for eonce run --durable", () => {
+    expect(localPackagesFor({ dynamodbEndpoint: "http://127.0.0.1:1", durable: true })).toEqual([
+      "s3rver",
+      "fauxqs",
+      "@aws/durable-execution-sdk-js-testing",
+    ]);
+    expect(installLine(["@aws/durable-execution-sdk-js-testing"])).toBe(
+      "npm i -D @aws/durable-execution-sdk-js-testing",
+    );
+    expect(() => requireLocalPackages(localPackagesFor({ durable: true }))).not.toThrow();
+  });
+
   it("passes in this checkout, where the dev dependencies are installed", () => {
     expect(() => requireLocalPackages(localPackagesFor({ typescript: true, images: true }))).not.toThrow();
   });

@@ -94,6 +94,11 @@ export interface RunHandlerOptions {
   keep?: boolean;
   /** Let Powertools logs and metrics through (default: silenced). */
   logs?: boolean;
+  /**
+   * A durable function's handler (`path:export`, a `withDurableExecution` handler): each execution the handler (a
+   * durable dispatcher) starts at the local Lambda endpoint runs under LocalDurableTestRunner, its end in the report.
+   */
+  durable?: string;
   /** Use this DynamoDB instead of starting DynamoDB Local (tests). */
   dynamodbEndpoint?: string;
   /** Java for DynamoDB Local. Default `java` on the PATH. */
@@ -175,6 +180,9 @@ export const RUN_OPTIONS = schemaFor<RunHandlerOptions>()({
   ]),
   faults: nested(resolveFaults),
   logs: boolean({ default: false, doc: "let the handler's Powertools logs and metrics through" }),
+  durable: string({
+    doc: "run each durable execution the handler starts under LocalDurableTestRunner (a withDurableExecution handler)",
+  }),
   keep: boolean({
     default: false,
     doc: "keep the servers and what the run left in them after the report, until Ctrl-C (endpoints printed)",

@@ -1,5 +1,6 @@
 import type { TraceEvent } from "../../sim/live/trace.js";
 import { decodeS3NotificationKey } from "../../sources/key-encoding.js";
+import { type DurableReport, formatDurable } from "./durable-report.js";
 import { type ErrorSummary, summarizeErrors } from "./errors.js";
 import type { InvariantCheck } from "./invariants.js";
 import type { RunSource } from "./options.js";
@@ -36,7 +37,12 @@ export interface RunReport {
   errors: ErrorSummary[];
   warnings: string[];
   invariants: InvariantCheck[];
-  /** No invariant failed and every event got through: the exit code is 0 only then. */
+  /**
+   * When the handler invoked the local Lambda endpoint (a durable dispatcher) or `--durable` was given: the starts,
+   * the executions' ends and the checks D1–D3 (durable-checks.ts).
+   */
+  durable?: DurableReport;
+  /** No invariant or durable check failed and every event got through: the exit code is 0 only then. */
   ok: boolean;
   durationMs: number;
 }
@@ -169,11 +175,11 @@ export function formatRunReport(r: RunReport): string {
     lines.push(`${(i === 0 ? "errors" : "").padEnd(15)}${e.count}× ${e.error}${e.at ? ` (at ${e.at})` : ""}`);
   });
   for (const w of r.warnings) lines.push(`warning        ${w}`);
+  lines.push(...formatDurable(r.durable));
+  const checks = [...r.invariants, ...(r.durable?.checks ?? [])];
   lines.push("invariants");
-  lines.push(
-    ...r.invariants.map((c) => `  ${c.id} ${c.title.padEnd(48)} ${c.status.padEnd(11)} ${c.detail}`),
-  );
-  const failed = r.invariants.filter((c) => c.status === "fail").map((c) => c.id);
+  lines.push(...checks.map((c) => `  ${c.id} ${c.title.padEnd(48)} ${c.status.padEnd(11)} ${c.detail}`));
+  const failed = checks.filter((c) => c.status === "fail").map((c) => c.id);
   const u = r.unsuccessful;
   const why = [
     ...(u.total > 0

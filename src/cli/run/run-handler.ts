@@ -16,6 +16,7 @@ import { freePort } from "../../local/emulators/free-port.js";
 import { scanTable } from "../../local/emulators/scan-table.js";
 import { applyEnvironment, LocalRuntime } from "../../local/runtime.js";
 import { splitExportSpec } from "../load-export.js";
+import { DurableSession, loadDurable, withDurable } from "./durable.js";
 import { eventBridgeEnvelope, snsEnvelope, sqsAttributes } from "./envelopes.js";
 import { describeLoadError } from "./errors.js";
 import { type Inputs, readInputs } from "./inputs.js";
@@ -30,7 +31,7 @@ export type { RunHandlerOptions, RunSource } from "./options.js";
 export { RUN_SOURCES } from "./options.js";
 export { formatRunReport, type RunReport } from "./report.js";
 
-type Ports = { s3: number; sqs?: number; dynamodb?: number };
+type Ports = { s3: number; sqs?: number; dynamodb?: number; lambda: number };
 
 /** The function and, for an SQS source, its queue: what the inputs are fed to. */
 interface Wiring {
@@ -51,10 +52,12 @@ export async function runHandler(options: RunHandlerOptions, hooks: RunHooks = {
   const o = resolveRunOptions(options);
   const inputs = await readInputs(o);
   const viaSqs = o.source === "sqs" || o.source === "sns-sqs";
-  const services = { sqs: viaSqs, s3: true, dynamodb: true };
+  // The Lambda endpoint always (in-process, no package): a durable dispatcher's Invoke must never reach AWS.
+  const services = { sqs: viaSqs, s3: true, dynamodb: true, lambda: true };
   LocalRuntime.preflight({ services, javaPath: o.javaPath, dynamodbEndpoint: o.dynamodbEndpoint });
   const ports: Ports = {
     s3: await freePort(),
+    lambda: await freePort(),
     ...(viaSqs ? { sqs: await freePort() } : {}),
     ...(o.dynamodbEndpoint ? {} : { dynamodb: await freePort() }),
   };
@@ -62,6 +65,7 @@ export async function runHandler(options: RunHandlerOptions, hooks: RunHooks = {
   await checkSharedTables(o.dynamodbEndpoint, env);
   const restoreEnv = applyEnvironment(env);
   let runtime: LocalRuntime | undefined;
+  let durable: DurableSession | undefined;
   try {
     let handler: AnyLambdaHandler;
     try {
@@ -69,6 +73,7 @@ export async function runHandler(options: RunHandlerOptions, hooks: RunHooks = {
     } catch (error) {
       throw new Error(describeLoadError(error, handlerPath(o.handler)));
     }
+    const durableSetup = o.durable !== undefined ? await loadDurable(o.durable) : undefined;
     runtime = await LocalRuntime.start({
       seed: o.seed,
       handleSignals: o.handleSignals,
@@ -78,11 +83,14 @@ export async function runHandler(options: RunHandlerOptions, hooks: RunHooks = {
       ...(o.dynamodbEndpoint ? { dynamodbEndpoint: o.dynamodbEndpoint } : {}),
       ...(o.javaPath ? { javaPath: o.javaPath } : {}),
     });
-    const report = await drive(runtime, o, inputs, handler, started);
+    if (runtime.lambda)
+      durable = await DurableSession.open(runtime.lambda, durableSetup, o.faults, runtime.prng);
+    const report = await drive(runtime, o, inputs, handler, started, durable);
     await hooks.beforeStop?.(report, endpointsOf(runtime));
     return report;
   } finally {
     restoreEnv();
+    await durable?.close();
     await runtime?.stop();
   }
 }
@@ -98,6 +106,7 @@ function endpointsOf(runtime: LocalRuntime): Record<string, string> {
     dynamodb: runtime.dynamodb?.endpoint,
     s3: runtime.s3?.endpoint,
     sqs: runtime.sqs?.endpoint,
+    lambda: runtime.lambda?.endpoint,
   });
   return Object.fromEntries(Object.entries(env).filter(([k]) => k.startsWith("AWS_ENDPOINT_URL")));
 }
@@ -121,6 +130,7 @@ function handlerEnvironment(o: ResolvedRunOptions, ports: Ports): Record<string,
       dynamodb: o.dynamodbEndpoint ?? local(ports.dynamodb),
       s3: local(ports.s3),
       sqs: local(ports.sqs),
+      lambda: local(ports.lambda),
     }),
     ...env,
     ...o.env,
@@ -156,6 +166,7 @@ async function drive(
   inputs: Inputs,
   handler: AnyLambdaHandler,
   startedMs: number,
+  durable?: DurableSession,
 ): Promise<RunReport> {
   const capture: RunCapture = { inputs: new Map(), results: new Map(), reports: new Map(), errors: [] };
   const wiring = await wire(runtime, o, inputs, capturing(handler, capture));
@@ -175,7 +186,9 @@ async function drive(
     ...(o.effects ? { effects: { ...o.effects, rows: await scanTable(ddb, o.effects.table) } } : {}),
     ...(o.state ? { state: await readRunState(o.state, endpoint, startedMs) } : {}),
   });
-  return buildRunReport({
+  const bucket = inputs.kind === "objects" ? o.bucket : undefined;
+  const durableFound = await durable?.finish({ classified, bucket });
+  const report = buildRunReport({
     handler: o.handler,
     source: o.source,
     seed: o.seed,
@@ -189,6 +202,7 @@ async function drive(
     reports: new Map([...capture.results, ...capture.reports]),
     startedMs,
   });
+  return withDurable(report, durableFound);
 }
 
 /** Creates the buckets, tables and queue, the function, and routes the source to it. */

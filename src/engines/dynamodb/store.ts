@@ -2,18 +2,11 @@ import {
   ConditionalCheckFailedException,
   type DynamoDBClient,
   GetItemCommand,
-  TransactionCanceledException,
   type TransactWriteItem,
-  TransactWriteItemsCommand,
   type Update,
   UpdateItemCommand,
 } from "@aws-sdk/client-dynamodb";
-import {
-  EffectRefusedError,
-  StoreError,
-  TransactionLimitError,
-  UnsupportedAtomicWriteError,
-} from "../../core/errors.js";
+import { StoreError, TransactionLimitError, UnsupportedAtomicWriteError } from "../../core/errors.js";
 import { resolveOptions, schemaFor } from "../../core/options.js";
 import { type ClaimRequest, isOwnClaim, landedAs, type StateRecord } from "../../core/state.js";
 import type * as Store from "../../core/store.js";
@@ -21,6 +14,7 @@ import { unknownWrites } from "../../core/store.js";
 import { type DynamoDBAtomicWrite, isDynamoDBAtomicWrite } from "./atomic-write.js";
 import * as dx from "./expressions.js";
 import { type Item, N, S } from "./expressions.js";
+import { sendFolded } from "./folded-transaction.js";
 import {
   DYNAMODB_MAX_RESULT_BYTES,
   DYNAMODB_MAX_TRANSACTION_ACTIONS,
@@ -155,40 +149,8 @@ export class DynamoDBStore implements Store.StateStore {
     writes: DynamoDBAtomicWrite[],
   ): Promise<{ ok: true; writes: Store.WriteOutcome[] } | { ok: false; item?: Item }> {
     checkTransactionLimits(update, writes);
-    let pending = writes;
-    const stale: Store.WriteOutcome[] = [];
-    for (;;) {
-      try {
-        if (pending.length === 0) {
-          await this.#client.send(
-            new UpdateItemCommand({ ...update, ReturnValuesOnConditionCheckFailure: "ALL_OLD" }),
-          );
-        } else {
-          await this.#client.send(
-            new TransactWriteItemsCommand({
-              TransactItems: [
-                { Update: { ...update, ReturnValuesOnConditionCheckFailure: "ALL_OLD" } },
-                ...pending.map((w) => withOldItemOnFailure(w.item)),
-              ],
-            }),
-          );
-        }
-        const applied = pending.map((w) => ({ description: w.description, status: "applied" as const }));
-        return { ok: true, writes: [...applied, ...stale] };
-      } catch (error) {
-        if (error instanceof ConditionalCheckFailedException) return { ok: false, item: error.Item };
-        if (!(error instanceof TransactionCanceledException)) throw wrap(op, key, error);
-        const reasons = error.CancellationReasons ?? [];
-        if (reasons[0]?.Code === "ConditionalCheckFailed") return { ok: false, item: reasons[0].Item };
-        const refused = pending.filter((_, i) => reasons[i + 1]?.Code === "ConditionalCheckFailed");
-        if (refused.length === 0) throw wrap(op, key, error); // conflict, throttling or validation
-        const abort = refused.find((w) => w.refused === "abort");
-        if (abort) throw new EffectRefusedError(abort.description);
-        for (const w of refused)
-          stale.push({ description: w.description, status: w.refused === "refused" ? "refused" : "stale" });
-        pending = pending.filter((w) => !refused.includes(w));
-      }
-    }
+    const out = await sendFolded(this.#client, [{ Update: update }], writes, (e) => wrap(op, key, e));
+    return out.ok ? out : { ok: false, item: out.refused[0]?.item };
   }
 
   /** A conditional update under FENCED_CONDITION, with the state it was refused on. */
@@ -274,12 +236,6 @@ function pickNames(placeholders: readonly string[]): Record<string, string> {
   const names: Record<string, string> = {};
   for (const p of placeholders) names[p] = NAMES[p as keyof typeof NAMES];
   return names;
-}
-
-function withOldItemOnFailure(item: TransactWriteItem): TransactWriteItem {
-  if (item.Put) return { Put: { ...item.Put, ReturnValuesOnConditionCheckFailure: "ALL_OLD" } };
-  if (item.Update) return { Update: { ...item.Update, ReturnValuesOnConditionCheckFailure: "ALL_OLD" } };
-  return item;
 }
 
 export function toRecord(item: Item): StateRecord {

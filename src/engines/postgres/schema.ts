@@ -78,14 +78,6 @@ const MIGRATE_OPTIONS = schemaFor<MigrateOptions>()({
   lockTimeoutMs: lockTimeoutField,
 });
 
-/** What the state table may lack, as messages name it. */
-const PARTS = {
-  schema: "the schema",
-  table: "the table",
-  fingerprint: "column committed_fingerprint",
-  index: "the index on expires_at",
-} as const;
-
 /**
  * Creates the schema, the state table and its index, and adds the columns added since the table was created, when
  * missing. Safe on every cold start and in a deploy step: with nothing missing it reads the catalog and takes no lock;
@@ -94,47 +86,81 @@ const PARTS = {
  */
 export async function migrate(pool: PostgresPool, options: MigrateOptions = {}): Promise<void> {
   const o = migrationOptions("migrate", MIGRATE_OPTIONS, options);
-  const table = qualified(o.schema, o.table);
-  const index = `${o.table.slice(0, 50)}_expires_at`;
-  await runMigration(pool, {
+  await migrateTable(pool, {
+    ...o,
     what: "migrate",
-    schema: o.schema,
-    table,
-    lockTimeoutMs: o.lockTimeoutMs,
-    missing: (db) => stateTableMissing(db, o.schema, o.table, index),
-    apply: async (db, missing) => {
-      if (missing.includes(PARTS.schema)) await db.query(`CREATE SCHEMA IF NOT EXISTS ${quote(o.schema)}`);
-      if (missing.includes(PARTS.table)) await db.query(stateTableDdl(table));
-      else if (missing.includes(PARTS.fingerprint))
-        await db.query(`ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS committed_fingerprint text`);
-      if (missing.includes(PARTS.index))
-        await db.query(`CREATE INDEX IF NOT EXISTS ${quote(index)} ON ${table} (expires_at)`);
-    },
+    tableName: o.table,
+    ddl: stateTableDdl,
+    indexDdl: (table, index) => `CREATE INDEX IF NOT EXISTS ${quote(index)} ON ${table} (expires_at)`,
+    addedColumns: { committed_fingerprint: "text" },
   });
 }
 
+/** A table of this engine with an index on `expires_at`: what `migrateTable` creates or completes. */
+export interface TableMigration {
+  /** `migrate`, …, for messages. */
+  what: string;
+  schema: string;
+  tableName: string;
+  lockTimeoutMs: number;
+  /** `CREATE TABLE IF NOT EXISTS` of the quoted, qualified table (its current version, added columns included). */
+  ddl(table: string): string;
+  /** `CREATE INDEX IF NOT EXISTS` of index `index` (quote it) on the table's `expires_at`. */
+  indexDdl(table: string, index: string): string;
+  /** Columns added since the table's first version, by name, with their type: added to an older table. */
+  addedColumns?: Readonly<Record<string, string>>;
+}
+
 /**
- * What of the state table is missing, from the catalog tables themselves: they take no lock on the table, and each
- * statement reads them under a new snapshot, so a read after the advisory lock sees what the last holder committed.
+ * Creates the schema, the table and its index, and adds `addedColumns`, when missing: what is missing is read from
+ * the catalog tables themselves (they take no lock on the table, and each statement reads them under a new snapshot,
+ * so a read after the advisory lock sees what the last holder committed), then `runMigration` (migration.ts).
  */
-async function stateTableMissing(
-  db: Queryable,
-  schema: string,
-  table: string,
-  index: string,
-): Promise<string[]> {
-  const out = await db.query(
-    `SELECT n.oid IS NOT NULL AS has_schema, c.oid IS NOT NULL AS has_table,
-  EXISTS (SELECT 1 FROM pg_attribute a
-    WHERE a.attrelid = c.oid AND a.attname = 'committed_fingerprint' AND NOT a.attisdropped) AS has_fingerprint,
-  EXISTS (SELECT 1 FROM pg_class i WHERE i.relnamespace = n.oid AND i.relname = $3) AS has_index
+export async function migrateTable(pool: PostgresPool, t: TableMigration): Promise<void> {
+  const table = qualified(t.schema, t.tableName);
+  const index = `${t.tableName.slice(0, 50)}_expires_at`;
+  const columns = Object.keys(t.addedColumns ?? {});
+  const parts = { schema: "the schema", table: "the table", index: "the index on expires_at" };
+  const missing = async (db: Queryable): Promise<string[]> => {
+    const out = await db.query(
+      `SELECT n.oid IS NOT NULL AS has_schema, c.oid IS NOT NULL AS has_table,
+  EXISTS (SELECT 1 FROM pg_class i WHERE i.relnamespace = n.oid AND i.relname = $3) AS has_index,
+  ARRAY(SELECT a.attname::text FROM pg_attribute a
+    WHERE a.attrelid = c.oid AND a.attname = ANY($4::text[]) AND NOT a.attisdropped) AS columns
 FROM (SELECT 1) AS one
 LEFT JOIN pg_namespace n ON n.nspname = $1
 LEFT JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = $2`,
-    [schema, table, index],
-  );
-  const row = out.rows[0] as Record<string, boolean>;
-  return (Object.keys(PARTS) as (keyof typeof PARTS)[]).filter((k) => !row[`has_${k}`]).map((k) => PARTS[k]);
+      [t.schema, t.tableName, index, columns],
+    );
+    const row = out.rows[0] as {
+      has_schema: boolean;
+      has_table: boolean;
+      has_index: boolean;
+      columns: string[];
+    };
+    return [
+      ...(row.has_schema ? [] : [parts.schema]),
+      ...(row.has_table ? [] : [parts.table]),
+      ...(row.has_table ? columns.filter((c) => !row.columns.includes(c)).map((c) => `column ${c}`) : []),
+      ...(row.has_index ? [] : [parts.index]),
+    ];
+  };
+  await runMigration(pool, {
+    what: t.what,
+    schema: t.schema,
+    table,
+    lockTimeoutMs: t.lockTimeoutMs,
+    missing,
+    apply: async (db, gaps) => {
+      if (gaps.includes(parts.schema)) await db.query(`CREATE SCHEMA IF NOT EXISTS ${quote(t.schema)}`);
+      if (gaps.includes(parts.table)) await db.query(t.ddl(table));
+      for (const c of columns) {
+        if (gaps.includes(`column ${c}`))
+          await db.query(`ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS ${quote(c)} ${t.addedColumns?.[c]}`);
+      }
+      if (gaps.includes(parts.index)) await db.query(t.indexDdl(table, index));
+    },
+  });
 }
 
 /**

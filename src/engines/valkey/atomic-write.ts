@@ -15,7 +15,8 @@ export interface ValkeyAtomicWrite extends AtomicWrite {
   readonly engine: "valkey";
   /** The client it was made for (`clientId`): a store folds only writes to its own server. */
   readonly client: string;
-  readonly op: ValkeyWriteOp;
+  /** `fence`: a durable execution's fence move (`ValkeyStepEffects.fenceWrite`), args position and execution. */
+  readonly op: ValkeyWriteOp | "fence";
   readonly key: string;
   /** The key's hash tag: a commit folds only writes tagged as its state key (one slot per script). */
   readonly tag: string;

@@ -81,7 +81,8 @@ local function keep(key, field, v)
   if v == '' then redis.call('HDEL', key, field) else redis.call('HSET', key, field, string.sub(v, 2)) end
 end
 
-local KIND = { set = 'string', incr = 'string', hset = 'hash', zadd = 'zset', rpush = 'list', sadd = 'set' }
+local KIND = { set = 'string', incr = 'string', hset = 'hash', zadd = 'zset', rpush = 'list', sadd = 'set',
+  fence = 'hash' }
 
 -- Sink writes: two keys each from KEYS[k0] (stamp hash, target), six arguments each from ARGV[a0] (op, stamp
 -- field, position, fence, x, y). An empty stamp field is an unfenced write.
@@ -114,12 +115,30 @@ local function stamp_allows(stamps, field, pos, fence)
   return before(sp, pos)
 end
 
+-- A durable execution's fence (src/durable/step-keys.ts): a hash (pos, exec) that moves to (pos, exec) only when
+-- it is absent, older by position, or already exec's (the same position: a retry, a later step). Returns whether it
+-- may move, and what it holds.
+local function fence_allows(key, pos, exec)
+  local f = redis.call('HMGET', key, 'pos', 'exec')
+  if not f[1] then return true, f end
+  return before(f[1], pos) or (f[1] == pos and f[2] == exec), f
+end
+
 local function apply_writes(k0, a0, n)
   local out = {}
   for i = 0, n - 1 do
     local stamps, target, a = KEYS[k0 + 2 * i], KEYS[k0 + 2 * i + 1], a0 + 6 * i
     local op, field, pos, fence, x, y = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5]
-    if field == '' or stamp_allows(stamps, field, pos, fence) then
+    -- The fence move (ValkeyStepEffects.fenceWrite, folded into the dispatcher's commit): x position, y execution;
+    -- refused (stale) when a newer or stopped execution holds the fence.
+    if op == 'fence' then
+      if fence_allows(target, x, y) then
+        redis.call('HSET', target, 'pos', x, 'exec', y)
+        out[i + 1] = 1
+      else
+        out[i + 1] = 0
+      end
+    elseif field == '' or stamp_allows(stamps, field, pos, fence) then
       if op == 'set' then redis.call('SET', target, x)
       elseif op == 'hset' then redis.call('HSET', target, x, y)
       elseif op == 'incr' then redis.call('INCRBY', target, x)
@@ -230,7 +249,61 @@ if err then return err end
 return out[1]
 `;
 
-export type ScriptName = "claim" | "claimAndCommit" | "commit" | "renew" | "release" | "forget" | "put";
+/**
+ * A guarded durable step (src/engines/valkey/step-effects.ts): the marker first (a step applied before is done,
+ * whatever the fence says now), then the fence, then the writes (all checked before any is written), the fence
+ * move, and the marker last, with its expiry. KEYS: marker, fence, then the writes' keys. ARGV: position,
+ * execution, fence, result ('' or '+value'), now (ms), expires at (s), subject, step, write count, the writes.
+ * Answers `{'marker', fence, result}`, `{'fence', pos, exec}` (refused: nothing written) or `{'landed', outcomes}`.
+ */
+const STEP = `
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  local m = redis.call('HMGET', KEYS[1], 'fence', 'res')
+  if BARRIER and m[1] then redis.call('HSET', KEYS[1], 'fence', m[1]) end
+  return {'marker', m[1], m[2]}
+end
+local pos, exec = ARGV[1], ARGV[2]
+local ok, f = fence_allows(KEYS[2], pos, exec)
+if not ok then
+  if BARRIER then redis.call('HSET', KEYS[2], 'pos', f[1]) end
+  return {'fence', f[1], f[2]}
+end
+local out, err = writes_or_error(3, 10, tonumber(ARGV[9]))
+if err then return err end
+redis.call('HSET', KEYS[2], 'pos', pos, 'exec', exec)
+redis.call('HSET', KEYS[1], 'exec', exec, 'step', ARGV[8], 'subject', ARGV[7], 'pos', pos, 'fence', ARGV[3],
+  'appliedAt', ARGV[5], 'expiresAt', ARGV[6])
+keep(KEYS[1], 'res', ARGV[4])
+redis.call('EXPIREAT', KEYS[1], ARGV[6])
+return {'landed', out}
+`;
+
+/**
+ * Stops a durable execution's guarded steps: its fence is marked stopped (exec `!stopped:<name>`) when it may move
+ * there, or holds this execution or its stop already. KEYS: fence. ARGV: position, stopped mark, execution.
+ * 1 stopped, 0 stale (a newer execution holds the fence).
+ */
+const STOP_STEP = `
+local pos = ARGV[1]
+local ok, f = fence_allows(KEYS[1], pos, ARGV[2])
+if not ok and not (f[1] == pos and f[2] == ARGV[3]) then
+  if BARRIER then redis.call('HSET', KEYS[1], 'pos', f[1]) end
+  return 0
+end
+redis.call('HSET', KEYS[1], 'pos', pos, 'exec', ARGV[2])
+return 1
+`;
+
+export type ScriptName =
+  | "claim"
+  | "claimAndCommit"
+  | "commit"
+  | "renew"
+  | "release"
+  | "forget"
+  | "put"
+  | "step"
+  | "stopStep";
 
 const BODIES: Readonly<Record<ScriptName, string>> = {
   claim: CLAIM,
@@ -240,6 +313,8 @@ const BODIES: Readonly<Record<ScriptName, string>> = {
   release: RELEASE,
   forget: FORGET,
   put: PUT,
+  step: STEP,
+  stopStep: STOP_STEP,
 };
 
 function scripts(barrier: boolean): Readonly<Record<ScriptName, string>> {

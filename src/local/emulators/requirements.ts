@@ -15,15 +15,21 @@ export const LOCAL_PACKAGES = {
   fauxqs: "fauxqs@1.9.2",
   tsx: "tsx",
   sharp: "sharp",
+  // `eonce run --durable`: each started durable execution runs under its LocalDurableTestRunner.
+  "@aws/durable-execution-sdk-js-testing": "@aws/durable-execution-sdk-js-testing",
 } as const;
 
 export type LocalPackage = keyof typeof LOCAL_PACKAGES;
 
-/** What a command needs: the servers, plus tsx for TypeScript handlers and sharp for the images scenario. */
+/**
+ * What a command needs: the servers, plus tsx for TypeScript handlers, sharp for the images scenario and the durable
+ * execution testing package for `eonce run --durable`.
+ */
 export function localPackagesFor(options: {
   dynamodbEndpoint?: string | undefined;
   typescript?: boolean;
   images?: boolean;
+  durable?: boolean;
 }): LocalPackage[] {
   return [
     "s3rver",
@@ -31,6 +37,7 @@ export function localPackagesFor(options: {
     "fauxqs",
     ...(options.typescript ? (["tsx"] as const) : []),
     ...(options.images ? (["sharp"] as const) : []),
+    ...(options.durable ? (["@aws/durable-execution-sdk-js-testing"] as const) : []),
   ];
 }
 

@@ -30,6 +30,7 @@ import { join } from "node:path";
 import { S3Client } from "@aws-sdk/client-s3";
 import type S3rver from "s3rver";
 import { LOCAL_CREDENTIALS, LOCAL_REGION } from "../aws-local.js";
+import type { LocalServer } from "./local-server.js";
 import { conditionalWrites, rejectS3Request } from "./s3-conditional.js";
 import type { ConditionalWritesOptions } from "./s3-conditional-options.js";
 import { makePutObjectDurable } from "./s3-durable-put.js";
@@ -58,12 +59,7 @@ export interface S3rverEventRecord {
 
 export type S3ObjectEventListener = (record: S3rverEventRecord) => void;
 
-export interface LocalS3Server {
-  /** `http://127.0.0.1:<port>` */
-  readonly endpoint: string;
-  readonly port: number;
-  /** The address the socket is bound to: always `127.0.0.1`. */
-  readonly address: string;
+export interface LocalS3Server extends LocalServer {
   /** The temp directory s3rver stores buckets in; removed by `stop()`. */
   readonly directory: string;
   /** A path-style client with s3rver's credentials and checksums only when required. */

@@ -22,20 +22,15 @@ import type { AddressInfo } from "node:net";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import type { BuildAppOptions, buildApp } from "fauxqs";
 import { LOCAL_ACCOUNT_ID, LOCAL_CREDENTIALS, LOCAL_REGION } from "../aws-local.js";
+import type { LocalServer } from "./local-server.js";
 
-export interface LocalSqsServer {
-  /** `http://127.0.0.1:<port>` */
-  readonly endpoint: string;
-  readonly port: number;
-  /** The address the socket is bound to: always `127.0.0.1`. */
-  readonly address: string;
+export interface LocalSqsServer extends LocalServer {
   /** A client for this server with dummy credentials. */
   client(): SQSClient;
   /** The URL CreateQueue answers for `name`, whether or not the queue exists yet. */
   queueUrl(name: string): string;
   /** The queue's ARN, e.g. for a RedrivePolicy's deadLetterTargetArn. */
   queueArn(name: string): string;
-  stop(): Promise<void>;
 }
 
 export interface StartSqsServerOptions {

@@ -4,7 +4,8 @@ import type { Prng } from "../prng.js";
 
 /**
  * Faults the local runtime injects, all seedable. Rates are shares in [0, 1], durations in ms.
- * Delivery faults act where the source hands an event over; run faults act on one Lambda invocation.
+ * Delivery faults act where the source hands an event over; run faults act on one Lambda invocation; invoke faults
+ * act on the local Lambda Invoke endpoint, where a durable dispatcher starts its executions.
  */
 export interface FaultOptions {
   /** Share of deliveries the source sends twice (S3 retrying a notification, SQS delivering twice). */
@@ -29,6 +30,16 @@ export interface FaultOptions {
    * every event can still get through and anything lost is the pipeline's doing. Raise it to reach the DLQ.
    */
   faultyAttempts?: number;
+  /**
+   * Share of Lambda Invoke requests to the local endpoint (a durable dispatcher's starts) that fail before the start
+   * lands: a 500 `ServiceException`, nothing started (src/local/emulators/lambda-server.ts).
+   */
+  invokeFailRate?: number;
+  /**
+   * Share of Lambda Invoke requests to the local endpoint whose answer is lost after the start landed: the connection
+   * drops, and the caller must send the Invoke again to learn its execution.
+   */
+  invokeLostRate?: number;
 }
 
 /** The fault options with their defaults (no fault) filled in. */
@@ -47,6 +58,8 @@ export const FAULT_OPTIONS = schemaFor<FaultOptions>()({
   slowMs: duration("length of a slow run's pause"),
   crashRate: share("share of runs crashing at the fault point"),
   faultyAttempts: integer({ min: 0, default: 1, doc: "faults hit only the first n attempts of a delivery" }),
+  invokeFailRate: share("share of Lambda Invokes (durable starts) failing before the start"),
+  invokeLostRate: share("share of Lambda Invokes (durable starts) losing their answer after it"),
 });
 
 /** Checks the fault options and fills in the defaults (`OptionsError` on a bad value). */
@@ -56,6 +69,11 @@ export function resolveFaults(options: FaultOptions | undefined): ResolvedFaults
     "faults",
     f.failBeforeRate + f.failAfterRate + f.crashRate <= 1,
     "failBeforeRate + failAfterRate + crashRate must not exceed 1",
+  );
+  optionsRule(
+    "faults",
+    f.invokeFailRate + f.invokeLostRate <= 1,
+    "invokeFailRate + invokeLostRate must not exceed 1",
   );
   return f;
 }
