@@ -57,7 +57,9 @@ export function registerRun(program: Command): void {
         requireLocalPackages(
           localPackagesFor({
             dynamodbEndpoint: options.dynamodbEndpoint,
-            typescript: isTypeScriptHandler(handler) || isTypeScriptHandler(options.durable ?? ""),
+            typescript: [handler, options.durable].some(
+              (spec) => spec !== undefined && isTypeScriptHandler(spec),
+            ),
             durable: options.durable !== undefined,
           }),
         );

@@ -98,7 +98,7 @@ export class StepEffects<W extends AtomicWrite = AtomicWrite> {
     fn: (ctx: StepEffectContext<W>) => R | Promise<R>,
   ): Promise<StepEffectOutcome<R>> {
     const exec = executionOf(execution);
-    this.#markerKey(exec, stepName);
+    const marker = this.#markerKey(exec, stepName);
     const started = performance.now();
     const writes: W[] = [];
     const ctx: StepEffectContext<W> = {
@@ -113,7 +113,7 @@ export class StepEffects<W extends AtomicWrite = AtomicWrite> {
       },
     };
     const result = await fn(ctx);
-    const outcome = await this.#commit<R>(exec, stepName, ctx.fence, result, writes);
+    const outcome = await this.#commit<R>(exec, stepName, marker, ctx.fence, result, writes);
     this.#observe(exec, stepName, outcome, performance.now() - started);
     return outcome;
   }
@@ -137,6 +137,7 @@ export class StepEffects<W extends AtomicWrite = AtomicWrite> {
   async #commit<R>(
     exec: DispatchedExecution,
     stepName: string,
+    markerKey: string,
     fence: number,
     result: R,
     writes: W[],
@@ -150,6 +151,7 @@ export class StepEffects<W extends AtomicWrite = AtomicWrite> {
     const answer = await this.#engine.commit({
       execution: exec,
       stepName,
+      markerKey,
       fence,
       result: serializeStepResult(result),
       nowMs,

@@ -6,6 +6,8 @@ import type { FenceHolder } from "./step-keys.js";
 export interface StepCommit<W extends AtomicWrite> {
   execution: DispatchedExecution;
   stepName: string;
+  /** The step's marker key (`markerKey` of step-keys.ts, or the engine's own). */
+  markerKey: string;
   /** This application's fence (the clock's): kept in the marker, so a lost answer is recognised as our own. */
   fence: number;
   /** The step's result as JSON (undefined for `undefined`). */

@@ -1,4 +1,8 @@
-import type { DurableInvokeInput, LambdaInvoker } from "../../src/durable/index.js";
+import {
+  DURABLE_EXECUTION_NAME_PATTERN,
+  type DurableInvokeInput,
+  type LambdaInvoker,
+} from "../../src/durable/index.js";
 
 /** One execution the fake started, in start order. */
 export interface StartedExecution {
@@ -45,7 +49,7 @@ export class FakeDurableLambda implements LambdaInvoker {
     const delay = this.#delayMs();
     if (delay > 0) await new Promise((r) => setTimeout(r, delay));
     const name = input.DurableExecutionName;
-    if (!/^[A-Za-z0-9_-]{1,64}$/.test(name)) throw named("ValidationException", `bad name ${name}`);
+    if (!DURABLE_EXECUTION_NAME_PATTERN.test(name)) throw named("ValidationException", `bad name ${name}`);
     if (input.InvocationType !== "Event") throw named("ValidationException", "expected an Event invoke");
     const payload = new TextDecoder().decode(input.Payload);
     const existing = this.#byName.get(name);

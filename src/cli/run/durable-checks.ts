@@ -1,6 +1,7 @@
-import { normalizeSequencer } from "../../core/position.js";
+import { normalizeSequencer, positionBefore } from "../../core/position.js";
 import { type DispatchedExecution, dispatchedExecution } from "../../durable/payload.js";
 import type { DurableStart, InvokeRecord } from "../../local/emulators/lambda-server.js";
+import type { RunCheck } from "./invariants.js";
 
 /**
  * The checks `eonce run` makes of a durable dispatcher, from what the local Lambda endpoint recorded (every start,
@@ -16,12 +17,7 @@ import type { DurableStart, InvokeRecord } from "../../local/emulators/lambda-se
  * position are the envelope's; an S3 event without a position in its envelope (a dispatcher in dedupe-only mode) is
  * ordered by its sequencer.
  */
-export interface DurableCheck {
-  id: "D1" | "D2" | "D3";
-  title: string;
-  status: "pass" | "fail" | "not checked";
-  detail: string;
-}
+export type DurableCheck = RunCheck<"D1" | "D2" | "D3">;
 
 /** How one started execution ended under LocalDurableTestRunner (`--durable`). */
 export interface ExecutionOutcome {
@@ -179,7 +175,7 @@ function inOrder(views: readonly StartView[], events: DurableCheckInputs["events
       if (!before || !after) continue;
       const [p, q] = [before.position ?? "", after.position ?? ""];
       // The same event again right after itself is D1's: here, an older position, or another event at the same one.
-      if (q < p || (q === p && after.event !== before.event)) {
+      if (positionBefore(q, p) || (q === p && after.event !== before.event)) {
         problems.push(`${subject}: ${after.start.name} (position ${q}) started after ${p}`);
       }
     }
@@ -219,7 +215,7 @@ function newestChecks(
   const newest = new Map<string, { position: string; gotThrough: boolean }>();
   for (const e of events) {
     const was = newest.get(e.subject);
-    if (!was || was.position < e.position) newest.set(e.subject, e);
+    if (!was || positionBefore(was.position, e.position)) newest.set(e.subject, e);
   }
   if (![...bySubject.keys()].some((s) => newest.has(s))) {
     notes.push("the starts' subjects are not the uploads' bucket/key: their newest events not matched");

@@ -1,13 +1,13 @@
-import { isAbsolute, resolve } from "node:path";
 import { normalizeSequencer } from "../../core/position.js";
 import type { DurableStart, LocalLambdaServer } from "../../local/emulators/lambda-server.js";
 import { installLine } from "../../local/emulators/requirements.js";
 import { NO_FAULTS, type ResolvedFaults } from "../../sim/live/faults.js";
 import type { Prng } from "../../sim/prng.js";
-import { loadExport, splitExportSpec } from "../load-export.js";
+import { loadExport } from "../load-export.js";
 import { checkDurable, type ExecutionOutcome } from "./durable-checks.js";
 import { type DurableReport, durableReport } from "./durable-report.js";
 import { describeLoadError, firstLine } from "./errors.js";
+import { handlerPath } from "./load-handler.js";
 import { type Classified, gotThrough } from "./outcomes.js";
 import type { RunReport } from "./report.js";
 
@@ -62,8 +62,7 @@ export async function loadDurable(spec: string): Promise<DurableSetup> {
     const { fn } = await loadExport(spec, { defaultName: "handler", what: "durable handler" });
     return { spec, handler: fn, testing };
   } catch (error) {
-    const { file } = splitExportSpec(spec, "handler");
-    throw new Error(`--durable: ${describeLoadError(error, isAbsolute(file) ? file : resolve(file))}`);
+    throw new Error(`--durable: ${describeLoadError(error, handlerPath(spec))}`);
   }
 }
 

@@ -4,14 +4,19 @@ import { claimedAtMs } from "../../core/state-admin.js";
 import { type Classified, gotThrough } from "./outcomes.js";
 import { type ReadState, RUN_STATE_LIMIT, type RunState } from "./state.js";
 
-/** One invariant check of `eonce run` (docs/local-runtime.md), made from outside the handler where possible. */
-export interface InvariantCheck {
-  /** The catalogue's id (src/core/invariants.ts), shared with the fault simulator. */
-  id: Extract<InvariantId, "I1" | "I2" | "I3" | "I4">;
+/** One check of `eonce run`'s report (the invariants I1–I4, the durable checks D1–D3): a failed one fails the run. */
+export interface RunCheck<Id extends string = string> {
+  id: Id;
   title: string;
   status: "pass" | "fail" | "not checked";
   detail: string;
 }
+
+/**
+ * One invariant check of `eonce run` (docs/local-runtime.md), made from outside the handler where possible; its id
+ * is the catalogue's (src/core/invariants.ts), shared with the fault simulator.
+ */
+export type InvariantCheck = RunCheck<Extract<InvariantId, "I1" | "I2" | "I3" | "I4">>;
 
 export interface CheckInputs {
   classified: Classified;

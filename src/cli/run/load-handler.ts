@@ -1,9 +1,16 @@
+import { isAbsolute, resolve } from "node:path";
 import type { AnyLambdaHandler } from "../../local/delivery/lambda-runner.js";
 import { isTypeScriptModule, loadExport, splitExportSpec } from "../load-export.js";
 
 /** True for a handler module that Node cannot import without a TypeScript loader (`eonce run` needs tsx). */
 export function isTypeScriptHandler(spec: string): boolean {
   return isTypeScriptModule(splitExportSpec(spec, "handler").file);
+}
+
+/** The module path of a `path:export` spec (as loadHandler reads it), to name it in load errors. */
+export function handlerPath(spec: string): string {
+  const { file } = splitExportSpec(spec, "handler");
+  return isAbsolute(file) ? file : resolve(file);
 }
 
 /**

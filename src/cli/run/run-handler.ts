@@ -1,4 +1,3 @@
-import { isAbsolute, resolve } from "node:path";
 import { PutObjectCommand } from "@aws-sdk/client-s3";
 import { SendMessageCommand } from "@aws-sdk/client-sqs";
 import { createTableIfMissing } from "../../engines/dynamodb/schema.js";
@@ -15,13 +14,12 @@ import { seesLocalTables } from "../../local/emulators/dynamodb-local.js";
 import { freePort } from "../../local/emulators/free-port.js";
 import { scanTable } from "../../local/emulators/scan-table.js";
 import { applyEnvironment, LocalRuntime } from "../../local/runtime.js";
-import { splitExportSpec } from "../load-export.js";
 import { DurableSession, loadDurable, withDurable } from "./durable.js";
 import { eventBridgeEnvelope, snsEnvelope, sqsAttributes } from "./envelopes.js";
 import { describeLoadError } from "./errors.js";
 import { type Inputs, readInputs } from "./inputs.js";
 import { checkInvariants } from "./invariants.js";
-import { loadHandler } from "./load-handler.js";
+import { handlerPath, loadHandler } from "./load-handler.js";
 import { type ResolvedRunOptions, type RunHandlerOptions, resolveRunOptions } from "./options.js";
 import { classify, type RunCapture } from "./outcomes.js";
 import { buildRunReport, type RunReport } from "./report.js";
@@ -193,7 +191,7 @@ async function drive(
     source: o.source,
     seed: o.seed,
     uploads: inputs.kind === "objects" ? inputs.objects.length : 0,
-    bucket: inputs.kind === "objects" ? o.bucket : undefined,
+    bucket,
     messages: inputs.kind === "messages" ? inputs.messages.length : 0,
     events: runtime.trace.events,
     classified,
@@ -285,12 +283,6 @@ async function feed(
     }
   }
   return sent;
-}
-
-/** The module path of a `path:export` spec (as loadHandler reads it), to name it in load errors. */
-function handlerPath(spec: string): string {
-  const { file } = splitExportSpec(spec, "handler");
-  return isAbsolute(file) ? file : resolve(file);
 }
 
 /** The DynamoDB the run's tables are on (`eonce run` always starts or reuses one). */

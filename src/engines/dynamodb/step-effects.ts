@@ -10,7 +10,7 @@ import { resolveOptions, schemaFor, string } from "../../core/options.js";
 import type { DispatchedExecution } from "../../durable/payload.js";
 import { StepEffects } from "../../durable/step-effects.js";
 import type { StepCommit, StepCommitAnswer, StepEffectsEngine } from "../../durable/step-engine.js";
-import { fenceHolder, fenceKey, markerKey, positionOf, stoppedExec } from "../../durable/step-keys.js";
+import { fenceHolder, fenceKey, positionOf, stoppedExec } from "../../durable/step-keys.js";
 import { STEP_EFFECTS_FIELDS, type StepEffectsCommonOptions } from "../../durable/step-options.js";
 import { type DynamoDBAtomicWrite, isDynamoDBAtomicWrite } from "./atomic-write.js";
 import { storeError } from "./expressions.js";
@@ -68,10 +68,9 @@ class DynamoDBStepEngine implements StepEffectsEngine<DynamoDBAtomicWrite> {
   /** One transaction; refused writes (`stale` or `refused`) are dropped and the rest sent again. */
   async commit(step: StepCommit<DynamoDBAtomicWrite>): Promise<StepCommitAnswer> {
     const marker = this.#markerPut(step);
-    const key = marker.Item?.[this.key]?.S ?? "";
     const head = [{ Update: this.#fenceUpdate(step.execution) }, { Put: marker }];
     const out = await sendFolded(this.client, head, step.writes, (e) =>
-      storeError("DynamoDB", "step", key, e),
+      storeError("DynamoDB", "step", step.markerKey, e),
     );
     if (out.ok) return { kind: "landed", writes: out.writes };
     // The marker first: a step applied before is done, whatever the fence says now.
@@ -149,7 +148,7 @@ class DynamoDBStepEngine implements StepEffectsEngine<DynamoDBAtomicWrite> {
   #markerPut(step: StepCommit<DynamoDBAtomicWrite>): NonNullable<TransactWriteItem["Put"]> {
     const { execution } = step;
     const item: Item = {
-      [this.key]: S(markerKey(execution, step.stepName)),
+      [this.key]: S(step.markerKey),
       exec: S(execution.executionName),
       step: S(step.stepName),
       subject: S(execution.subject),

@@ -1,4 +1,5 @@
-import type { AtomicWrite } from "../../core/store.js";
+import type { AtomicWrite, WriteOutcome } from "../../core/store.js";
+import type { PostgresClient } from "./pool.js";
 
 /**
  * A SQL statement the Postgres store runs in its commit's transaction, after the state update: effect and commit
@@ -23,4 +24,17 @@ export function postgresWrite(
   description = sql.slice(0, 60),
 ): PostgresAtomicWrite {
   return { engine: "postgres", description, sql, params };
+}
+
+/** Runs `writes` in the client's open transaction: one that changes no row (its own condition refused it) is `stale`. */
+export async function applyWrites(
+  client: PostgresClient,
+  writes: readonly PostgresAtomicWrite[],
+): Promise<WriteOutcome[]> {
+  const outcomes: WriteOutcome[] = [];
+  for (const w of writes) {
+    const r = await client.query(w.sql, [...w.params]);
+    outcomes.push({ description: w.description, status: (r.rowCount ?? 0) > 0 ? "applied" : "stale" });
+  }
+  return outcomes;
 }

@@ -1,12 +1,11 @@
 import { StoreError } from "../../core/errors.js";
 import { resolveOptions, schemaFor } from "../../core/options.js";
-import type { WriteOutcome } from "../../core/store.js";
 import type { DispatchedExecution } from "../../durable/payload.js";
 import { StepEffects } from "../../durable/step-effects.js";
 import type { StepCommit, StepCommitAnswer, StepEffectsEngine } from "../../durable/step-engine.js";
-import { fenceHolder, fenceKey, markerKey, positionOf, stoppedExec } from "../../durable/step-keys.js";
+import { fenceHolder, fenceKey, positionOf, stoppedExec } from "../../durable/step-keys.js";
 import { STEP_EFFECTS_FIELDS, type StepEffectsCommonOptions } from "../../durable/step-options.js";
-import { isPostgresAtomicWrite, type PostgresAtomicWrite } from "./atomic-write.js";
+import { applyWrites, isPostgresAtomicWrite, type PostgresAtomicWrite } from "./atomic-write.js";
 import { isRetryablePostgresError, postgresStoreError } from "./errors.js";
 import { lockTimeoutField, migrationOptions } from "./migration.js";
 import type { PostgresClient, PostgresPool } from "./pool.js";
@@ -172,7 +171,7 @@ class PostgresStepEngine implements StepEffectsEngine<PostgresAtomicWrite> {
   readonly isWrite = isPostgresAtomicWrite;
 
   async commit(step: StepCommit<PostgresAtomicWrite>): Promise<StepCommitAnswer> {
-    const key = markerKey(step.execution, step.stepName);
+    const key = step.markerKey;
     for (let attempt = 1; ; attempt++) {
       const out = await this.#attempt(step, key);
       if (out.kind !== "lost") return out;
@@ -246,12 +245,7 @@ class PostgresStepEngine implements StepEffectsEngine<PostgresAtomicWrite> {
       const row = (await client.query(this.#sql.read, [fenceKey(execution)])).rows[0] as StepRow | undefined;
       return { kind: "fence", holder: fenceHolder(row?.pos, row?.exec) };
     }
-    const writes: WriteOutcome[] = [];
-    for (const w of step.writes) {
-      const r = await client.query(w.sql, [...w.params]);
-      writes.push({ description: w.description, status: (r.rowCount ?? 0) > 0 ? "applied" : "stale" });
-    }
-    return { kind: "landed", writes };
+    return { kind: "landed", writes: await applyWrites(client, step.writes) };
   }
 
   async stop(execution: DispatchedExecution): Promise<"stopped" | "stale"> {

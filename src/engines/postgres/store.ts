@@ -4,7 +4,7 @@ import { type ClaimRequest, isOwnClaim, landedAs, type StateRecord } from "../..
 import type * as Store from "../../core/store.js";
 import { unknownWrites } from "../../core/store.js";
 import { DYNAMODB_MAX_RESULT_BYTES } from "../dynamodb/limits.js";
-import { isPostgresAtomicWrite, type PostgresAtomicWrite } from "./atomic-write.js";
+import { applyWrites, isPostgresAtomicWrite, type PostgresAtomicWrite } from "./atomic-write.js";
 import { postgresStoreError } from "./errors.js";
 import type { PostgresClient, PostgresPool } from "./pool.js";
 import { runStatement } from "./prepared.js";
@@ -193,11 +193,7 @@ export class PostgresStore implements Store.StateStore {
         await client.query("ROLLBACK");
         return { ...decision, writes: [] };
       }
-      const outcomes: Store.WriteOutcome[] = [];
-      for (const w of writes) {
-        const r = await client.query(w.sql, [...w.params]);
-        outcomes.push({ description: w.description, status: (r.rowCount ?? 0) > 0 ? "applied" : "stale" });
-      }
+      const outcomes = await applyWrites(client, writes);
       await client.query("COMMIT");
       return { ...decision, writes: outcomes };
     } catch (error) {

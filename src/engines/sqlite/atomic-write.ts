@@ -1,5 +1,5 @@
-import type { AtomicWrite } from "../../core/store.js";
-import type { SqlParams } from "./connection.js";
+import type { AtomicWrite, WriteOutcome } from "../../core/store.js";
+import type { SqlParams, Statements } from "./connection.js";
 
 /**
  * One SQL statement the SQLite store runs inside its commit's transaction, on its own database. It must end in
@@ -18,4 +18,12 @@ export interface SqliteAtomicWrite extends AtomicWrite {
 export function isSqliteAtomicWrite(write: AtomicWrite): write is SqliteAtomicWrite {
   const w = write as SqliteAtomicWrite;
   return w.engine === "sqlite" && typeof w.sql === "string" && typeof w.store === "object";
+}
+
+/** Runs `writes` in the open transaction of `statements`: a row back is `applied`, none `stale` (its own condition). */
+export function applyWrites(statements: Statements, writes: readonly SqliteAtomicWrite[]): WriteOutcome[] {
+  return writes.map((w) => ({
+    description: w.description,
+    status: statements.get(w.sql, w.params) ? "applied" : "stale",
+  }));
 }

@@ -1,12 +1,11 @@
 import { UnsupportedAtomicWriteError } from "../../core/errors.js";
 import { custom, required, resolveOptions, schemaFor, string } from "../../core/options.js";
-import type { WriteOutcome } from "../../core/store.js";
 import type { DispatchedExecution } from "../../durable/payload.js";
 import { StepEffects } from "../../durable/step-effects.js";
 import type { StepCommit, StepCommitAnswer, StepEffectsEngine } from "../../durable/step-engine.js";
-import { fenceHolder, fenceKey, markerKey, positionOf, stoppedExec } from "../../durable/step-keys.js";
+import { fenceHolder, fenceKey, positionOf, stoppedExec } from "../../durable/step-keys.js";
 import { STEP_EFFECTS_FIELDS, type StepEffectsCommonOptions } from "../../durable/step-options.js";
-import { isSqliteAtomicWrite, type SqliteAtomicWrite } from "./atomic-write.js";
+import { applyWrites, isSqliteAtomicWrite, type SqliteAtomicWrite } from "./atomic-write.js";
 import { type SqlParams, type Statements, sqliteError } from "./connection.js";
 import { SQL_IDENTIFIER } from "./schema.js";
 import { SqliteStore, statementsOf } from "./store.js";
@@ -134,7 +133,7 @@ class SqliteStepEngine implements StepEffectsEngine<SqliteAtomicWrite> {
   /** BEGIN IMMEDIATE; the marker; the fence; the writes; COMMIT. A marker or fence refusal rolls back at once. */
   async commit(step: StepCommit<SqliteAtomicWrite>): Promise<StepCommitAnswer> {
     const { execution } = step;
-    const key = markerKey(execution, step.stepName);
+    const key = step.markerKey;
     const marker: SqlParams = {
       ...this.#fenceParams(execution),
       pk: key,
@@ -161,11 +160,7 @@ class SqliteStepEngine implements StepEffectsEngine<SqliteAtomicWrite> {
             const row = s.get(this.#sql.read, { pk: fenceKey(execution) });
             throw new RolledBack({ kind: "fence", holder: fenceHolder(text(row?.pos), text(row?.exec)) });
           }
-          const writes: WriteOutcome[] = step.writes.map((w) => ({
-            description: w.description,
-            status: s.get(w.sql, w.params) ? "applied" : "stale",
-          }));
-          return { kind: "landed", writes };
+          return { kind: "landed", writes: applyWrites(s, step.writes) };
         });
       } catch (error) {
         if (error instanceof RolledBack) return error.answer;

@@ -5,7 +5,7 @@ import * as machine from "../../core/state.js";
 import type * as Store from "../../core/store.js";
 import { unknownWrites } from "../../core/store.js";
 import { DYNAMODB_MAX_RESULT_BYTES } from "../dynamodb/limits.js";
-import { isSqliteAtomicWrite, type SqliteAtomicWrite } from "./atomic-write.js";
+import { applyWrites, isSqliteAtomicWrite, type SqliteAtomicWrite } from "./atomic-write.js";
 import {
   defaultDriver,
   openConnection,
@@ -121,7 +121,7 @@ export class SqliteStore implements Store.StateStore {
     return this.#step("claimAndCommit", req.key, () =>
       this.#sql.immediate(() => {
         if (this.#sql.get(sql, { ...claimParams(req), ...resultParams(req) })) {
-          return { claimed: true, writes: this.#apply(writes) };
+          return { claimed: true, writes: applyWrites(this.#sql, writes) };
         }
         const state = this.#row(req.key) as StateRecord;
         // A retry of a claim-and-commit that landed.
@@ -137,7 +137,8 @@ export class SqliteStore implements Store.StateStore {
     const params = { key: req.key, fence: req.fence, exp: req.expiresAtSeconds, ...resultParams(req) };
     return this.#step("commit", req.key, () =>
       this.#sql.immediate(() => {
-        if (this.#sql.get(this.#q.commit, params)) return { committed: true, writes: this.#apply(writes) };
+        if (this.#sql.get(this.#q.commit, params))
+          return { committed: true, writes: applyWrites(this.#sql, writes) };
         const state = this.#row(req.key);
         // A retry of a commit that landed: only the holder of this fence could have committed it.
         if (machine.landedAs(state, req.fence, "done"))
@@ -203,14 +204,6 @@ export class SqliteStore implements Store.StateStore {
         this.#sql.get(sql, params) ? { ok: true } : { ok: false, state: this.#row(key) },
       ),
     );
-  }
-
-  /** Runs the folded effects inside the commit's transaction. */
-  #apply(writes: SqliteAtomicWrite[]): Store.WriteOutcome[] {
-    return writes.map((w) => ({
-      description: w.description,
-      status: this.#sql.get(w.sql, w.params) ? "applied" : "stale",
-    }));
   }
 
   #own(writes: readonly Store.AtomicWrite[] | undefined): SqliteAtomicWrite[] {

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { UnsupportedAtomicWriteError } from "../../core/errors.js";
-import type { AtomicWrite } from "../../core/store.js";
+import type { AtomicWrite, WriteOutcome } from "../../core/store.js";
 import type { ValkeyClient } from "./client.js";
 
 /** What a sink write does to its target: SET, HSET, INCRBY, ZADD; unfenced also RPUSH, SADD (`valkeyWrite`). */
@@ -88,4 +88,15 @@ export function writeParams(writes: readonly ValkeyAtomicWrite[]): { keys: strin
     args.push(w.op, w.stamp?.field ?? "", w.stamp?.position ?? "", String(w.stamp?.fence ?? ""), ...w.args);
   }
   return { keys, args };
+}
+
+/** The writes' outcomes as a script answers them: 1 applied, anything else stale (a fenced write over newer work). */
+export function writeOutcomes(
+  writes: readonly ValkeyAtomicWrite[],
+  outcomes: readonly number[] | undefined,
+): WriteOutcome[] {
+  return writes.map((w, i) => ({
+    description: w.description,
+    status: outcomes?.[i] === 1 ? "applied" : "stale",
+  }));
 }

@@ -1,7 +1,6 @@
 import { UnsupportedAtomicWriteError } from "../../core/errors.js";
 import { pickFields, resolveOptions, schemaFor } from "../../core/options.js";
 import { stateKey } from "../../core/state-key.js";
-import type { WriteOutcome } from "../../core/store.js";
 import type { DispatchedExecution } from "../../durable/payload.js";
 import { type ExecutionRef, executionOf, StepEffects } from "../../durable/step-effects.js";
 import type { StepCommit, StepCommitAnswer, StepEffectsEngine } from "../../durable/step-engine.js";
@@ -14,7 +13,13 @@ import {
   stoppedExec,
 } from "../../durable/step-keys.js";
 import { STEP_EFFECTS_FIELDS, type StepEffectsCommonOptions } from "../../durable/step-options.js";
-import { clientId, isValkeyAtomicWrite, type ValkeyAtomicWrite, writeParams } from "./atomic-write.js";
+import {
+  clientId,
+  isValkeyAtomicWrite,
+  type ValkeyAtomicWrite,
+  writeOutcomes,
+  writeParams,
+} from "./atomic-write.js";
 import type { ValkeyClient } from "./client.js";
 import { valkeyStoreError } from "./errors.js";
 import { escapeTag, valkeyHashTag } from "./keys.js";
@@ -118,7 +123,7 @@ class ValkeyStepEngine implements StepEffectsEngine<ValkeyAtomicWrite> {
         );
       }
     }
-    const marker = this.markerKey(execution, step.stepName);
+    const marker = step.markerKey;
     const w = writeParams(step.writes);
     const args = [
       positionOf(execution),
@@ -139,12 +144,7 @@ class ValkeyStepEngine implements StepEffectsEngine<ValkeyAtomicWrite> {
       return { kind: "marker", fence: fence === null ? null : Number(fence), result: result ?? undefined };
     }
     if (reply[0] === "fence") return { kind: "fence", holder: fenceHolder(reply[1], reply[2]) };
-    const outcomes = reply[1];
-    const writes: WriteOutcome[] = step.writes.map((wr, i) => ({
-      description: wr.description,
-      status: outcomes[i] === 1 ? "applied" : "stale",
-    }));
-    return { kind: "landed", writes };
+    return { kind: "landed", writes: writeOutcomes(step.writes, reply[1]) };
   }
 
   async stop(execution: DispatchedExecution): Promise<"stopped" | "stale"> {

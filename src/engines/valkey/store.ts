@@ -2,13 +2,7 @@ import { resolveOptions } from "../../core/options.js";
 import { type ClaimRequest, isOwnClaim, landedAs, landedClaim, type StateRecord } from "../../core/state.js";
 import type * as Store from "../../core/store.js";
 import { unknownWrites } from "../../core/store.js";
-import {
-  clientId,
-  foldable,
-  isValkeyAtomicWrite,
-  type ValkeyAtomicWrite,
-  writeParams,
-} from "./atomic-write.js";
+import { clientId, foldable, isValkeyAtomicWrite, writeOutcomes, writeParams } from "./atomic-write.js";
 import type { ValkeyClient } from "./client.js";
 import { valkeyStoreError } from "./errors.js";
 import { escapeTag, stateRedisKey } from "./keys.js";
@@ -166,14 +160,4 @@ function claimArgs(req: ClaimRequest, lease?: string): string[] {
     req.supersede ? "1" : "0",
   ];
   return lease === undefined ? [...head, ...tail] : [...head, lease, ...tail];
-}
-
-function writeOutcomes(
-  writes: readonly ValkeyAtomicWrite[],
-  outcomes: number[] | undefined,
-): Store.WriteOutcome[] {
-  return writes.map((w, i) => ({
-    description: w.description,
-    status: outcomes?.[i] === 1 ? "applied" : "stale",
-  }));
 }

@@ -24,6 +24,7 @@
 import { createHash } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { DURABLE_EXECUTION_NAME_PATTERN } from "../../durable/execution-name.js";
 import { createPrng, type Prng } from "../../sim/prng.js";
 import { LOCAL_ACCOUNT_ID, LOCAL_REGION } from "../aws-local.js";
 import type { LocalServer } from "./local-server.js";
@@ -105,8 +106,7 @@ export interface LocalLambdaServer extends LocalServer {
   injectFaults(faults: InvokeFaults): void;
 }
 
-/** Lambda's name rule for `DurableExecutionName`. */
-const NAME = /^[A-Za-z0-9_-]{1,64}$/;
+/** A function's name, as Lambda takes it (without account or qualifier). */
 const FUNCTION_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 const QUALIFIER = /^(\$LATEST(\.PUBLISHED)?|[A-Za-z0-9_-]{1,128})$/;
 const INVOKE_PATH = /^\/2015-03-31\/functions\/([^/]+)\/invocations$/;
@@ -300,7 +300,7 @@ class LambdaState {
     if (this.#functions && !this.#functions.has(r.functionName)) {
       throw new LambdaError(404, "ResourceNotFoundException", `Function not found: ${functionArn(r)}`);
     }
-    if (r.name !== null && !NAME.test(r.name)) {
+    if (r.name !== null && !DURABLE_EXECUTION_NAME_PATTERN.test(r.name)) {
       throw validation(r.name, "durableExecutionName", "[a-zA-Z0-9-_]+ of 1 to 64 characters");
     }
     if (!["Event", "DryRun"].includes(r.invocationType)) {
