@@ -27,7 +27,8 @@ export function eonce(
       child.kill("SIGTERM");
       reject(new Error(`eonce ${args.join(" ")} did not finish in ${timeoutMs} ms\n${stderr}`));
     }, timeoutMs);
-    child.on("exit", (code) => {
+    // "close", not "exit": exit can come before the pipes are drained, and the end of stdout (the --json report) lost.
+    child.on("close", (code) => {
       clearTimeout(timer);
       resolve({ code, stdout, stderr });
     });

@@ -16,8 +16,12 @@ import { eonce } from "./cli-helpers.js";
  */
 const suffix = () => randomUUID().slice(0, 8);
 const endpoint = () => ["--dynamodb-endpoint", inject("dynamodbEndpoint")];
-const parse = (stdout: string): RunReport =>
-  JSON.parse(stdout.trim().split("\n").at(-1) ?? "{}") as RunReport;
+/** The report `--json` printed last; a run that printed none fails with what it wrote to stderr. */
+const parse = ({ stdout, stderr }: { stdout: string; stderr: string }): RunReport => {
+  const last = stdout.trim().split("\n").at(-1) ?? "";
+  if (!last.startsWith("{")) throw new Error(`eonce run printed no report; stderr:\n${stderr.slice(-3000)}`);
+  return JSON.parse(last) as RunReport;
+};
 const statuses = (r: RunReport) =>
   [...r.invariants, ...(r.durable?.checks ?? [])].map((c) => [c.id, c.status]);
 
@@ -82,7 +86,7 @@ describe.concurrent("eonce run on a durable dispatcher", () => {
         ...endpoint(),
       ]);
       expect(stderr).not.toMatch(/Error:/);
-      const report = parse(stdout);
+      const report = parse({ stdout, stderr });
       expect(statuses(report)).toEqual([
         ["I1", "pass"],
         ["I2", "pass"],
@@ -131,7 +135,7 @@ describe.concurrent("eonce run on a durable dispatcher", () => {
   );
 
   it("catches a dispatcher without positions starting older uploads after newer ones (D2 fails, exit 1), and failing executions (D3)", async () => {
-    const { code, stdout } = await eonce([
+    const { code, stdout, stderr } = await eonce([
       "run",
       "test/local/fixtures/durable-unordered.ts:handler",
       "--versions",
@@ -147,7 +151,7 @@ describe.concurrent("eonce run on a durable dispatcher", () => {
       "--json",
       ...endpoint(),
     ]);
-    const report = parse(stdout);
+    const report = parse({ stdout, stderr });
     const checks = Object.fromEntries((report.durable?.checks ?? []).map((c) => [c.id, c]));
     expect(checks.D1?.status).toBe("pass");
     expect(checks.D2?.status).toBe("fail");
@@ -161,7 +165,7 @@ describe.concurrent("eonce run on a durable dispatcher", () => {
   }, 240_000);
 
   it("catches a plain handler that starts an execution per delivery (D1 fails, exit 1)", async () => {
-    const { code, stdout } = await eonce([
+    const { code, stdout, stderr } = await eonce([
       "run",
       "test/local/fixtures/durable-unguarded.ts:handler",
       "--generate",
@@ -173,7 +177,7 @@ describe.concurrent("eonce run on a durable dispatcher", () => {
       "--json",
       ...endpoint(),
     ]);
-    const report = parse(stdout);
+    const report = parse({ stdout, stderr });
     const d1 = report.durable?.checks.find((c) => c.id === "D1");
     expect(d1?.status).toBe("fail");
     expect(d1?.detail).toMatch(/event\(s\) started more than one execution/);

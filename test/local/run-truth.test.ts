@@ -44,7 +44,8 @@ function eonceWithEnv(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 60_000
       child.kill("SIGKILL");
       reject(new Error(`eonce ${args.join(" ")} still running after ${timeoutMs} ms\n${stderr}`));
     }, timeoutMs);
-    child.on("exit", (code) => {
+    // "close", not "exit": stderr is whole only once the pipe is drained.
+    child.on("close", (code) => {
       clearTimeout(timer);
       resolve({ code, stderr, ms: Date.now() - started });
     });

@@ -32,7 +32,8 @@ function output(child: ChildProcess): Promise<string> {
     err += d;
   });
   return new Promise((resolve, reject) =>
-    child.on("exit", (code) =>
+    // "close", not "exit": the claimer's answer on stdout is read in full only once the pipes are drained.
+    child.on("close", (code) =>
       code === 0 ? resolve(out) : reject(new Error(`claimer exited ${code}: ${err}`)),
     ),
   );
