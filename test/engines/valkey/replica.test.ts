@@ -75,7 +75,8 @@ describe("valkey waitForReplicas on a real replica", () => {
   const prefix = "eonce-replica:";
 
   beforeAll(async () => {
-    primary = await startServer();
+    // One replica: no need for the 5 s pause (repl-diskless-sync-delay) in which Redis 7 gathers replicas to sync.
+    primary = await startServer(["--repl-diskless-sync-delay", "0"]);
     replica = await startServer(["--replicaof", "127.0.0.1", String(primary.port)]);
     a = new Redis(primary.port, "127.0.0.1");
     b = new Redis(primary.port, "127.0.0.1");
