@@ -1,6 +1,6 @@
 import { join, relative } from "node:path";
 import type { Metafile } from "esbuild";
-import type { Bundle, ColdStartResult } from "./cold-start.js";
+import type { Bundle, ColdStartResult } from "./cold-start-entries.js";
 import { round } from "./stats.js";
 
 /** The repository root (this file is in bench/). */

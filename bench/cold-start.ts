@@ -16,40 +16,14 @@ import { cpus, loadavg } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { Command } from "commander";
-import { build, type Metafile, type Plugin } from "esbuild";
+import { build, type Plugin } from "esbuild";
+import { type Bundle, type ColdStartResult, ENTRIES, type Entry } from "./cold-start-entries.js";
 import { renderColdStart, staticSdkImports } from "./cold-start-report.js";
 import { median, round } from "./stats.js";
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 /** Inside node_modules so that the external SDK resolves from the bundles as it does on the runtime. */
 const OUT = join(ROOT, "node_modules", ".cache", "eonce-bench-cold-start");
-
-export const ENTRIES = {
-  ours: "bench/cold-start/ours-s3.ts",
-  powertools: "bench/cold-start/powertools-s3.ts",
-  "sdk only": "bench/cold-start/sdk-only.ts",
-  // What if the wrapper did not load Powertools Logger and Metrics: the same entry with both replaced by empty
-  // stubs. It evaluates but could not run (never invoked here): it measures what those two packages cost.
-  "what-if: ours without Logger/Metrics": "bench/cold-start/ours-s3.ts",
-} as const;
-type Entry = keyof typeof ENTRIES;
-
-export interface Bundle {
-  name: Entry;
-  file: string;
-  bytes: number;
-  metafile: Metafile;
-}
-
-export interface ColdStartResult {
-  name: Entry;
-  bytes: number;
-  /** Import of the bundle in a fresh process, ms: median (min–max) of the runs. */
-  importMs: { median: number; min: number; max: number };
-  /** CPU the import used (user + system), ms: less moved by a loaded machine than the wall time. */
-  importCpuMs: { median: number; min: number; max: number };
-  samples: number[];
-}
 
 /** One bundle per entry, as the Node 22 runtime would get it. */
 export async function bundle(name: Entry): Promise<Bundle> {

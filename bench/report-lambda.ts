@@ -1,7 +1,6 @@
 import type { Report } from "./harness.js";
 import type { InjectedRun } from "./injected-latency.js";
 import { PRICES } from "./prices.js";
-import type { Target } from "./report.js";
 import {
   contendedHotKeyLimits,
   type HotKeyLimit,
@@ -15,6 +14,7 @@ import {
   usd,
 } from "./scale.js";
 import { round, type Spread } from "./stats.js";
+import type { Target } from "./target.js";
 import type { WrapperResults } from "./wrapper-path.js";
 
 /** Our paths, each compared with Powertools at the same latency. */

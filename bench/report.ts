@@ -3,6 +3,7 @@ import { dynamodbCostPerMillionUsd, lambdaCostPerMillionUsd, PRICES } from "./pr
 import { lambdaPathTargets, renderLambdaPath } from "./report-lambda.js";
 import { RATES, scaleRows } from "./scale.js";
 import { round } from "./stats.js";
+import type { Target } from "./target.js";
 
 type Kind = "new" | "duplicate" | "stale" | "failed";
 const KINDS: Kind[] = ["new", "duplicate", "stale", "failed"];
@@ -157,12 +158,6 @@ export function rawWriteRate(report: Report): Record<string, number> {
       Math.round(runs.reduce((a, r) => a + r.eventsPerSecond, 0) / runs.length),
     ]),
   );
-}
-
-export interface Target {
-  target: string;
-  met: boolean;
-  measured: string;
 }
 
 /** The issue's targets, for each form of ours: `ours` (guard.run, the lease protocol) and `ours-apply`. */

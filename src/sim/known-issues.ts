@@ -1,6 +1,6 @@
 /**
- * Real violations the simulator found in the guard, not fixed yet (test/sim/regressions.test.ts): recognised by
- * their pattern so that runs can tell them from anything new.
+ * Real violations the simulator found in the guard, fixed since (test/sim/regressions.test.ts replays each seed):
+ * still recognised by their pattern, so that a return of one is reported by name rather than as something new.
  */
 export const KNOWN_ISSUES = {
   /**
