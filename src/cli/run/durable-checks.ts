@@ -15,7 +15,8 @@ import type { RunCheck } from "./invariants.js";
  * An event is told by its payload: the S3 event's own fields (bucket, key, version, sequencer, operation) when the
  * payload carries them, else the `execution` envelope's subject and identity (`dispatchedExecution`). Its subject and
  * position are the envelope's; an S3 event without a position in its envelope (a dispatcher in dedupe-only mode) is
- * ordered by its sequencer.
+ * ordered by its sequencer. Payloads that name no event (no envelope: a hand-rolled dispatcher) leave D1 and D2 `not
+ * checked`, and the run's result unknown; envelopes without any position leave D2 `n/a` (no order to keep).
  */
 export type DurableCheck = RunCheck<"D1" | "D2" | "D3">;
 
