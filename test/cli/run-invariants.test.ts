@@ -1,8 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { checkInvariants, type RunCheck } from "../../src/cli/run/invariants.js";
+import { messageEffectKey } from "../../src/cli/run/messages.js";
 import type { Classified, DeliveryOutcome } from "../../src/cli/run/outcomes.js";
 import { runExitCode, strictByDefault, verdict } from "../../src/cli/run/report.js";
 import type { RunState } from "../../src/cli/run/state.js";
+import { OptionsError } from "../../src/core/errors.js";
 import { normalizeSequencer } from "../../src/core/position.js";
 import type { StateRecord } from "../../src/core/state.js";
 
@@ -304,5 +306,23 @@ describe("the run's result: ok only when every check that applies ran and passed
     expect(strictByDefault({})).toBe(false);
     expect(strictByDefault({ CI: "false" })).toBe(false);
     expect(strictByDefault({ CI: "" })).toBe(false);
+  });
+});
+
+describe("--effects for messages: a message's key is its body's field", () => {
+  const message = (body: string) => ({ label: "orders.jsonl:2", body });
+
+  it("a string or number field is the key; messages without it are refused, naming the line", () => {
+    expect(messageEffectKey(message('{"orderId":"o-1"}'), "orderId")).toBe("o-1");
+    expect(messageEffectKey(message('{"orderId":7}'), "orderId")).toBe("7");
+    for (const body of ['{"id":"o-1"}', '{"orderId":{"x":1}}', "not json", '"orderId"'])
+      expect(() => messageEffectKey(message(body), "orderId")).toThrow(
+        new OptionsError(
+          'orders.jsonl:2: --effects matches rows to a message by its body\'s "orderId", and this body has no ' +
+            'string or number "orderId"',
+        ),
+      );
+    // Own fields only: the field name is a command-line argument.
+    expect(() => messageEffectKey(message("{}"), "constructor")).toThrow(OptionsError);
   });
 });
