@@ -59,6 +59,7 @@ const INTEGRATION = [
   "test/local/run-durable.test.ts",
   "test/local/lambda-server.test.ts",
   "test/local/run-truth.test.ts",
+  "test/local/run-unknown.test.ts",
   "test/local/s3-conditional.test.ts",
   "test/local/runtime.test.ts",
   "test/local/servers.test.ts",

@@ -5,6 +5,7 @@ import { exitSoon, oneLine } from "./errors.js";
 import { addSchemaOptions, type FlagSpec } from "./options.js";
 import { isTypeScriptHandler } from "./run/load-handler.js";
 import { RUN_OPTIONS } from "./run/options.js";
+import { runExitCode, strictByDefault } from "./run/report.js";
 import { formatRunReport, type RunReport, runHandler } from "./run/run-handler.js";
 import { CONNECTION_FLAGS } from "./state/options.js";
 
@@ -15,7 +16,7 @@ const RUN_FLAGS: { [K in keyof typeof RUN_OPTIONS]?: FlagSpec } = {
   messages: { value: "<file|folder>" },
   reuploads: { name: "reupload" },
   tables: { name: "table", value: "<name[:hashKey]>", parse: table },
-  effects: { value: "<table:attribute>", parse: effects },
+  effects: { value: "<table:attribute[:step]>", parse: effects },
   env: { value: "<KEY=VALUE>", parse: envPair },
   dynamodbEndpoint: { value: "<url>" },
   crashedClaims: { value: "<keep|release>" },
@@ -32,10 +33,18 @@ const RUN_FLAGS: { [K in keyof typeof RUN_OPTIONS]?: FlagSpec } = {
   keyPrefix: CONNECTION_FLAGS.keyPrefix,
 };
 
+/** The exit codes, as `eonce run --help` lists them (docs/local-runtime.md). */
+const EXIT_CODES = `
+Result and exit code:
+  ok       every check that applies ran and passed, every event got through: exit 0
+  FAIL     a check failed, or an event never got through: exit 1
+  unknown  no check failed, but one could not be made ("not checked": pass the flag it names): exit 3 under
+           --strict (the default when CI is set), else 0
+  bad usage or a start-up error: one line on stderr, exit 2`;
+
 /**
- * `eonce run <path:export>`: the user's own handler on the local runtime, with a chosen source and
- * faults, and a report of outcomes and invariant checks. Exits 1 if an invariant check fails or an event
- * never got through, 2 on bad usage or a start-up error (one line on stderr).
+ * `eonce run <path:export>`: the user's own handler on the local runtime, with a chosen source and faults, and a
+ * report of outcomes and invariant checks, its result ok, unknown or FAIL (exit codes: EXIT_CODES).
  */
 export function registerRun(program: Command): void {
   const command = program
@@ -48,6 +57,9 @@ export function registerRun(program: Command): void {
   const faultOptions = addSchemaOptions(command, FAULT_OPTIONS);
   command
     .option("--json", "print the report as JSON")
+    .option("--strict", "exit 3 when the result is unknown (a check not made); the default when CI is set")
+    .option("--no-strict", "exit 0 when the result is unknown")
+    .addHelpText("after", EXIT_CODES)
     .action(async (handler: string, flags: Record<string, unknown>) => {
       // The SDK warns once per process that its 2027 releases need Node 22; in the report it is noise.
       process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
@@ -79,7 +91,8 @@ export function registerRun(program: Command): void {
           },
         );
         if (!printed) print(report);
-        process.exitCode = report.ok ? 0 : 1;
+        const strict = typeof flags.strict === "boolean" ? flags.strict : strictByDefault();
+        process.exitCode = runExitCode(report, strict);
         // A crashed run's code is left dead, not unwound (--crashed-claims keep): what it holds (a pooled
         // connection, a timer) must not keep the process alive, any more than it outlives a crashed Lambda.
         exitSoon();
@@ -109,10 +122,11 @@ function table(value: string, previous: unknown): { name: string; hashKey: strin
   return [...((previous as { name: string; hashKey: string }[] | undefined) ?? []), { name, hashKey }];
 }
 
-function effects(value: string): { table: string; attribute: string } {
-  const [name, attribute] = value.split(":");
-  if (!name || !attribute) throw new InvalidArgumentError("expected <table>:<attribute>");
-  return { table: name, attribute };
+function effects(value: string): { table: string; attribute: string; step?: string } {
+  const [name, attribute, step, ...more] = value.split(":");
+  if (!name || !attribute || step === "" || more.length)
+    throw new InvalidArgumentError("expected <table>:<attribute>[:<stepAttribute>]");
+  return { table: name, attribute, ...(step ? { step } : {}) };
 }
 
 function envPair(value: string, previous: unknown): Record<string, string> {

@@ -1,7 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { checkInvariants } from "../../src/cli/run/invariants.js";
+import { checkInvariants, type RunCheck } from "../../src/cli/run/invariants.js";
+import { messageEffectKey } from "../../src/cli/run/messages.js";
 import type { Classified, DeliveryOutcome } from "../../src/cli/run/outcomes.js";
+import { runExitCode, strictByDefault, verdict } from "../../src/cli/run/report.js";
 import type { RunState } from "../../src/cli/run/state.js";
+import { OptionsError } from "../../src/core/errors.js";
 import { normalizeSequencer } from "../../src/core/position.js";
 import type { StateRecord } from "../../src/core/state.js";
 
@@ -157,5 +160,169 @@ describe("I2 and I3 read the records the engine's admin listed", () => {
         status: "not checked",
         detail: "pass --state-table or --state-store to read the guard's state",
       });
+  });
+});
+
+describe("a state that holds nothing of the run's events fails I2 and I3 (the run looks in the wrong place)", () => {
+  const processed = classified({ a: { seq: "02", outcomes: ["processed"] } });
+
+  it("processed events and no record: both fail, naming where the run looked", () => {
+    const { I2, I3 } = checks({ classified: processed, bucket: BUCKET, state: state([]) });
+    for (const check of [I2, I3])
+      expect(check).toMatchObject({
+        status: "fail",
+        detail:
+          "no state record of this run in postgres public.eonce_state, though 1 event(s) processed: the run reads " +
+          "another place than the handler writes to (its --state-store, --state-table, --schema, --state-file or " +
+          "--key-prefix)",
+      });
+  });
+
+  it("records of earlier runs only: fails too, and says so", () => {
+    const old = record("a", "done", "01", SINCE_MS - 60_000);
+    const { I3 } = checks({ classified: processed, bucket: BUCKET, state: state([old]) });
+    expect(I3?.status).toBe("fail");
+    expect(I3?.detail).toMatch(
+      /^no state record of this run in .* \(1 record\(s\) of earlier runs only\), though/,
+    );
+  });
+
+  it("a plain handler's acknowledged events count; events none of which was processed need no record", () => {
+    const plain = classified({ a: { seq: "02", outcomes: ["acknowledged"] } }, false);
+    expect(checks({ classified: plain, bucket: BUCKET, state: state([]) }).I3?.detail).toMatch(
+      /though 1 event\(s\) acknowledged/,
+    );
+    const duplicates = classified({ a: { seq: "02", outcomes: ["duplicate"] } });
+    const { I2, I3 } = checks({ classified: duplicates, bucket: BUCKET, state: state([]) });
+    expect([I2?.status, I3?.status]).toEqual(["pass", "pass"]);
+  });
+
+  it("message runs: I3 fails the same way; I2 does not apply (the handler's positions)", () => {
+    const messages = classified({ "m.jsonl:1": { seq: "", outcomes: ["processed"] } });
+    const { I2, I3 } = checks({ classified: messages, state: state([]) });
+    expect(I2).toMatchObject({ status: "n/a" });
+    expect(I3?.status).toBe("fail");
+  });
+});
+
+describe("I1 counts effect rows per event, per message key, per step", () => {
+  /** Two messages of order o-1 (a resend) and one of o-2, each processed once by event id. */
+  const messages = () => {
+    const perEvent: Classified["perEvent"] = new Map();
+    for (const n of [1, 2, 3]) perEvent.set(`m${n}`, { id: `m${n}`, key: `f:${n}`, outcomes: ["processed"] });
+    return {
+      perDelivery: ["processed", "processed", "processed"] as DeliveryOutcome[],
+      perEvent,
+      detailed: true,
+    };
+  };
+  const keys = new Map([
+    ["m1", "o-1"],
+    ["m2", "o-1"],
+    ["m3", "o-2"],
+  ]);
+  const effects = (rows: Record<string, unknown>[], step?: string) => ({
+    table: "charges",
+    attribute: "orderId",
+    step,
+    rows,
+    keys,
+  });
+
+  it("messages sharing a key are one event: one row each passes", () => {
+    const { I1 } = checks({
+      classified: messages(),
+      effects: effects([{ orderId: "o-1" }, { orderId: "o-2" }]),
+    });
+    expect(I1).toMatchObject({
+      status: "pass",
+      detail: expect.stringMatching(/charges: 2 rows for 2 events$/),
+    });
+  });
+
+  it("a second row of a key fails; a key without a row fails", () => {
+    const { I1 } = checks({
+      classified: messages(),
+      effects: effects([{ orderId: "o-1" }, { orderId: "o-1" }]),
+    });
+    expect(I1?.status).toBe("fail");
+    expect(I1?.detail).toBe(
+      "1 event(s) with more than one row in charges (f:1); 1 event(s) without a row in charges (f:3); " +
+        "processed reported once or less for 3/3 events; charges: 2 rows for 2 events",
+    );
+  });
+
+  it("with a step attribute, one row per (event, step): two steps pass, one step twice fails", () => {
+    const steps = (list: [string, string][]) => list.map(([orderId, step]) => ({ orderId, step }));
+    const once = checks({
+      classified: messages(),
+      effects: effects(
+        steps([
+          ["o-1", "charge"],
+          ["o-1", "receipt"],
+          ["o-2", "charge"],
+          ["o-2", "receipt"],
+        ]),
+        "step",
+      ),
+    });
+    expect(once.I1).toMatchObject({
+      status: "pass",
+      detail: expect.stringMatching(/charges: 4 rows for 2 events \(counted per step\)$/),
+    });
+    const twice = checks({
+      classified: messages(),
+      effects: effects(
+        steps([
+          ["o-1", "charge"],
+          ["o-1", "charge"],
+          ["o-2", "charge"],
+        ]),
+        "step",
+      ),
+    });
+    expect(twice.I1?.status).toBe("fail");
+    expect(twice.I1?.detail).toMatch(/^1 event\(s\) with more than one row for one step in charges \(f:1\)/);
+  });
+});
+
+describe("the run's result: ok only when every check that applies ran and passed", () => {
+  const c = (id: string, status: RunCheck["status"]): RunCheck => ({ id, title: id, status, detail: "" });
+
+  it("a check not made makes it unknown; one that does not apply (n/a) does not; a failure wins", () => {
+    expect(verdict([c("I1", "pass"), c("I2", "n/a")], 0)).toEqual({ result: "ok", ok: true });
+    expect(verdict([c("I1", "not checked"), c("I2", "pass")], 0)).toEqual({ result: "unknown", ok: false });
+    expect(verdict([c("I1", "not checked"), c("D1", "fail")], 0).result).toBe("fail");
+    expect(verdict([c("I1", "pass")], 1).result).toBe("fail");
+  });
+
+  it("exit codes: 0 ok, 1 fail, 3 unknown under --strict (else 0); --strict is the default when CI is set", () => {
+    expect(runExitCode({ result: "ok" }, true)).toBe(0);
+    expect(runExitCode({ result: "fail" }, false)).toBe(1);
+    expect(runExitCode({ result: "unknown" }, true)).toBe(3);
+    expect(runExitCode({ result: "unknown" }, false)).toBe(0);
+    expect(strictByDefault({ CI: "true" })).toBe(true);
+    expect(strictByDefault({ CI: "1" })).toBe(true);
+    expect(strictByDefault({})).toBe(false);
+    expect(strictByDefault({ CI: "false" })).toBe(false);
+    expect(strictByDefault({ CI: "" })).toBe(false);
+  });
+});
+
+describe("--effects for messages: a message's key is its body's field", () => {
+  const message = (body: string) => ({ label: "orders.jsonl:2", body });
+
+  it("a string or number field is the key; messages without it are refused, naming the line", () => {
+    expect(messageEffectKey(message('{"orderId":"o-1"}'), "orderId")).toBe("o-1");
+    expect(messageEffectKey(message('{"orderId":7}'), "orderId")).toBe("7");
+    for (const body of ['{"id":"o-1"}', '{"orderId":{"x":1}}', "not json", '"orderId"'])
+      expect(() => messageEffectKey(message(body), "orderId")).toThrow(
+        new OptionsError(
+          'orders.jsonl:2: --effects matches rows to a message by its body\'s "orderId", and this body has no ' +
+            'string or number "orderId"',
+        ),
+      );
+    // Own fields only: the field name is a command-line argument.
+    expect(() => messageEffectKey(message("{}"), "constructor")).toThrow(OptionsError);
   });
 });

@@ -131,15 +131,15 @@ describe("durable checks D1–D3", () => {
     });
   });
 
-  it("D2 orders a dedupe-only dispatcher's S3 starts by their sequencer, and cannot order positionless messages", () => {
+  it("D2 orders a dedupe-only dispatcher's S3 starts by their sequencer; positionless messages have no order to keep", () => {
     const starts = [s3Start("a", "0B", { ordered: false }), s3Start("a", "0A", { ordered: false })];
     expect(byId(checkDurable({ starts, invokes: started(starts) })).D2?.status).toBe("fail");
     const messages = [messageStart("order-1", "m1", null), messageStart("order-1", "m2", null)];
     const checks = byId(checkDurable({ starts: messages, invokes: started(messages) }));
     expect(checks.D1?.status).toBe("pass");
     expect(checks.D2).toMatchObject({
-      status: "not checked",
-      detail: expect.stringMatching(/no start carries a position/),
+      status: "n/a",
+      detail: expect.stringMatching(/no start carries a position .*: the dispatcher deduplicates only/),
     });
     const ordered = [messageStart("order-2", "v1", "001"), messageStart("order-2", "v2", "002")];
     expect(byId(checkDurable({ starts: ordered, invokes: started(ordered) })).D2?.status).toBe("pass");
@@ -154,6 +154,19 @@ describe("durable checks D1–D3", () => {
     expect(d3).toMatchObject({ status: "fail", detail: expect.stringMatching(/FAILED, Error: boom/) });
     const never = byId(checkDurable({ starts, invokes: started(starts), executions: ok.slice(0, 1) })).D3;
     expect(never).toMatchObject({ status: "fail", detail: expect.stringMatching(/never ran/) });
+  });
+
+  it("payloads without an execution envelope (a hand-rolled dispatcher): D1 and D2 not checked, saying why", () => {
+    const raw = [start("order-a", { orderId: "o-1" }), start("order-b", { orderId: "o-1" })];
+    const checks = byId(checkDurable({ starts: raw, invokes: started(raw) }));
+    expect(checks.D1).toMatchObject({
+      status: "not checked",
+      detail: "none of the 2 starts' payloads names its event (no execution envelope, no S3 event)",
+    });
+    expect(checks.D2).toMatchObject({
+      status: "not checked",
+      detail: "none of the 2 starts' payloads names its subject (no execution envelope, no S3 event)",
+    });
   });
 
   it("has nothing to judge without starts, and says why (the refused Invokes)", () => {

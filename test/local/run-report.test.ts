@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { buildRunReport, type RunFindings } from "../../src/cli/run/report.js";
+import type { InvariantCheck } from "../../src/cli/run/invariants.js";
+import { buildRunReport, formatRunReport, type RunFindings } from "../../src/cli/run/report.js";
 import type { TraceEvent } from "../../src/sim/live/trace.js";
 
 /** A run the runner traced as slow with no fault point reached (the slowness struck after the handler returned). */
@@ -68,5 +69,34 @@ describe("eonce run's fault point warning", () => {
     const [warning] = faultPointWarnings(findings([missed("ran")], []));
     expect(warning).toContain('import { faultPoint } from "effectively-once/local"');
     expect(warning).not.toMatch(/\d+\.\d+\.\d+/);
+  });
+});
+
+describe("eonce run's result line", () => {
+  const check = (id: InvariantCheck["id"], status: InvariantCheck["status"]): InvariantCheck => ({
+    id,
+    title: id,
+    status,
+    detail: "",
+  });
+  const resultLine = (invariants: InvariantCheck[]) => {
+    const report = buildRunReport({ ...findings([], []), invariants });
+    return { report, line: formatRunReport(report).split("\n").at(-1) };
+  };
+
+  it("names the checks not made: unknown, not ok", () => {
+    const { report, line } = resultLine([
+      check("I1", "not checked"),
+      check("I2", "n/a"),
+      check("I3", "not checked"),
+    ]);
+    expect(report).toMatchObject({ result: "unknown", ok: false });
+    expect(line).toBe("result         unknown: I1, I3 not checked, so not ok (exit 3 under --strict)");
+  });
+
+  it("ok when every check that applies passed; n/a leaves it ok", () => {
+    const { report, line } = resultLine([check("I1", "pass"), check("I2", "n/a")]);
+    expect(report).toMatchObject({ result: "ok", ok: true });
+    expect(line).toBe("result         ok");
   });
 });

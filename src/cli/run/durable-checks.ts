@@ -15,7 +15,8 @@ import type { RunCheck } from "./invariants.js";
  * An event is told by its payload: the S3 event's own fields (bucket, key, version, sequencer, operation) when the
  * payload carries them, else the `execution` envelope's subject and identity (`dispatchedExecution`). Its subject and
  * position are the envelope's; an S3 event without a position in its envelope (a dispatcher in dedupe-only mode) is
- * ordered by its sequencer.
+ * ordered by its sequencer. Payloads that name no event (no envelope: a hand-rolled dispatcher) leave D1 and D2 `not
+ * checked`, and the run's result unknown; envelopes without any position leave D2 `n/a` (no order to keep).
  */
 export type DurableCheck = RunCheck<"D1" | "D2" | "D3">;
 
@@ -182,9 +183,18 @@ function inOrder(views: readonly StartView[], events: DurableCheckInputs["events
   }
   const newest = newestChecks(bySubject, events);
   problems.push(...newest.problems);
+  if (bySubject.size === 0) {
+    const detail = `none of the ${views.length} starts' payloads names its subject (no execution envelope, no S3 event)`;
+    return check("D2", "not checked", detail);
+  }
   if (bySubject.size === unordered) {
-    const detail = `no start carries a position (${unordered} subject(s)): the order cannot be told`;
-    return check("D2", problems.length ? "fail" : "not checked", [...problems, detail].join("; "));
+    // Envelopes without a position: a dispatcher in dedupe-only mode, whose events have no order to keep.
+    const dedupeOnly = views.every((v) => v.execution !== undefined && v.execution.position === null);
+    const detail = dedupeOnly
+      ? `no start carries a position (${unordered} subject(s)): the dispatcher deduplicates only, no order to keep`
+      : `no start carries a position (${unordered} subject(s)): the order cannot be told`;
+    const status = problems.length ? "fail" : dedupeOnly ? "n/a" : "not checked";
+    return check("D2", status, [...problems, detail].join("; "));
   }
   const notes = [
     ...(unordered ? [`${unordered} subject(s) without positions not checked`] : []),

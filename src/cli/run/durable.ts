@@ -9,7 +9,7 @@ import { type DurableReport, durableReport } from "./durable-report.js";
 import { describeLoadError, firstLine } from "./errors.js";
 import { handlerPath } from "./load-handler.js";
 import { type Classified, gotThrough } from "./outcomes.js";
-import type { RunReport } from "./report.js";
+import { type RunReport, verdict } from "./report.js";
 
 /**
  * `eonce run` with a durable dispatcher: the local Lambda endpoint records the starts (with the run's invoke faults),
@@ -192,8 +192,9 @@ function executionError(result: TestResult): string {
   }
 }
 
-/** The report with its durable part; a failed check makes it fail. */
+/** The report with its durable part, its result judged on the durable checks too. */
 export function withDurable(report: RunReport, durable: DurableReport | undefined): RunReport {
   if (!durable) return report;
-  return { ...report, durable, ok: report.ok && !durable.checks.some((c) => c.status === "fail") };
+  const checks = [...report.invariants, ...durable.checks];
+  return { ...report, durable, ...verdict(checks, report.unsuccessful.total) };
 }

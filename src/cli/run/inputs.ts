@@ -2,7 +2,7 @@ import { stat } from "node:fs/promises";
 import { OptionsError } from "../../core/errors.js";
 import { createPrng } from "../../sim/prng.js";
 import { eventBridgeDetail } from "./envelopes.js";
-import { checkMessagesFor, type ReplayMessage, readMessages } from "./messages.js";
+import { checkMessagesFor, messageEffectKey, type ReplayMessage, readMessages } from "./messages.js";
 import {
   generatedObjects,
   objectsFromFolder,
@@ -23,6 +23,8 @@ export async function readInputs(o: ResolvedRunOptions): Promise<Inputs> {
     const messages = await readMessages(o.messages);
     checkMessagesFor(messages, o.fifo, o.source);
     if (o.source === "eventbridge") for (const m of messages) eventBridgeDetail(m);
+    const effects = o.effects;
+    if (effects) for (const m of messages) messageEffectKey(m, effects.attribute);
     return { kind: "messages", messages };
   }
   for (const [flag, folder] of [

@@ -1,14 +1,19 @@
 import { INVARIANT_CATALOGUE, type InvariantId } from "../../core/invariants.js";
 import { normalizeSequencer } from "../../core/position.js";
+import type { StateRecord } from "../../core/state.js";
 import { claimedAtMs } from "../../core/state-admin.js";
-import { type Classified, gotThrough } from "./outcomes.js";
+import { type Classified, type EventOutcomes, gotThrough } from "./outcomes.js";
 import { type ReadState, RUN_STATE_LIMIT, type RunState } from "./state.js";
 
-/** One check of `eonce run`'s report (the invariants I1–I4, the durable checks D1–D3): a failed one fails the run. */
+/**
+ * One check of `eonce run`'s report (the invariants I1–I4, the durable checks D1–D3). `fail` fails the run; `not
+ * checked` (the check could not be made: a flag missing, nothing to judge) leaves its result unknown; `n/a` is a check
+ * that does not apply to this run (I2 for messages, whose positions are the handler's; D2 for events without one).
+ */
 export interface RunCheck<Id extends string = string> {
   id: Id;
   title: string;
-  status: "pass" | "fail" | "not checked";
+  status: "pass" | "fail" | "not checked" | "n/a";
   detail: string;
 }
 
@@ -18,10 +23,21 @@ export interface RunCheck<Id extends string = string> {
  */
 export type InvariantCheck = RunCheck<Extract<InvariantId, "I1" | "I2" | "I3" | "I4">>;
 
+/** The effects table I1 counts (`--effects table:attribute[:step]`) and its rows. */
+export interface EffectRows {
+  table: string;
+  /** The attribute holding the event's key: an S3 event's sequencer, a message's body field of that name. */
+  attribute: string;
+  /** Durable steps: the attribute naming the step that wrote the row; rows are then counted per (event, step). */
+  step?: string | undefined;
+  rows: Record<string, unknown>[];
+  /** Message runs: each event's key (its body's `attribute`), by event id; S3 events are keyed by their sequencer. */
+  keys?: ReadonlyMap<string, string>;
+}
+
 export interface CheckInputs {
   classified: Classified;
-  /** Rows of the effects table (`--effects table:attribute`), with the attribute holding the event's sequencer. */
-  effects?: { table: string; attribute: string; rows: Record<string, unknown>[] };
+  effects?: EffectRows;
   /** The guard's state, read through its store's admin (`--state-store`, `--state-table`; state.ts). */
   state?: RunState;
   /** S3 runs: the input bucket (subjects are `bucket/key`). Message runs have none. */
@@ -46,19 +62,9 @@ function exactlyOnce({ classified, effects }: CheckInputs): InvariantCheck {
       problems.push(`${twice.length} event(s) reported processed more than once (${twice[0]?.key})`);
   }
   if (effects) {
-    const counts = new Map<string, number>();
-    for (const row of effects.rows) {
-      // Own attributes only: the attribute name is a command-line argument (`constructor` is not a column).
-      const v = String(Object.hasOwn(row, effects.attribute) ? row[effects.attribute] : undefined);
-      counts.set(v, (counts.get(v) ?? 0) + 1);
-    }
-    const extra = events.filter((e) => (counts.get(e.sequencer ?? e.id) ?? 0) > 1);
-    const none = events.filter((e) => (counts.get(e.sequencer ?? e.id) ?? 0) === 0);
-    evidence.push(`${effects.table}: ${effects.rows.length} rows for ${events.length} events`);
-    if (extra.length > 0)
-      problems.push(`${extra.length} event(s) with more than one row in ${effects.table} (${extra[0]?.key})`);
-    if (none.length > 0)
-      problems.push(`${none.length} event(s) without a row in ${effects.table} (${none[0]?.key})`);
+    const found = countEffects(effects, events);
+    evidence.push(found.evidence);
+    problems.push(...found.problems);
   }
   if (!classified.detailed && !effects) {
     return {
@@ -79,6 +85,44 @@ function exactlyOnce({ classified, effects }: CheckInputs): InvariantCheck {
 }
 
 /**
+ * Rows per event in the effects table: each event (events sharing a key are one: a message resent with the same
+ * order id) must have a row, and none more than one (with `step`, more than one per step).
+ */
+function countEffects(effects: EffectRows, events: readonly EventOutcomes[]) {
+  const { table, attribute, step } = effects;
+  // Own attributes only: the attribute name is a command-line argument (`constructor` is not a column).
+  const own = (row: Record<string, unknown>, name: string) =>
+    String(Object.hasOwn(row, name) ? row[name] : undefined);
+  const counts = new Map<string, Map<string, number>>();
+  for (const row of effects.rows) {
+    const perStep = counts.get(own(row, attribute)) ?? new Map<string, number>();
+    const at = step === undefined ? "" : own(row, step);
+    perStep.set(at, (perStep.get(at) ?? 0) + 1);
+    counts.set(own(row, attribute), perStep);
+  }
+  const byKey = new Map<string, EventOutcomes>();
+  for (const e of events) {
+    const key = effects.keys?.get(e.id) ?? e.sequencer ?? e.id;
+    if (!byKey.has(key)) byKey.set(key, e);
+  }
+  const extra: EventOutcomes[] = [];
+  const none: EventOutcomes[] = [];
+  for (const [key, e] of byKey) {
+    const perStep = [...(counts.get(key)?.values() ?? [])];
+    if (perStep.length === 0) none.push(e);
+    else if (perStep.some((n) => n > 1)) extra.push(e);
+  }
+  const per = step === undefined ? "" : ` (counted per ${step})`;
+  const problems: string[] = [];
+  if (extra.length > 0)
+    problems.push(
+      `${extra.length} event(s) with more than one row${step === undefined ? "" : " for one step"} in ${table} (${extra[0]?.key})`,
+    );
+  if (none.length > 0) problems.push(`${none.length} event(s) without a row in ${table} (${none[0]?.key})`);
+  return { problems, evidence: `${table}: ${effects.rows.length} rows for ${byKey.size} events${per}` };
+}
+
+/**
  * Why I1 has nothing to judge, or undefined: no event at all, or none reported processed and no effect row. A check
  * of zero effects would pass whatever the handler does.
  */
@@ -92,13 +136,21 @@ function nothingProcessed(
   return `no event was processed: none of the ${events.length} events was reported processed`;
 }
 
-/** The records I2 and I3 read, or their check when there are none: the state was not named, or was unreadable. */
-function recordsFor(id: "I2" | "I3", title: string, state: RunState | undefined): ReadState | InvariantCheck {
+/**
+ * The records I2 and I3 read, or their check when there are none to judge: the state was not named, is unreadable,
+ * or holds nothing of this run although events were processed. The last two fail, so that a run pointed at the wrong
+ * place (another table, file or key prefix than the handler's) does not pass.
+ */
+function recordsFor(
+  id: "I2" | "I3",
+  title: string,
+  state: RunState | undefined,
+  classified: Classified,
+): ReadState | InvariantCheck {
   if (!state) {
     const detail = "pass --state-table or --state-store to read the guard's state";
     return { id, title, status: "not checked", detail };
   }
-  // Asked for and unreadable: a failure, so that a run pointed at the wrong place does not pass.
   if ("error" in state)
     return {
       id,
@@ -106,21 +158,42 @@ function recordsFor(id: "I2" | "I3", title: string, state: RunState | undefined)
       status: "fail",
       detail: `cannot read the guard's state (${state.where}): ${state.error}`,
     };
+  const handled = handledEvents(classified);
+  if (handled.count > 0 && thisRuns(state).length === 0) {
+    const older = state.records.length ? ` (${state.records.length} record(s) of earlier runs only)` : "";
+    const detail =
+      `no state record of this run in ${state.where}${older}, though ${handled.count} event(s) ${handled.how}: ` +
+      "the run reads another place than the handler writes to (its --state-store, --state-table, --schema, " +
+      "--state-file or --key-prefix)";
+    return { id, title, status: "fail", detail };
+  }
   return state;
+}
+
+/** Events this run handled, so that the guard recorded them: reported processed, or acknowledged by a plain handler. */
+function handledEvents(classified: Classified): { count: number; how: string } {
+  const events = [...classified.perEvent.values()];
+  const how = classified.detailed ? "processed" : "acknowledged";
+  return { count: events.filter((e) => e.outcomes.includes(how)).length, how };
+}
+
+/** The records claimed during this run: one last claimed before it (a store that outlives runs) is another run's. */
+function thisRuns(read: ReadState): StateRecord[] {
+  return read.records.filter((r) => (claimedAtMs(r.fence) ?? read.sinceMs) >= read.sinceMs);
 }
 
 function monotonic({ classified, state, bucket }: CheckInputs): InvariantCheck {
   const title = `${INVARIANT_CATALOGUE.I2.title} (final position is the newest event's)`;
-  const read = recordsFor("I2", title, state);
-  if ("id" in read) return read;
   if (bucket === undefined) {
     return {
       id: "I2",
       title,
-      status: "not checked",
+      status: "n/a",
       detail: "message positions are derived by the handler, not known from outside",
     };
   }
+  const read = recordsFor("I2", title, state, classified);
+  if ("id" in read) return read;
   if (read.byRow) {
     const detail =
       "records are named by their rows (--row-key without --row-key-inverse): their subjects are unknown";
@@ -156,13 +229,12 @@ function monotonic({ classified, state, bucket }: CheckInputs): InvariantCheck {
   return stateVerdict("I2", title, read, finding, behind.length > 0, skipped);
 }
 
-function liveness({ state }: CheckInputs): InvariantCheck {
+function liveness({ state, classified }: CheckInputs): InvariantCheck {
   const title = `${INVARIANT_CATALOGUE.I3.title} (no subject left held)`;
-  const read = recordsFor("I3", title, state);
+  const read = recordsFor("I3", title, state, classified);
   if ("id" in read) return read;
   // A record last claimed before the run is not this run's to finish (a store that outlives runs: SQL, a file).
-  const before = (r: { fence: number }) => (claimedAtMs(r.fence) ?? read.sinceMs) < read.sinceMs;
-  const mine = read.records.filter((r) => !before(r));
+  const mine = thisRuns(read);
   const older = read.records.length - mine.length;
   const held = mine.filter((r) => r.status === "running");
   const notCounted = older ? `; ${older} record(s) last claimed before this run not counted` : "";

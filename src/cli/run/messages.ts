@@ -94,3 +94,41 @@ export function checkMessagesFor(messages: ReplayMessage[], fifo: boolean, via: 
     }
   }
 }
+
+/**
+ * The key `--effects <table>:<attribute>` matches a message's rows by: its body's field `attribute` (the body a JSON
+ * object, the field a string or a number), as a handler copies it into each row it writes (an order's `orderId`).
+ * Messages with the same key are one event to I1 (a producer's resend of one order). Throws naming the message.
+ */
+export function messageEffectKey(m: ReplayMessage, attribute: string): string {
+  let body: unknown;
+  try {
+    body = JSON.parse(m.body);
+  } catch {
+    body = undefined;
+  }
+  const value =
+    typeof body === "object" && body !== null && Object.hasOwn(body, attribute)
+      ? (body as Record<string, unknown>)[attribute]
+      : undefined;
+  if (typeof value === "string" || typeof value === "number") return String(value);
+  throw new OptionsError(
+    `${m.label}: --effects matches rows to a message by its body's "${attribute}", and this body has no string ` +
+      `or number "${attribute}"`,
+  );
+}
+
+/** Each sent message's effect key, by its correlation id (`sent`: correlation id → label). */
+export function effectKeys(
+  sent: ReadonlyMap<string, string>,
+  messages: readonly ReplayMessage[],
+  attribute: string,
+): Map<string, string> {
+  const byLabel = new Map(messages.map((m) => [m.label, m]));
+  const keys = new Map<string, string>();
+  for (const [id, label] of sent) {
+    const m = byLabel.get(label);
+    if (m) keys.set(id, messageEffectKey(m, attribute));
+  }
+  return keys;
+}

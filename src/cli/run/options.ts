@@ -75,8 +75,11 @@ export interface RunHandlerOptions {
   keyPrefix?: StateConnectionOptions["keyPrefix"];
   /** An output bucket to create; sets OUTPUT_BUCKET unless `env` has it. */
   outputBucket?: string;
-  /** Rows of this table carry each event's sequencer (messages: its correlation id) in `attribute`: for I1. */
-  effects?: { table: string; attribute: string };
+  /**
+   * For I1: rows of this table carry their event's key in `attribute` (an S3 event's sequencer; a message's body
+   * field of that name) and, for durable steps, the step that wrote them in `step` (rows counted per event and step).
+   */
+  effects?: { table: string; attribute: string; step?: string };
   /** The handler's environment (on top of the endpoints). */
   env?: Record<string, string>;
   timeoutMs?: number;
@@ -157,10 +160,14 @@ export const RUN_OPTIONS = schemaFor<RunHandlerOptions>()({
   stateFile: STATE_CONNECTION_OPTIONS.file,
   stateUrl: STATE_CONNECTION_OPTIONS.url,
   outputBucket: string({ doc: "create an output bucket and set OUTPUT_BUCKET" }),
-  effects: custom<{ table: string; attribute: string }>(
-    "{table, attribute}",
-    (v) => isRecord(v) && isText(v.table) && isText(v.attribute),
-    { doc: "rows of this table hold their event's sequencer in attribute (I1)" },
+  effects: custom<{ table: string; attribute: string; step?: string }>(
+    "{table, attribute, step?}",
+    (v) => isRecord(v) && isText(v.table) && isText(v.attribute) && (v.step === undefined || isText(v.step)),
+    {
+      doc:
+        "count rows per event for I1: attribute holds an S3 event's sequencer, or a message's body field of that " +
+        "name; step (durable steps) the step that wrote the row",
+    },
   ),
   env: custom<Record<string, string>>(
     "an object of strings",
@@ -210,7 +217,6 @@ export function resolveRunOptions(options: RunHandlerOptions): ResolvedRunOption
   if (o.messages !== undefined) {
     rule(o.source !== "direct", "--messages go through --source sqs, sns-sqs or eventbridge");
     rule(!o.reuploads, "--reupload is for uploads, not --messages");
-    rule(!o.effects, "--effects counts rows per S3 event; not with --messages");
   } else {
     rule(o.source !== "sns-sqs", "--source sns-sqs replays --messages (S3 → SNS → SQS is not modelled)");
   }

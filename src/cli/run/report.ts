@@ -2,7 +2,7 @@ import type { TraceEvent } from "../../sim/live/trace.js";
 import { decodeS3NotificationKey } from "../../sources/key-encoding.js";
 import { type DurableReport, formatDurable } from "./durable-report.js";
 import { type ErrorSummary, summarizeErrors } from "./errors.js";
-import type { InvariantCheck } from "./invariants.js";
+import type { InvariantCheck, RunCheck } from "./invariants.js";
 import type { RunSource } from "./options.js";
 import {
   type Classified,
@@ -42,7 +42,9 @@ export interface RunReport {
    * the executions' ends and the checks D1–D3 (durable-checks.ts).
    */
   durable?: DurableReport;
-  /** No invariant or durable check failed and every event got through: the exit code is 0 only then. */
+  /** `ok`, `unknown` (a check not made, none failed) or `fail` (see runResult). */
+  result: RunResult;
+  /** `result` is `ok`: every check that applies ran and passed, and every event got through. */
   ok: boolean;
   durationMs: number;
 }
@@ -91,9 +93,46 @@ export function buildRunReport(f: RunFindings): RunReport {
     errors: summarizeErrors(f.errors),
     warnings: warnings(f.errors, f.source, missedFaultPoint),
     invariants: f.invariants,
-    ok: unsuccessful.total === 0 && !f.invariants.some((c) => c.status === "fail"),
+    ...verdict(f.invariants, unsuccessful.total),
     durationMs: Date.now() - f.startedMs,
   };
+}
+
+/**
+ * A run's result: `fail` when a check failed or an event never got through; else `unknown` when a check that applies
+ * was not made (`not checked`: a flag missing, nothing to judge), since a check not made would pass whatever the
+ * handler does; else `ok`. A check that does not apply to the run (`n/a`) leaves it ok.
+ */
+export type RunResult = "ok" | "unknown" | "fail";
+
+/** The result and `ok` of a run with these checks (invariants and durable checks) and events never through. */
+export function verdict(
+  checks: readonly RunCheck[],
+  unsuccessful: number,
+): { result: RunResult; ok: boolean } {
+  const result: RunResult =
+    unsuccessful > 0 || checks.some((c) => c.status === "fail")
+      ? "fail"
+      : checks.some((c) => c.status === "not checked")
+        ? "unknown"
+        : "ok";
+  return { result, ok: result === "ok" };
+}
+
+/**
+ * `eonce run`'s exit code: 0 ok, 1 fail; an unknown result 3 under `--strict`, else 0 (its report says `unknown`).
+ * Usage and start-up errors exit 2 before any report.
+ */
+export function runExitCode(report: Pick<RunReport, "result">, strict: boolean): number {
+  if (report.result === "ok") return 0;
+  if (report.result === "fail") return 1;
+  return strict ? 3 : 0;
+}
+
+/** `--strict` when neither `--strict` nor `--no-strict` is given: on when the `CI` variable is set (not `false`/`0`). */
+export function strictByDefault(env: NodeJS.ProcessEnv = process.env): boolean {
+  const ci = env.CI?.trim().toLowerCase();
+  return ci !== undefined && ci !== "" && ci !== "false" && ci !== "0";
 }
 
 /** The input bucket's S3 events, as notified (keys decoded: the notification form-URL-encodes them). */
@@ -191,10 +230,13 @@ export function formatRunReport(r: RunReport): string {
     ...(failed.length ? [`${failed.join(", ")} failed`] : []),
   ];
   const first = r.errors[0];
+  const notChecked = checks.filter((c) => c.status === "not checked").map((c) => c.id);
   lines.push(
-    r.ok
+    r.result === "ok"
       ? "result         ok"
-      : `result         FAIL: ${why.join("; ")}${first ? `; first error: ${first.error}${first.at ? ` (at ${first.at})` : ""}` : ""}`,
+      : r.result === "unknown"
+        ? `result         unknown: ${notChecked.join(", ")} not checked, so not ok (exit 3 under --strict)`
+        : `result         FAIL: ${why.join("; ")}${first ? `; first error: ${first.error}${first.at ? ` (at ${first.at})` : ""}` : ""}`,
   );
   return lines.join("\n");
 }

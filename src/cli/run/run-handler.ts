@@ -20,6 +20,7 @@ import { describeLoadError } from "./errors.js";
 import { type Inputs, readInputs } from "./inputs.js";
 import { checkInvariants } from "./invariants.js";
 import { handlerPath, loadHandler } from "./load-handler.js";
+import { effectKeys } from "./messages.js";
 import { type ResolvedRunOptions, type RunHandlerOptions, resolveRunOptions } from "./options.js";
 import { classify, type RunCapture } from "./outcomes.js";
 import { buildRunReport, type RunReport } from "./report.js";
@@ -178,14 +179,25 @@ async function drive(
     deadLettered,
   });
   const endpoint = dynamodbEndpointOf(runtime);
+  const bucket = inputs.kind === "objects" ? o.bucket : undefined;
+  // The executions first: their steps write effects that --effects counts.
+  const durableFound = await durable?.finish({ classified, bucket });
   const invariants = checkInvariants({
     classified,
     ...(inputs.kind === "objects" ? { bucket: o.bucket } : {}),
-    ...(o.effects ? { effects: { ...o.effects, rows: await scanTable(ddb, o.effects.table) } } : {}),
+    ...(o.effects
+      ? {
+          effects: {
+            ...o.effects,
+            rows: await scanTable(ddb, o.effects.table),
+            ...(inputs.kind === "messages"
+              ? { keys: effectKeys(sent, inputs.messages, o.effects.attribute) }
+              : {}),
+          },
+        }
+      : {}),
     ...(o.state ? { state: await readRunState(o.state, endpoint, startedMs) } : {}),
   });
-  const bucket = inputs.kind === "objects" ? o.bucket : undefined;
-  const durableFound = await durable?.finish({ classified, bucket });
   const report = buildRunReport({
     handler: o.handler,
     source: o.source,
