@@ -191,6 +191,7 @@ const PUBLIC: Record<string, string[]> = {
     "DurableStartError",
     "DynamoDBStepEffects",
     "NotDispatchedError",
+    "PayloadValueError",
     "PostgresStepEffects",
     "SqliteStepEffects",
     "StepEffects",

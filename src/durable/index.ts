@@ -23,7 +23,12 @@ export {
   durableS3Dispatcher,
   durableSqsDispatcher,
 } from "./dispatcher.js";
-export { DurableExecutionConflictError, DurableStartError, NotDispatchedError } from "./errors.js";
+export {
+  DurableExecutionConflictError,
+  DurableStartError,
+  NotDispatchedError,
+  PayloadValueError,
+} from "./errors.js";
 export { DURABLE_EXECUTION_NAME_PATTERN, durableExecutionName } from "./execution-name.js";
 export type { DurableInvokeInput, DurableInvokeOutput, LambdaInvoker } from "./lambda-invoke.js";
 export {
