@@ -40,10 +40,11 @@ export {
 } from "./payload.js";
 export {
   type ExecutionRef,
+  nextStepIdentity,
   type StepEffectContext,
   type StepEffectOutcome,
   StepEffects,
   type StepHost,
 } from "./step-effects.js";
-export type { FenceHolder } from "./step-keys.js";
+export type { FenceHolder, StepIdentity, StepRef } from "./step-keys.js";
 export type { StepEffectsCommonOptions } from "./step-options.js";
