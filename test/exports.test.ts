@@ -191,6 +191,7 @@ const PUBLIC: Record<string, string[]> = {
     "DurableStartError",
     "DynamoDBStepEffects",
     "NotDispatchedError",
+    "PayloadValueError",
     "PostgresStepEffects",
     "SqliteStepEffects",
     "StepEffects",
@@ -202,6 +203,7 @@ const PUBLIC: Record<string, string[]> = {
     "durableExecutionName",
     "durableS3Dispatcher",
     "durableSqsDispatcher",
+    "nextStepIdentity",
   ],
   "./observe": [
     "CORRELATION_ID_KEY",

@@ -5,7 +5,7 @@ import cliProgress from "cli-progress";
 import { Command, CommanderError, InvalidArgumentError } from "commander";
 import type { StoreName } from "../engines/registry.js";
 import { INLINE_STORE_NAMES, isStoreName, STORE_NAMES } from "../engines/registry.js";
-import { BROKEN_ROW_KEYS, BROKEN_STORES } from "../sim/broken.js";
+import { BROKEN_ROW_KEYS, BROKEN_STEPS, BROKEN_STORES } from "../sim/broken.js";
 import { type CampaignSummary, replay, runCampaign } from "../sim/campaign.js";
 import { EXHAUSTIVE_CASES, explore, replayPath } from "../sim/exhaustive.js";
 import { INVARIANTS, type Violation } from "../sim/observer.js";
@@ -24,6 +24,7 @@ interface ChaosOptions {
   concurrency?: number;
   failover?: boolean;
   waitForReplicas?: boolean;
+  durable?: boolean;
 }
 
 /**
@@ -49,7 +50,7 @@ export function registerChaos(program: Command): void {
     .option("--replay-path <case:choices>", "replay one exhaustive history (as printed for its violations)")
     .option(
       "--break <name>",
-      `wrap the store in a deliberately broken one: ${Object.keys(BROKEN_STORES).join(", ")}; or, on the inline stores, map rows with a broken mapping: ${Object.keys(BROKEN_ROW_KEYS).join(", ")}`,
+      `wrap the store in a deliberately broken one: ${Object.keys(BROKEN_STORES).join(", ")}; or, on the inline stores, map rows with a broken mapping: ${Object.keys(BROKEN_ROW_KEYS).join(", ")}; or, with --durable, key steps otherwise: ${Object.keys(BROKEN_STEPS).join(", ")}`,
     )
     .option(
       "--unfenced-sink",
@@ -60,6 +61,10 @@ export function registerChaos(program: Command): void {
       "valkey: each history's server fails over once to a replica that lacks the last acknowledged writes (docs/valkey.md)",
     )
     .option("--wait-for-replicas", "with --failover: the store WAITs for the replica after each step")
+    .option(
+      "--durable",
+      "durable histories: the dispatcher, executions replayed in any order, crashing steps, repeated step names, stop (memory, sqlite, postgres, valkey, dynamodb)",
+    )
     .option("--dynamodb-endpoint <url>", "use this running DynamoDB Local instead of starting one")
     .option(
       "--concurrency <n>",
@@ -80,7 +85,9 @@ export function registerChaos(program: Command): void {
 function common(o: ChaosOptions) {
   const broken = o.break ? BROKEN_STORES[o.break] : undefined;
   const rows = o.break ? BROKEN_ROW_KEYS[o.break] : undefined;
-  if (o.break && !broken && !rows) throw new Error(`unknown --break ${o.break}`);
+  const steps = o.break ? BROKEN_STEPS[o.break] : undefined;
+  if (o.break && !broken && !rows && !steps) throw new Error(`unknown --break ${o.break}`);
+  if (steps && !o.durable) throw new Error(`--break ${o.break} needs --durable`);
   if (rows && !(INLINE_STORE_NAMES as readonly StoreName[]).includes(o.store))
     throw new Error(`--break ${o.break} needs --store ${INLINE_STORE_NAMES.join(" or ")}`);
   return {
@@ -90,6 +97,8 @@ function common(o: ChaosOptions) {
     ...(rows ? { rowKey: rows.rowKey } : {}),
     ...(o.unfencedSink ? { unfencedSink: true } : {}),
     ...(o.failover ? { failover: { waitForReplicas: o.waitForReplicas === true } } : {}),
+    ...(o.durable ? { durable: true } : {}),
+    ...(steps ? { nameKeyedSteps: true } : {}),
   };
 }
 
@@ -97,6 +106,7 @@ function common(o: ChaosOptions) {
 function replayCommand(o: ChaosOptions, seed: number): string {
   const extra = [
     o.store !== "memory" ? `--store ${o.store}` : "",
+    o.durable ? "--durable" : "",
     o.break ? `--break ${o.break}` : "",
     o.unfencedSink ? "--unfenced-sink" : "",
     o.failover ? "--failover" : "",

@@ -1,4 +1,4 @@
-import { EffectivelyOnceError } from "../core/errors.js";
+import { EffectivelyOnceError, MalformedEventError } from "../core/errors.js";
 
 /**
  * Lambda refused to start the durable execution: its name was already started with another payload
@@ -35,3 +35,11 @@ export class DurableStartError extends EffectivelyOnceError {
 
 /** A durable handler's payload that the dispatcher did not build (no `effectivelyOnce` envelope). */
 export class NotDispatchedError extends EffectivelyOnceError {}
+
+/**
+ * A payload value JSON cannot carry as it is (`canonicalJson`): sent, it would reach the durable function changed,
+ * and its fingerprint would not see the change. A `MalformedEventError`: the dispatcher routes the event as
+ * malformed (acknowledged and counted on a direct invoke, left to the dead-letter queue on SQS). `path` says where
+ * in the value (`detail.lines[2].price`).
+ */
+export class PayloadValueError extends MalformedEventError {}

@@ -23,7 +23,12 @@ export {
   durableS3Dispatcher,
   durableSqsDispatcher,
 } from "./dispatcher.js";
-export { DurableExecutionConflictError, DurableStartError, NotDispatchedError } from "./errors.js";
+export {
+  DurableExecutionConflictError,
+  DurableStartError,
+  NotDispatchedError,
+  PayloadValueError,
+} from "./errors.js";
 export { DURABLE_EXECUTION_NAME_PATTERN, durableExecutionName } from "./execution-name.js";
 export type { DurableInvokeInput, DurableInvokeOutput, LambdaInvoker } from "./lambda-invoke.js";
 export {
@@ -35,10 +40,11 @@ export {
 } from "./payload.js";
 export {
   type ExecutionRef,
+  nextStepIdentity,
   type StepEffectContext,
   type StepEffectOutcome,
   StepEffects,
   type StepHost,
 } from "./step-effects.js";
-export type { FenceHolder } from "./step-keys.js";
+export type { FenceHolder, StepIdentity, StepRef } from "./step-keys.js";
 export type { StepEffectsCommonOptions } from "./step-options.js";

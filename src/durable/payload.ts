@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import type { Position } from "../core/position.js";
 import type { HandledEvent } from "../lambda/options.js";
-import { NotDispatchedError } from "./errors.js";
+import { NotDispatchedError, PayloadValueError } from "./errors.js";
 import { durableExecutionName } from "./execution-name.js";
 
 /** The envelope's version: a durable handler refuses a payload of another shape. */
@@ -82,20 +82,91 @@ export function dispatchedPayload<D>(
 
 /**
  * JSON with object keys sorted at every level: the same value gives the same bytes whatever order its builder
- * wrote the keys in (Lambda compares payloads byte for byte). Throws on values JSON cannot carry as they are.
+ * wrote the keys in (Lambda compares payloads byte for byte). Only values JSON carries as they are: whatever it
+ * accepts, `JSON.parse` gives back equal (an object property whose value is `undefined` counts as absent, as JSON
+ * writes it). Anything else is a `PayloadValueError` naming where it is, so that neither the payload nor its
+ * fingerprint can differ from the value built: a non-finite number or -0, a bigint, function or symbol, `undefined`
+ * in an array or as the whole value, a sparse array or one with other own properties, an object that is not plain
+ * (a `Date`, `Map`, `Set`, typed array, boxed primitive, class instance: JSON writes another value or `{}`), a
+ * symbol key, a non-enumerable or accessor property, an own `"__proto__"` key (JSON.parse makes it an own property,
+ * an object literal or assignment the prototype), and a cycle.
  */
 export function canonicalJson(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) => {
-    if (typeof v === "bigint" || typeof v === "function" || typeof v === "symbol") {
-      throw new TypeError(`a payload cannot carry a ${typeof v}`);
-    }
-    if (v === null || typeof v !== "object" || Array.isArray(v)) return v;
-    const sorted: Record<string, unknown> = {};
-    for (const k of Object.keys(v).sort()) sorted[k] = (v as Record<string, unknown>)[k];
-    return sorted;
-  });
+  if (value === undefined) throw new PayloadValueError("undefined is not JSON", "");
+  return canonical(value, "", new Set());
 }
 
+function canonical(v: unknown, path: string, open: Set<object>): string {
+  if (v === null || typeof v === "boolean" || typeof v === "string") return JSON.stringify(v);
+  if (typeof v === "number") {
+    if (!Number.isFinite(v)) throw new PayloadValueError(`${v} is not a JSON number`, path);
+    if (Object.is(v, -0)) throw new PayloadValueError("-0 is written as 0 by JSON: pass 0", path);
+    return JSON.stringify(v);
+  }
+  if (typeof v !== "object") throw new PayloadValueError(`a payload cannot carry a ${typeof v}`, path);
+  if (open.has(v)) throw new PayloadValueError("a cycle: JSON is a tree", path);
+  open.add(v);
+  try {
+    return Array.isArray(v) ? canonicalArray(v, path, open) : canonicalObject(v, path, open);
+  } finally {
+    open.delete(v);
+  }
+}
+
+function canonicalArray(v: unknown[], path: string, open: Set<object>): string {
+  if (Object.getPrototypeOf(v) !== Array.prototype) {
+    throw new PayloadValueError("an array of a subclass: JSON gives back a plain array", path);
+  }
+  const keys = Reflect.ownKeys(v);
+  if (keys.length !== v.length + 1) {
+    throw new PayloadValueError(
+      keys.length < v.length + 1
+        ? "a sparse array: JSON writes its holes as null"
+        : "an array with other own properties: JSON drops them",
+      path,
+    );
+  }
+  const items: string[] = [];
+  for (let i = 0; i < v.length; i++) {
+    const at = `${path}[${i}]`;
+    if (v[i] === undefined) throw new PayloadValueError("undefined in an array: JSON writes null", at);
+    items.push(canonical(v[i], at, open));
+  }
+  return `[${items.join(",")}]`;
+}
+
+function canonicalObject(v: object, path: string, open: Set<object>): string {
+  const proto = Object.getPrototypeOf(v);
+  if (proto !== Object.prototype && proto !== null) {
+    const name = (proto as { constructor?: { name?: string } }).constructor?.name || "an object";
+    throw new PayloadValueError(`a ${name} is not a plain object: JSON writes another value`, path);
+  }
+  const fields = new Map<string, string>();
+  for (const key of Reflect.ownKeys(v)) {
+    const at = path ? `${path}.${String(key)}` : String(key);
+    if (typeof key === "symbol") throw new PayloadValueError("a symbol key: JSON drops it", at);
+    if (key === "__proto__") throw new PayloadValueError('an own "__proto__" key', at);
+    const d = Object.getOwnPropertyDescriptor(v, key) as PropertyDescriptor;
+    if (!d.enumerable || !("value" in d)) {
+      throw new PayloadValueError("a non-enumerable or accessor property: pass plain data", at);
+    }
+    if (d.value === undefined) continue; // absent, as JSON writes it
+    fields.set(key, `${JSON.stringify(key)}:${canonical(d.value, at, open)}`);
+  }
+  return `{${keyOrder([...fields.keys()])
+    .map((k) => fields.get(k))
+    .join(",")}}`;
+}
+
+/**
+ * The keys in the order the first version wrote them (the guard keeps fingerprints of these bytes): sorted, then
+ * as an object enumerates them, which puts integer-like keys first, in numeric order.
+ */
+function keyOrder(keys: string[]): string[] {
+  const o: Record<string, true> = Object.create(null);
+  for (const k of keys.sort()) o[k] = true;
+  return Object.keys(o);
+}
 /** SHA-256 (base64url) of a payload's canonical JSON: the guard's payload fingerprint. */
 export function payloadDigest(json: string): string {
   return createHash("sha256").update(json, "utf8").digest("base64url");

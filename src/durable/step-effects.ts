@@ -1,6 +1,7 @@
 import type { StepConfig } from "@aws/durable-execution-sdk-js";
 import { clockFence } from "../core/acquire.js";
-import { TransactionLimitError, UnsupportedAtomicWriteError } from "../core/errors.js";
+import { type Clock, systemClock } from "../core/clock.js";
+import { OptionsError, TransactionLimitError, UnsupportedAtomicWriteError } from "../core/errors.js";
 import { OUTCOMES } from "../core/outcomes.js";
 import type { Position } from "../core/position.js";
 import { parseResult } from "../core/result.js";
@@ -8,7 +9,14 @@ import type { AtomicWrite, WriteOutcome } from "../core/store.js";
 import { Observer } from "../observe/observer.js";
 import { type DispatchedExecution, type DispatchedPayload, dispatchedExecution } from "./payload.js";
 import type { StepEffectsEngine } from "./step-engine.js";
-import { type FenceHolder, markerKey, positionOf } from "./step-keys.js";
+import {
+  type FenceHolder,
+  markerKey,
+  positionOf,
+  type StepIdentity,
+  type StepRef,
+  stepNameOf,
+} from "./step-keys.js";
 import type { StepEffectsCommonOptions } from "./step-options.js";
 import { serializeStepResult } from "./step-result.js";
 
@@ -16,6 +24,8 @@ import { serializeStepResult } from "./step-result.js";
 export interface StepEffectContext<W extends AtomicWrite = AtomicWrite> {
   executionName: string;
   stepName: string;
+  /** The durable SDK's operation id of the step (`step`, or `apply` given a `StepIdentity`); undefined for a key. */
+  stepId: string | undefined;
   subject: string;
   identity: string;
   /** The event's position (a `FenceSource` with `fence`: `sink.atomicPut(ctx, item)` takes this context). */
@@ -42,12 +52,31 @@ export interface StepHost {
   step<T>(name: string, fn: () => Promise<T>, config?: StepConfig<T>): PromiseLike<T>;
 }
 
+/**
+ * The identity the durable SDK gives the next operation of `context`: its name and operation id (the context's
+ * `peekStepId`, the id its next `step` takes; hierarchical inside child contexts and map items). Call it right
+ * before `context.step(name, …)`, to pass to `apply` inside that step. An `OptionsError` for a context that gives no
+ * step ids (not the SDK's `DurableContext`): a step keyed by its name alone would take a second step of that name for
+ * a rerun of the first, and skip it.
+ */
+export function nextStepIdentity(context: StepHost, name: string): StepIdentity {
+  const peek = (context as { peekStepId?: unknown }).peekStepId;
+  if (typeof peek !== "function") {
+    throw new OptionsError(
+      "the durable context gives no step ids (peekStepId of @aws/durable-execution-sdk-js): pass the SDK's DurableContext",
+    );
+  }
+  const id: unknown = peek.call(context);
+  if (typeof id !== "string") throw new OptionsError(`the durable context gave step id ${String(id)}`);
+  return { name, id };
+}
+
 /** Which execution: the payload the dispatcher sent, or the execution it names. */
 export type ExecutionRef = DispatchedPayload | DispatchedExecution;
 
 /**
  * Step effects that land once, on any engine: each guarded step's writes commit in one atomic request of the engine
- * with the step's marker (keyed by execution and step name) and the subject's execution fence. A step that runs again
+ * with the step's marker (keyed by execution and the step's SDK identity) and the subject's execution fence. A step that runs again
  * (a crash after its effects and before the durable SDK's checkpoint, a retry, a second execution of the event) finds
  * its marker and gets its stored result; a step of an execution superseded by a newer position, or stopped, is
  * refused (`stale`). One request per guarded step. Made by an engine: `DynamoDBStepEffects`, `PostgresStepEffects`,
@@ -57,6 +86,7 @@ export class StepEffects<W extends AtomicWrite = AtomicWrite> {
   readonly #engine: StepEffectsEngine<W>;
   readonly #markerSeconds: number;
   readonly #observer: Observer;
+  readonly #clock: Clock;
 
   protected constructor(
     engine: StepEffectsEngine<W>,
@@ -64,6 +94,7 @@ export class StepEffects<W extends AtomicWrite = AtomicWrite> {
   ) {
     this.#engine = engine;
     this.#markerSeconds = options.markerExpiresAfterSeconds;
+    this.#clock = options.clock ?? systemClock;
     this.#observer = new Observer({
       logger: options.logger,
       metrics: options.metrics,
@@ -72,8 +103,9 @@ export class StepEffects<W extends AtomicWrite = AtomicWrite> {
   }
 
   /**
-   * `context.step(stepName, …)` around `apply`: the durable SDK checkpoints the outcome, and a replay returns it
-   * without running anything.
+   * `context.step(stepName, …)` around `apply`, keyed by the step's SDK identity (`nextStepIdentity`): two steps of
+   * one name in an execution (a `charge` per order line) are two steps, each applied once. The durable SDK
+   * checkpoints the outcome, and a replay returns it without running anything.
    */
   step<R>(
     context: StepHost,
@@ -83,31 +115,36 @@ export class StepEffects<W extends AtomicWrite = AtomicWrite> {
     config?: StepConfig<StepEffectOutcome<R>>,
   ): PromiseLike<StepEffectOutcome<R>> {
     const exec = executionOf(execution);
-    this.#markerKey(exec, stepName); // a bad step name throws here, outside the step's retries
-    return context.step(stepName, () => this.apply(exec, stepName, fn), config);
+    const step = nextStepIdentity(context, stepName);
+    this.#markerKey(exec, step); // a bad step name throws here, outside the step's retries
+    return context.step(stepName, () => this.apply(exec, step, fn), config);
   }
 
   /**
    * Inside `context.step`: runs `fn` (which computes the step's writes with `ctx.atCommit` and its result; it runs
    * again whenever the step does, so any other effect of it must be safe to repeat), then one atomic request writes
    * the fence, the marker and the writes. Store failures throw (`StoreError`), for the step's retry strategy.
+   * `step` is the step's SDK identity (`nextStepIdentity(context, name)` before your `context.step`), or a key of
+   * yours naming one step of the execution: two applies with one key are one step (the second a `duplicate`).
    */
   async apply<R>(
     execution: ExecutionRef,
-    stepName: string,
+    step: StepRef,
     fn: (ctx: StepEffectContext<W>) => R | Promise<R>,
   ): Promise<StepEffectOutcome<R>> {
     const exec = executionOf(execution);
-    const marker = this.#markerKey(exec, stepName);
+    const marker = this.#markerKey(exec, step);
+    const stepName = stepNameOf(step);
     const started = performance.now();
     const writes: W[] = [];
     const ctx: StepEffectContext<W> = {
       executionName: exec.executionName,
       stepName,
+      stepId: typeof step === "string" ? undefined : step.id,
       subject: exec.subject,
       identity: exec.identity,
       position: exec.position ?? undefined,
-      fence: clockFence(Date.now(), Math.random()),
+      fence: clockFence(this.#clock.now(), this.#clock.random?.() ?? Math.random()),
       atCommit: (write) => {
         writes.push(this.#check(write));
       },
@@ -118,8 +155,8 @@ export class StepEffects<W extends AtomicWrite = AtomicWrite> {
     return outcome;
   }
 
-  #markerKey(exec: DispatchedExecution, stepName: string): string {
-    return this.#engine.markerKey?.(exec, stepName) ?? markerKey(exec, stepName);
+  #markerKey(exec: DispatchedExecution, step: StepRef): string {
+    return this.#engine.markerKey?.(exec, step) ?? markerKey(exec, step);
   }
 
   /** The write as the engine's, or an `UnsupportedAtomicWriteError` before anything is sent. */
@@ -147,7 +184,7 @@ export class StepEffects<W extends AtomicWrite = AtomicWrite> {
         `a guarded step may fold ${this.#engine.maxWrites} writes, got ${writes.length}`,
       );
     }
-    const nowMs = Date.now();
+    const nowMs = this.#clock.now();
     const answer = await this.#engine.commit({
       execution: exec,
       stepName,
@@ -191,9 +228,9 @@ export class StepEffects<W extends AtomicWrite = AtomicWrite> {
   }
 
   /** Whether a step of an execution was applied, and its stored result (a consistent read; for tests and operators). */
-  async marker(execution: ExecutionRef, stepName: string): Promise<{ applied: boolean; result?: unknown }> {
+  async marker(execution: ExecutionRef, step: StepRef): Promise<{ applied: boolean; result?: unknown }> {
     const exec = executionOf(execution);
-    const found = await this.#engine.readMarker(this.#markerKey(exec, stepName));
+    const found = await this.#engine.readMarker(this.#markerKey(exec, step));
     if (!found) return { applied: false };
     const result = parseResult(found.result);
     return result === undefined ? { applied: true } : { applied: true, result };

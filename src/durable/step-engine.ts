@@ -1,6 +1,6 @@
 import type { AtomicWrite, WriteOutcome } from "../core/store.js";
 import type { DispatchedExecution } from "./payload.js";
-import type { FenceHolder } from "./step-keys.js";
+import type { FenceHolder, StepRef } from "./step-keys.js";
 
 /** One guarded step's atomic request: the fence move, the marker and the writes (src/durable/step-keys.ts). */
 export interface StepCommit<W extends AtomicWrite> {
@@ -44,9 +44,9 @@ export interface StepEffectsEngine<W extends AtomicWrite> {
   checkWrite?(write: W): void;
   /**
    * The marker key where the engine keys it otherwise than `markerKey` of step-keys.ts (a prefix, a hash tag); an
-   * `OptionsError` for a step name it cannot key (thrown outside the step).
+   * `OptionsError` for a step it cannot key (thrown outside the step).
    */
-  markerKey?(execution: DispatchedExecution, stepName: string): string;
+  markerKey?(execution: DispatchedExecution, step: StepRef): string;
   /** The most writes a step may fold (a `TransactionLimitError` above it). */
   readonly maxWrites: number;
   /** One atomic request; store failures throw `StoreError`s. */

@@ -8,9 +8,9 @@ import type { DispatchedExecution } from "./payload.js";
  * - the subject's **execution fence** `f#<state key>` (position, execution): the newest execution of the subject,
  *   moved forward by each guarded step (and by the dispatcher's commit when it is given the effects): a step of an
  *   older position, or of a stopped execution, is refused;
- * - the step's **marker** `m#<execution name>#<step name>`: absent until the step's effects land, with them, in the
- *   same atomic request; it keeps the step's result, returned when the step runs again.
- * Execution names are `[A-Za-z0-9_-]` (no `#`), so a marker key names one execution and step.
+ * - the step's **marker** `m#<execution name>@<step id>#<step name>` (or `m#<execution name>#<step key>`, see
+ *   `markerStep`): absent until the step's effects land, with them, in the same atomic request; it keeps the step's
+ *   result, returned when the step runs again.
  */
 export const FENCE_PREFIX = "f#";
 export const MARKER_PREFIX = "m#";
@@ -33,16 +33,52 @@ export function fenceKey(execution: DispatchedExecution): string {
  */
 export const MAX_MARKER_KEY_BYTES = 2048;
 
-/** The marker's key; a step name that makes it longer than `maxBytes` is an `OptionsError` (thrown outside the step). */
-export function markerKey(
-  execution: DispatchedExecution,
-  stepName: string,
-  maxBytes = MAX_MARKER_KEY_BYTES,
-): string {
-  if (typeof stepName !== "string" || stepName.length === 0) {
+/**
+ * A step as the durable SDK numbers it: its name and its operation id in the execution (`"3"`, `"2-1-4"` inside a
+ * child context or a map item), the same on every replay, so two steps of one name have two ids.
+ */
+export interface StepIdentity {
+  name: string;
+  id: string;
+}
+
+/** A step: its SDK identity, or a key of yours that names one step of the execution (`apply`'s string form). */
+export type StepRef = string | StepIdentity;
+
+/** The SDK's operation ids: decimal counters joined by `-`, one per level of child contexts. */
+const STEP_ID = /^[1-9][0-9]*(-[1-9][0-9]*)*$/;
+
+/** The step's name (its key, for a string). */
+export function stepNameOf(step: StepRef): string {
+  return typeof step === "string" ? step : step.name;
+}
+
+/**
+ * The marker's key after the engine's prefix: `<execution name>#<step key>` for a key of yours, and
+ * `<execution name>@<step id>#<step name>` for an SDK identity. Execution names are `[A-Za-z0-9_-]` and step ids have no
+ * `#`, so each key names one execution and step, and the two forms never meet.
+ */
+export function markerStep(execution: DispatchedExecution, step: StepRef): string {
+  const name = stepNameOf(step);
+  if (typeof name !== "string" || name.length === 0) {
     throw new OptionsError("a guarded step needs a non-empty step name");
   }
-  const key = `${MARKER_PREFIX}${execution.executionName}#${stepName}`;
+  if (typeof step === "string") return `${execution.executionName}#${name}`;
+  if (typeof step.id !== "string" || !STEP_ID.test(step.id)) {
+    throw new OptionsError(
+      `a step id is the durable SDK's operation id ("3", "2-1"), not ${JSON.stringify(step.id)}`,
+    );
+  }
+  return `${execution.executionName}@${step.id}#${name}`;
+}
+
+/** The marker's key; a step that makes it longer than `maxBytes` is an `OptionsError` (thrown outside the step). */
+export function markerKey(
+  execution: DispatchedExecution,
+  step: StepRef,
+  maxBytes = MAX_MARKER_KEY_BYTES,
+): string {
+  const key = `${MARKER_PREFIX}${markerStep(execution, step)}`;
   if (Buffer.byteLength(key, "utf8") > maxBytes) {
     throw new OptionsError(`step name too long for the marker key (${maxBytes} bytes)`);
   }

@@ -1,5 +1,6 @@
 import type { Logger } from "@aws-lambda-powertools/logger";
 import type { Metrics } from "@aws-lambda-powertools/metrics";
+import type { Clock } from "../core/clock.js";
 import { custom, integer, string } from "../core/options.js";
 
 /** The options every engine's step effects take besides its own (the engine's client and table). */
@@ -14,6 +15,11 @@ export interface StepEffectsCommonOptions {
   pipeline?: string;
   logger?: Logger;
   metrics?: Metrics;
+  /**
+   * The clock of the steps' fences and marker times, and the randomness of their fences (`random`, default
+   * Math.random): the guard's `Clock`. Default the system clock; the fault simulator gives virtual time and its seed.
+   */
+  clock?: Clock;
 }
 
 /** The schema fields of `StepEffectsCommonOptions`, spread into each engine's schema. */
@@ -22,4 +28,5 @@ export const STEP_EFFECTS_FIELDS = {
   pipeline: string(),
   logger: custom<Logger>("a Powertools Logger instance", (v) => typeof v === "object" && v !== null),
   metrics: custom<Metrics>("a Powertools Metrics instance", (v) => typeof v === "object" && v !== null),
+  clock: custom<Clock>("a Clock (now, sleep)", (v) => typeof (v as Clock | null)?.now === "function"),
 };

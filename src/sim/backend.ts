@@ -1,6 +1,8 @@
+import type { Clock } from "../core/clock.js";
 import type { StateRecord } from "../core/state.js";
 import type { AtomicWrite, StateStore } from "../core/store.js";
 
+import type { StepEffects } from "../durable/step-effects.js";
 import type { TaggedWrite } from "./faulty-store.js";
 
 /** A row of the fenced sink: the position and fence of the write that landed last. */
@@ -58,6 +60,12 @@ export interface Backend {
    * last writes; returns the faults since the last call, for the run's counts and the trace.
    */
   serverFaults?(): Promise<ServerFault[]>;
+  /**
+   * Durable histories (src/sim/durable-history.ts): the engine's guarded steps on this backend's database, on
+   * `clock` (fences, marker times, randomness), whose atomic request takes `counter` and `sinkAtomic` writes and whose
+   * fence move `store` folds. Quiet: no logs, no metrics.
+   */
+  stepEffects?(clock: Clock): StepEffects;
 }
 
 /** A fault of the server itself (`Backend.serverFaults`). */

@@ -93,6 +93,16 @@ export const BROKEN_STORES: Record<string, { what: string; wrap: StoreWrapper }>
 };
 
 /**
+ * Guarded durable steps keyed otherwise than by the step's identity (`npm run chaos -- --durable --break <name>`),
+ * to show that the durable histories' repeated step names catch it (src/sim/durable-history.ts).
+ */
+export const BROKEN_STEPS: Record<string, { what: string }> = {
+  "step-name-markers": {
+    what: "markers keyed by execution and step name only, so a second step of one name (a charge per order line) finds the first one's marker and is skipped",
+  },
+};
+
+/**
  * Inline row mappings that are not one-to-one (`npm run chaos -- --store dynamodb-inline|postgres-inline --break <name>`), to
  * show that the simulator's adversarial subjects catch one (src/sim/names.ts).
  */

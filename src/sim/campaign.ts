@@ -3,6 +3,7 @@ import type { SimEnv } from "../engines/kit.js";
 import { engine, engineKit, type StoreName } from "../engines/registry.js";
 import { randomChooser } from "./chooser.js";
 import { type Profile, randomConfig } from "./config.js";
+import { runDurableHistory } from "./durable-history.js";
 import { addCounts, type FaultCounts } from "./faults.js";
 import { type HistoryResult, runHistory, type StoreWrapper } from "./history.js";
 import type { HistoryConfig } from "./history-config.js";
@@ -31,6 +32,10 @@ export interface CampaignOptions {
   rowKey?: (stateKey: string) => string;
   /** A failover to a lagging replica in each history (engines whose backend has `serverFaults`: Valkey). */
   failover?: { waitForReplicas: boolean };
+  /** Durable histories (src/sim/durable-history.ts) instead of the guard's: dispatcher, executions, guarded steps. */
+  durable?: boolean;
+  /** With `durable`: steps keyed by name only (BROKEN_STEPS, `--break step-name-markers`). */
+  nameKeyedSteps?: boolean;
   onProgress?: (done: number, total: number) => void;
   /**
    * Tests: stop after the history for which this returns true (a broken store caught): the histories after it
@@ -111,6 +116,16 @@ export async function runSeed(
   const base = randomConfig(seed, o.profile ?? (real ? "small" : "default"));
   const config = o.configure ? o.configure(base) : base;
   const chooser = randomChooser(seed);
+  if (o.durable) {
+    const result = await runDurableHistory({
+      chooser,
+      backend: env.backend({ onSinkLanded: () => {} }),
+      namespace: `h${seed}-${randomUUID().slice(0, 6)}/`,
+      ...(o.nameKeyedSteps ? { nameKeyedSteps: true } : {}),
+      trace: o.trace ?? false,
+    });
+    return { ...result, seed, config, digest: chooser.digest() };
+  }
   const result = await runHistory(config, {
     chooser,
     backend: (onSinkLanded) => {
@@ -176,7 +191,8 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignSummary> 
     };
     const one = (i: number) => runSeed(historySeed(o.seed, i), { ...o, env });
     const more = (i: number) => i < o.histories && !o.stopWhen?.(summary);
-    if (!isServer(o.store)) {
+    // Durable histories wait on real timers (the dispatcher's back-off) too: several at a time, as on a server.
+    if (!isServer(o.store) && !o.durable) {
       for (let i = 0; more(i); i++) record(await one(i));
     } else {
       // A server's histories mostly wait on requests: several at a time, each under its own namespace.

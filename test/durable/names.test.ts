@@ -6,6 +6,7 @@ import {
   dispatchedExecution,
   durableExecutionName,
   NotDispatchedError,
+  PayloadValueError,
 } from "../../src/durable/index.js";
 import { dispatchedPayload } from "../../src/durable/payload.js";
 import { parseInvocation } from "../../src/sources/parse-invocation.js";
@@ -70,7 +71,7 @@ describe("dispatched payload", () => {
     expect(canonicalJson({ b: 1, a: { d: [{ z: 1, y: 2 }], c: null } })).toBe(
       '{"a":{"c":null,"d":[{"y":2,"z":1}]},"b":1}',
     );
-    expect(() => canonicalJson({ n: 1n })).toThrow(TypeError);
+    expect(() => canonicalJson({ n: 1n })).toThrow(PayloadValueError);
   });
 
   it("names its execution, checked by the durable side", () => {

@@ -1,9 +1,11 @@
 import { DeleteItemCommand, type DynamoDBClient, GetItemCommand } from "@aws-sdk/client-dynamodb";
 import { type Backend, counterWrite, taggedSink } from "../../sim/backend.js";
+import { quiet } from "../../sim/quiet.js";
 import type { DynamoDBAtomicWrite } from "./atomic-write.js";
 import { dynamoItemBytes } from "./limits.js";
 import { createStateTable, createTableIfMissing, STATE_KEY_ATTRIBUTE } from "./schema.js";
 import { DynamoDBFencedSink } from "./sink.js";
+import { DynamoDBStepEffects } from "./step-effects.js";
 import { DynamoDBStore, toRecord } from "./store.js";
 
 /** Tables shared by every DynamoDB history of a run; each history names its subjects under its own namespace. */
@@ -85,5 +87,8 @@ export function dynamoDBBackend(t: DynamoDBTables): Backend {
         new DeleteItemCommand({ TableName: t.state, Key: { [STATE_KEY_ATTRIBUTE]: { S: key } } }),
       );
     },
+    // Markers and fences (`m#…`, `f#…`) beside the counters (the history's namespace), in the counter table.
+    stepEffects: (clock) =>
+      new DynamoDBStepEffects({ client: t.client, tableName: t.counter, clock, ...quiet() }),
   };
 }

@@ -1,5 +1,7 @@
 import { type Backend, counterWrite, type SinkRow, sinkDescription } from "../../sim/backend.js";
 import type { TaggedWrite } from "../../sim/faulty-store.js";
+import { quiet } from "../../sim/quiet.js";
+import { MemoryStepEffects } from "./step-effects.js";
 import { type MemoryAtomicWrite, MemoryStore } from "./store.js";
 
 export interface MemoryBackendOptions {
@@ -49,5 +51,6 @@ export function memoryBackend(o: MemoryBackendOptions): Backend {
       return { state, bytes: state ? Buffer.byteLength(JSON.stringify(state)) : undefined };
     },
     forget: async (key) => store.forget(key),
+    stepEffects: (clock) => new MemoryStepEffects({ clock, ...quiet() }),
   };
 }

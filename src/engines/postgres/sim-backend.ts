@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { type Backend, taggedSink } from "../../sim/backend.js";
+import { quiet } from "../../sim/quiet.js";
 import { type PostgresAtomicWrite, postgresWrite } from "./atomic-write.js";
 import { createInlineChaosTables } from "./inline-sim-backend.js";
 import { migrate, qualified, quote } from "./schema.js";
@@ -7,6 +8,7 @@ import { coldStarts, holdReader } from "./sim-cold-start.js";
 import type { PostgresChaosEnv } from "./sim-env.js";
 import { PostgresFencedSink } from "./sink.js";
 import { toRecord } from "./sql.js";
+import { createPostgresStepEffectsTable, PostgresStepEffects } from "./step-effects.js";
 import { PostgresStore } from "./store.js";
 
 /** The server `--store postgres` uses unless `EONCE_POSTGRES_URL` names another. */
@@ -26,6 +28,7 @@ export async function postgresChaosEnv(url = CHAOS_POSTGRES_URL): Promise<Postgr
       `CREATE TABLE ${qualified(schema, "counter")} (id text PRIMARY KEY, n integer NOT NULL, fences bigint[] NOT NULL)`,
     );
     await createInlineChaosTables({ pool, schema });
+    await createPostgresStepEffectsTable(pool, { schema, tableName: "steps" });
   } catch (error) {
     await pool.end();
     throw error;
@@ -97,5 +100,6 @@ export function postgresBackend(env: PostgresChaosEnv): Backend {
       );
     },
     holdReader: (ms) => holdReader(env, "state", ms),
+    stepEffects: (clock) => new PostgresStepEffects({ pool, schema, tableName: "steps", clock, ...quiet() }),
   };
 }

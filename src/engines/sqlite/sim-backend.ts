@@ -1,6 +1,8 @@
 import { type Backend, taggedSink } from "../../sim/backend.js";
+import { quiet } from "../../sim/quiet.js";
 import type { SqliteAtomicWrite } from "./atomic-write.js";
 import { SqliteFencedSink } from "./sink.js";
+import { SqliteStepEffects } from "./step-effects.js";
 import { SqliteStore, statementsOf } from "./store.js";
 
 /**
@@ -45,5 +47,6 @@ ON CONFLICT (id) DO UPDATE SET n = n + 1, fences = fences || ',' || excluded.fen
       return { state, bytes: state ? Buffer.byteLength(JSON.stringify(state)) : undefined };
     },
     forget: async (key) => store.forget(key),
+    stepEffects: (clock) => new SqliteStepEffects({ store, tableName: "chaos_steps", clock, ...quiet() }),
   };
 }

@@ -3,12 +3,14 @@ import type { Redis } from "ioredis";
 import { stateKey } from "../../core/state-key.js";
 import { type Backend, counterWrite, type EffectTarget, sinkDescription } from "../../sim/backend.js";
 import type { TaggedWrite } from "../../sim/faulty-store.js";
+import { quiet } from "../../sim/quiet.js";
 import type { SimBackendOptions, SimEnv } from "../kit.js";
 import type { ValkeyAtomicWrite } from "./atomic-write.js";
 import { TEST_VALKEY_URL } from "./client.js";
 import { valkeyHashTag } from "./keys.js";
 import { ConnectionStore, LaggingReplica } from "./sim-replica.js";
 import { ValkeyFencedSink, valkeyWrite } from "./sink.js";
+import { ValkeyStepEffects } from "./step-effects.js";
 import { ValkeyStore } from "./store.js";
 
 /**
@@ -100,6 +102,8 @@ export function valkeyBackend(client: Redis, prefix: string, o: SimBackendOption
       else await client.del(store.redisKeyOf(key));
     },
     ...(replica ? { serverFaults: () => replica.faults() } : {}),
+    stepEffects: (clock) =>
+      new ValkeyStepEffects({ client: replica?.client ?? client, keyPrefix: prefix, clock, ...quiet() }),
   };
 }
 

@@ -9,7 +9,9 @@ import {
   fenceHolder,
   MARKER_PREFIX,
   markerKey,
+  markerStep,
   positionOf,
+  type StepRef,
   stoppedExec,
 } from "../../durable/step-keys.js";
 import { STEP_EFFECTS_FIELDS, type StepEffectsCommonOptions } from "../../durable/step-options.js";
@@ -106,10 +108,10 @@ class ValkeyStepEngine implements StepEffectsEngine<ValkeyAtomicWrite> {
     }
   }
 
-  markerKey(execution: DispatchedExecution, stepName: string): string {
-    markerKey(execution, stepName); // the step name's checks
+  markerKey(execution: DispatchedExecution, step: StepRef): string {
+    markerKey(execution, step); // the step's checks
     const tag = valkeyHashTag(stateKeyOf(execution));
-    return `${this.#prefix}${MARKER_PREFIX}${tag}${execution.executionName}#${stepName}`;
+    return `${this.#prefix}${MARKER_PREFIX}${tag}${markerStep(execution, step)}`;
   }
 
   async commit(step: StepCommit<ValkeyAtomicWrite>): Promise<StepCommitAnswer> {
