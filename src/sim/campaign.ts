@@ -31,6 +31,8 @@ export interface CampaignOptions {
   rowKey?: (stateKey: string) => string;
   /** A failover to a lagging replica in each history (engines whose backend has `serverFaults`: Valkey). */
   failover?: { waitForReplicas: boolean };
+  /** Tests: the engine's pre-write check weakened (BROKEN_WRITE_CHECKS; engines whose backend has `foreign`). */
+  brokenWriteCheck?: boolean;
   onProgress?: (done: number, total: number) => void;
   /**
    * Tests: stop after the history for which this returns true (a broken store caught): the histories after it
@@ -119,8 +121,11 @@ export async function runSeed(
         ...(o.unfencedSink ? { unfencedSink: true } : {}),
         ...(o.rowKey ? { rowKey: o.rowKey } : {}),
         ...(o.failover ? { failover: { ...o.failover, chooser } } : {}),
+        ...(o.brokenWriteCheck ? { brokenWriteCheck: true } : {}),
       });
       if (o.failover && !backend.serverFaults) throw new Error(`the ${o.store} engine has no failover fault`);
+      if (o.brokenWriteCheck && !backend.foreign)
+        throw new Error(`the ${o.store} engine has no write check to break`);
       return backend;
     },
     ...(real ? { namespace: `h${seed}-${randomUUID().slice(0, 6)}` } : {}),
