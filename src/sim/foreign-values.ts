@@ -18,14 +18,16 @@ const PLANT_SHARE = 0.3;
 
 /**
  * Plants a foreign value before the history runs, drawn from its chooser. A value the engine refuses goes only in
- * the target of an event without a position: an ordered one's sink put (written before the commit, outside it)
- * would hold a position that never commits.
+ * the target of an event without a position (an ordered one's sink put, written before the commit and outside it,
+ * would hold a position that never commits), and only in a history whose source does not duplicate messages: each
+ * copy of a message refused for good is received up to `maxReceives` times, and duplicated again meanwhile.
  */
 export async function plantForeign(run: Run): Promise<void> {
   const foreign = run.backend.foreign;
   if (!foreign || !run.chooser.chance(PLANT_SHARE)) return;
   const kind = foreign.kinds[run.chooser.choose(foreign.kinds.length, "foreign kind")] as ForeignKind;
-  const events = run.events.filter((e) => !kind.refused || e.position === undefined);
+  const refusable = run.cfg.faults.duplicateRate === 0;
+  const events = run.events.filter((e) => !kind.refused || (refusable && e.position === undefined));
   if (events.length === 0) return;
   const e = events[run.chooser.choose(events.length, "foreign event")] as SimEvent;
   await foreign.plant(e, kind.name);
