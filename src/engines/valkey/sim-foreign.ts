@@ -74,7 +74,7 @@ export function withPatternWriteCheck(client: Redis): Redis {
   for (const lua of [...Object.values(LUA), ...Object.values(LUA_BARRIER)]) {
     const broken = lua.replace(
       /local function check_incr\(o, target, t, x\)\n[\s\S]*?\nend\n/,
-      PATTERN_CHECK,
+      () => PATTERN_CHECK,
     );
     if (broken === lua && lua.includes("check_incr")) throw new Error("check_incr not found in the scripts");
     bySha.set(sha(lua), sha(broken));
