@@ -160,6 +160,7 @@ const PUBLIC: Record<string, string[]> = {
     "ValkeyFencedSink",
     "ValkeyStateAdmin",
     "ValkeyStore",
+    "ValkeyWriteRefusedError",
     "isRetryableValkeyError",
     "isValkeyAtomicWrite",
     "valkeyHashTag",

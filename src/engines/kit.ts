@@ -25,6 +25,11 @@ export interface SimBackendOptions {
   rowKey?: (stateKey: string) => string;
   /** The failover fault (`--failover`; Valkey): drawn from the history's chooser. */
   failover?: FailoverOptions;
+  /**
+   * Broken on purpose (`--break pattern-write-check`; engines with foreign targets): a commit's writes are checked
+   * by a pattern, not as the server will run them, so a write over a foreign value can fail after earlier ones.
+   */
+  brokenWriteCheck?: boolean;
 }
 
 /** A server that fails over to a lagging replica, once per history (src/engines/valkey/sim-replica.ts). */

@@ -66,6 +66,26 @@ export interface Backend {
    * fence move `store` folds. Quiet: no logs, no metrics.
    */
   stepEffects?(clock: Clock): StepEffects;
+  /** Engines whose writes can meet a value someone else wrote in their target: src/sim/foreign-values.ts. */
+  readonly foreign?: ForeignTargets;
+}
+
+/** A value someone else wrote in an effect target before the history (a counter written as `"007"`). */
+export interface ForeignKind {
+  readonly name: string;
+  /** The engine refuses a write over it: every commit that folds one is refused whole, and nothing of it lands. */
+  readonly refused: boolean;
+}
+
+/** Effect targets another writer may have written first, and the writes a commit folds to them. */
+export interface ForeignTargets {
+  readonly kinds: readonly ForeignKind[];
+  /** Before the history: writes a value of `kind` in the foreign target of `e`. */
+  plant(e: EffectTarget, kind: string): Promise<void>;
+  /** Folded into each commit of `e`, after its counter: its writes to the foreign target. */
+  writes(e: EffectTarget, kind: string): AtomicWrite[];
+  /** After the history: what is wrong with the target after `commits` commits of `e`; undefined when exact. */
+  check(e: EffectTarget, kind: string, commits: number): Promise<string | undefined>;
 }
 
 /** A fault of the server itself (`Backend.serverFaults`). */

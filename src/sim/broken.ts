@@ -112,3 +112,13 @@ export const BROKEN_ROW_KEYS: Record<string, { what: string; rowKey: (stateKey: 
     rowKey: (key) => (key.startsWith("o#") ? key.slice(2) : key),
   },
 };
+
+/**
+ * Pre-write checks weakened (`npm run chaos -- --store valkey --break <name>`), to show that the simulator's foreign
+ * values (src/sim/foreign-values.ts) catch a commit that lands half.
+ */
+export const BROKEN_WRITE_CHECKS: Record<string, { what: string }> = {
+  "pattern-write-check": {
+    what: "a commit's writes are checked by a pattern (an integer of at most 18 digits), not by the server's rules: a counter someone else wrote as 007 passes, its INCRBY fails after the writes before it landed, and every retry lands them again",
+  },
+};

@@ -36,6 +36,8 @@ export interface CampaignOptions {
   durable?: boolean;
   /** With `durable`: steps keyed by name only (BROKEN_STEPS, `--break step-name-markers`). */
   nameKeyedSteps?: boolean;
+  /** Tests: the engine's pre-write check weakened (BROKEN_WRITE_CHECKS; engines whose backend has `foreign`). */
+  brokenWriteCheck?: boolean;
   onProgress?: (done: number, total: number) => void;
   /**
    * Tests: stop after the history for which this returns true (a broken store caught): the histories after it
@@ -134,8 +136,11 @@ export async function runSeed(
         ...(o.unfencedSink ? { unfencedSink: true } : {}),
         ...(o.rowKey ? { rowKey: o.rowKey } : {}),
         ...(o.failover ? { failover: { ...o.failover, chooser } } : {}),
+        ...(o.brokenWriteCheck ? { brokenWriteCheck: true } : {}),
       });
       if (o.failover && !backend.serverFaults) throw new Error(`the ${o.store} engine has no failover fault`);
+      if (o.brokenWriteCheck && !backend.foreign)
+        throw new Error(`the ${o.store} engine has no write check to break`);
       return backend;
     },
     ...(real ? { namespace: `h${seed}-${randomUUID().slice(0, 6)}` } : {}),

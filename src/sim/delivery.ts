@@ -2,6 +2,7 @@ import type { ApplyContext, Guard, GuardContext, GuardOutcome } from "../core/gu
 import { isAcknowledged } from "../core/outcomes.js";
 import { positionBefore } from "../core/position.js";
 import type { WorkerState } from "./faulty-store.js";
+import { foreignWrites } from "./foreign-values.js";
 import type { Mode } from "./history-config.js";
 import { KNOWN_ISSUES } from "./known-issues.js";
 import type { Run } from "./run.js";
@@ -84,6 +85,7 @@ async function invoke(
 /** `apply`'s compute: both effects folded into its one request. */
 function compute(run: Run, w: Worker, e: SimEvent, ctx: ApplyContext): { w: number } {
   ctx.atCommit(run.backend.counter(e, ctx.fence));
+  for (const w of foreignWrites(run, e)) ctx.atCommit(w);
   if (e.position !== undefined) ctx.atCommit(run.backend.sinkAtomic(e, e.position, ctx.fence));
   return { w: w.state.id };
 }
@@ -98,6 +100,7 @@ async function handle(
 ): Promise<{ w: number }> {
   try {
     ctx.atCommit(run.backend.counter(e, ctx.fence));
+    for (const w of foreignWrites(run, e)) ctx.atCommit(w);
     if (run.faults.pause()) await pause(run, w, e, ctx);
     else {
       const ms = run.chooser.int(run.cfg.minWorkMs ?? 0, run.cfg.maxWorkMs);

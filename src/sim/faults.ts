@@ -35,7 +35,9 @@ export type FaultKind =
   /** Valkey (`--failover`): the server fails over to a replica that lacks the last acknowledged writes. */
   | "failover"
   /** Valkey (`--failover --wait-for-replicas`): WAIT timed out, the step landed on the primary only. */
-  | "wait-timeout";
+  | "wait-timeout"
+  /** Someone else wrote an effect target before the history (foreign-values.ts). */
+  | "foreign-value";
 
 export type FaultCounts = Partial<Record<FaultKind, number>>;
 

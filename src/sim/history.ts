@@ -8,6 +8,7 @@ import { ColdStarts } from "./cold-start.js";
 import { type Worker, workerLoop } from "./delivery.js";
 import { type FaultCounts, HistoryFaultInjector } from "./faults.js";
 import { FaultyStore, type WorkerState } from "./faulty-store.js";
+import { checkForeign, plantForeign, refusedEvents } from "./foreign-values.js";
 import type { HistoryConfig } from "./history-config.js";
 import { checkFinal } from "./invariants.js";
 import type { KnownIssue } from "./known-issues.js";
@@ -55,6 +56,7 @@ export interface HistoryDeps {
 /** Runs one history: N workers drain a queue of events through guard.run / guard.apply under faults. */
 export async function runHistory(cfg: HistoryConfig, deps: HistoryDeps): Promise<HistoryResult> {
   const { run, beyondSkew, shared } = setUp(cfg, deps);
+  await plantForeign(run);
   const workers = Array.from({ length: cfg.workers }, (_, id) => createWorker(run, shared, id));
   for (const w of workers) void workerLoop(run, w);
   const finished = await run.sim.run({
@@ -75,7 +77,9 @@ export async function runHistory(cfg: HistoryConfig, deps: HistoryDeps): Promise
     dlq: run.source.dlq,
     keys,
     sinkSubjects,
+    refused: refusedEvents(run),
   });
+  await checkForeign(run);
   if (!completed)
     observer.violate(
       "I4",

@@ -16,6 +16,8 @@ export interface FinalInput {
   dlq: number[];
   keys: string[];
   sinkSubjects: string[];
+  /** Events whose every commit the engine refuses (foreign-values.ts checks them): never applied, by design. */
+  refused?: ReadonlySet<number>;
 }
 
 /** What the counters say was committed: each event's count, and the newest committed position per subject. */
@@ -72,6 +74,7 @@ function newerCommitted(c: Committed, e: SimEvent): boolean {
 /** I1, exactly once, for events delivered until acknowledged (an ordered one may be skipped for a newer one). */
 function checkExactlyOnce(f: FinalInput, c: Committed): void {
   for (const e of f.events) {
+    if (f.refused?.has(e.index)) continue;
     if (f.dlq.includes(e.index)) {
       f.observer.violate("I4", false, `${e.subject}/${e.identity} dead-lettered: never acknowledged`);
       continue;

@@ -1,4 +1,4 @@
-import type { Backend } from "./backend.js";
+import type { Backend, ForeignKind } from "./backend.js";
 import type { Chooser } from "./chooser.js";
 import type { ColdStarts } from "./cold-start.js";
 import type { HistoryFaultInjector } from "./faults.js";
@@ -31,4 +31,6 @@ export interface Run {
   calls: number;
   sampleDue: boolean;
   settled: number;
+  /** A value someone else wrote in one event's effect target before the history (foreign-values.ts). */
+  foreign?: { event: number; kind: ForeignKind };
 }

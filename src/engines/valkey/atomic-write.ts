@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { UnsupportedAtomicWriteError } from "../../core/errors.js";
 import type { AtomicWrite, WriteOutcome } from "../../core/store.js";
 import type { ValkeyClient } from "./client.js";
+import { assertWriteOperands } from "./write-rules.js";
 
 /** What a sink write does to its target: SET, HSET, INCRBY, ZADD; unfenced also RPUSH, SADD (`valkeyWrite`). */
 export type ValkeyWriteOp = "set" | "hset" | "incr" | "zadd" | "rpush" | "sadd";
@@ -78,11 +79,15 @@ export function foldable(
   });
 }
 
-/** The script's keys and arguments of `writes` (src/engines/valkey/lua.ts: two keys and six arguments each). */
+/**
+ * The script's keys and arguments of `writes` (src/engines/valkey/lua.ts: two keys and six arguments each). A write
+ * made by hand rather than by `valkeyWrite` or the sink is checked here by the same rules (write-rules.ts).
+ */
 export function writeParams(writes: readonly ValkeyAtomicWrite[]): { keys: string[]; args: string[] } {
   const keys: string[] = [];
   const args: string[] = [];
   for (const w of writes) {
+    assertWriteOperands(w.description, w.op, w.args[0]);
     // An unfenced write names its target twice: the stamp key is never touched.
     keys.push(w.stamp?.key ?? w.key, w.key);
     args.push(w.op, w.stamp?.field ?? "", w.stamp?.position ?? "", String(w.stamp?.fence ?? ""), ...w.args);

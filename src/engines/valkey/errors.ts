@@ -37,8 +37,24 @@ export function noteConnectionError(client: object, error: Error): void {
   connectionErrors.set(client, error);
 }
 
+/**
+ * A script refused a write before writing anything (lua.ts `plan_writes`, its reply `EONCE …`): a target of another
+ * type, an integer or a score the server would refuse, an increment that would overflow. Nothing of the step
+ * changed; not retryable (the same write is refused again until the target changes).
+ */
+export class ValkeyWriteRefusedError extends StoreError {
+  constructor(message: string, cause: unknown) {
+    super(message, { cause, retryable: false });
+  }
+}
+
 export function valkeyStoreError(op: string, what: string, error: unknown, client?: object): StoreError {
   if (error instanceof StoreError) return error;
+  if (isReplyError(error) && error.message.startsWith("EONCE "))
+    return new ValkeyWriteRefusedError(
+      `Valkey ${op} of ${what} refused: ${error.message.slice(0, 500)}`,
+      error,
+    );
   let message = error instanceof Error ? error.message : String(error);
   // ioredis's own message ("Reached the max retries per request limit") does not say why it retried.
   const connection = client && !isReplyError(error) ? connectionErrors.get(client) : undefined;

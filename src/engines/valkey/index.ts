@@ -8,7 +8,7 @@
 export { ValkeyStateAdmin } from "./admin.js";
 export { isValkeyAtomicWrite, type ValkeyAtomicWrite, type ValkeyWriteOp } from "./atomic-write.js";
 export type { ValkeyClient } from "./client.js";
-export { isRetryableValkeyError, ReplicasNotReachedError } from "./errors.js";
+export { isRetryableValkeyError, ReplicasNotReachedError, ValkeyWriteRefusedError } from "./errors.js";
 export { valkeyHashTag } from "./keys.js";
 export type { ValkeyStoreOptions } from "./options.js";
 export type { WaitForReplicas } from "./runner.js";

@@ -1,3 +1,5 @@
+import { LUA_WRITE_RULES } from "./write-rules.js";
+
 /**
  * The server-side scripts: each guard step is one of them, run atomically by the server (EVALSHA, src/engines/valkey/
  * runner.ts). Every key is passed in KEYS (never built inside a script), so the cluster checks the slot of each.
@@ -11,8 +13,11 @@
  * claim also gives the state it replaced, without its result), `outcomes` 1 (applied) or 0 (stale) per sink write.
  *
  * A script that fails half-way keeps the writes it made (there is no rollback): every sink write is checked
- * (`check_writes`) before anything is written, and the state is written last. `EONCE` errors are such refusals.
+ * (`plan_writes`: its type, operands and stamp, as the writes before it in the script leave them, by the server's
+ * own rules, write-rules.ts) before anything is written, and the state is written last. `EONCE` errors are such
+ * refusals: nothing changed.
  */
+
 const PRELUDE = `
 local function before(a, b)
   if a == b then return false end
@@ -84,80 +89,158 @@ end
 local KIND = { set = 'string', incr = 'string', hset = 'hash', zadd = 'zset', rpush = 'list', sadd = 'set',
   fence = 'hash' }
 
--- Sink writes: two keys each from KEYS[k0] (stamp hash, target), six arguments each from ARGV[a0] (op, stamp
--- field, position, fence, x, y). An empty stamp field is an unfenced write.
-local function check_writes(k0, a0, n)
-  for i = 0, n - 1 do
-    local stamps, target, op = KEYS[k0 + 2 * i], KEYS[k0 + 2 * i + 1], ARGV[a0 + 6 * i]
-    if ARGV[a0 + 6 * i + 1] ~= '' then
-      local st = redis.call('TYPE', stamps).ok
-      if st ~= 'none' and st ~= 'hash' then return 'the stamp key ' .. stamps .. ' holds a ' .. st end
-    end
-    local t = redis.call('TYPE', target).ok
-    if t ~= 'none' and t ~= KIND[op] then return target .. ' holds a ' .. t .. ', not a ' .. KIND[op] end
-    if op == 'incr' and t == 'string' then
-      local v = redis.call('GET', target)
-      if #v > 18 or not string.match(v, '^%-?%d+$') then
-        return target .. ' does not hold an integer of at most 18 digits'
-      end
-    end
-  end
-end
-
 -- The fenced rule (docs/decisions/0007): a write lands over an older stamp only (a lower position, or the same
--- position and a lower fence); a target without a stamp takes any.
-local function stamp_allows(stamps, field, pos, fence)
-  local v = redis.call('HGET', stamps, field)
-  if not v then return true end
+-- position and a lower fence); a target without a stamp takes any. 'own': the same position and fence (this claim).
+local function stamp_order(v, pos, fence)
+  if not v then return 'older' end
   local i = string.find(v, ':', 1, true)
-  local sp = string.sub(v, i + 1)
-  if sp == pos then return tonumber(string.sub(v, 1, i - 1)) < tonumber(fence) end
-  return before(sp, pos)
+  local sp, sf = string.sub(v, i + 1), tonumber(string.sub(v, 1, i - 1))
+  if sp == pos then
+    if sf < tonumber(fence) then return 'older' end
+    if sf == tonumber(fence) then return 'own' end
+    return 'newer'
+  end
+  if before(sp, pos) then return 'older' end
+  return 'newer'
 end
 
 -- A durable execution's fence (src/durable/step-keys.ts): a hash (pos, exec) that moves to (pos, exec) only when
--- it is absent, older by position, or already exec's (the same position: a retry, a later step). Returns whether it
--- may move, and what it holds.
-local function fence_allows(key, pos, exec)
-  local f = redis.call('HMGET', key, 'pos', 'exec')
-  if not f[1] then return true, f end
-  return before(f[1], pos) or (f[1] == pos and f[2] == exec), f
+-- it is absent, older by position, or already exec's (the same position: a retry, a later step).
+local function fence_rule(fpos, fexec, pos, exec)
+  return not fpos or before(fpos, pos) or (fpos == pos and fexec == exec)
 end
 
-local function apply_writes(k0, a0, n)
+-- Returns whether the fence at key may move, and what it holds.
+local function fence_allows(key, pos, exec)
+  local f = redis.call('HMGET', key, 'pos', 'exec')
+  return fence_rule(f[1], f[2], pos, exec), f
+end
+
+${LUA_WRITE_RULES}
+-- What the writes before a write leave: each key's type, a string's value (raw, or as an integer pair), a hash's
+-- fields (stamps, fences). Read from the server the first time a key is asked for.
+local function view()
+  return { type = {}, raw = {}, int = {}, field = {} }
+end
+
+local function type_of(o, key)
+  if o.type[key] == nil then o.type[key] = redis.call('TYPE', key).ok end
+  return o.type[key]
+end
+
+local function field_of(o, key, name)
+  o.field[key] = o.field[key] or {}
+  local f = o.field[key]
+  if f[name] == nil then f[name] = redis.call('HGET', key, name) or false end
+  return f[name] or nil
+end
+
+local function show(v)
+  local cut = string.gsub(string.sub(v, 1, 40), '[%c"\\\\]', '?')
+  if #v > 40 then cut = cut .. '...' end
+  return '"' .. cut .. '"'
+end
+
+-- INCRBY target by x, as the server will: both integers (redis_int) and the sum within int64, the increments of
+-- one commit added up in order.
+local function check_incr(o, target, t, x)
+  local by = redis_int(x)
+  if not by then return 'the increment ' .. show(x) .. ' of ' .. target .. ' is not an integer' end
+  local cur = o.int[target]
+  if not cur then
+    local v = o.raw[target]
+    if v == nil and t == 'string' then v = redis.call('GET', target) end
+    if v == nil then cur = {0, 0} else cur = redis_int(v) end
+    if not cur then return target .. ' holds ' .. show(v) .. ', not an integer' end
+  end
+  local sum = int_add(cur, by)
+  if not sum then return 'incrementing ' .. target .. ' by ' .. x .. ' would overflow' end
+  o.int[target] = sum
+end
+
+-- Whether the write may run: its operands and its target, as the writes before it leave them.
+local function check_write(o, op, target, t, x)
+  if op == 'incr' then return check_incr(o, target, t, x) end
+  if op == 'zadd' and not redis_score(x) then
+    return 'the score ' .. show(x) .. ' of ' .. target .. ' is not a number'
+  end
+  if op == 'set' then o.raw[target], o.int[target] = x, nil end
+end
+
+-- Every write checked, before any is written: nil and the reason, or the plan: per write 1 (apply), 0 (stale),
+-- 2 (a put that finds its own stamp, an increment: applied already, not counted again). Sink writes: two keys
+-- each from KEYS[k0] (stamp hash, target), six arguments each from ARGV[a0] (op, stamp field, position, fence, x,
+-- y); an empty stamp field is an unfenced write. With own (put), a write over its own stamp answers applied.
+-- reserved: the script's own keys, which no write may touch.
+local function plan_writes(k0, a0, n, reserved, own)
+  if #KEYS ~= k0 - 1 + 2 * n or #ARGV ~= a0 - 1 + 6 * n then return nil, 'malformed writes' end
+  local o, plan = view(), {}
+  for i = 0, n - 1 do
+    local stamps, target, a = KEYS[k0 + 2 * i], KEYS[k0 + 2 * i + 1], a0 + 6 * i
+    local op, field, pos, fence, x, y = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5]
+    local kind = KIND[op]
+    if not kind then return nil, 'unknown write operation ' .. show(op) end
+    if reserved[target] or (field ~= '' and reserved[stamps]) then
+      return nil, target .. ' is a key of the store'
+    end
+    local go, again = 1, false
+    if op == 'fence' then
+      local t = type_of(o, target)
+      if t ~= 'none' and t ~= 'hash' then return nil, target .. ' holds a ' .. t .. ', not a hash' end
+      if not fence_rule(field_of(o, target, 'pos'), field_of(o, target, 'exec'), x, y) then go = 0 end
+    elseif field ~= '' then
+      if not string.match(fence, '^[0-9]+$') then return nil, 'the fence ' .. show(fence) .. ' is not a number' end
+      local st = type_of(o, stamps)
+      if st ~= 'none' and st ~= 'hash' then return nil, 'the stamp key ' .. stamps .. ' holds a ' .. st end
+      local v = field_of(o, stamps, field)
+      if v and not string.match(v, '^[0-9]+:') then
+        return nil, 'the stamp of ' .. target .. ' holds ' .. show(v) .. ', not <fence>:<position>'
+      end
+      local order = stamp_order(v, pos, fence)
+      again = order == 'own' and own
+      if order ~= 'older' and not again then go = 0 end
+      if again and op == 'incr' then go = 2 end
+    end
+    if go == 1 then
+      local t = type_of(o, target)
+      if t ~= 'none' and t ~= kind then return nil, target .. ' holds a ' .. t .. ', not a ' .. kind end
+      local bad = check_write(o, op, target, t, x)
+      if bad then return nil, bad end
+      o.type[target] = kind
+      if op == 'fence' then o.field[target].pos, o.field[target].exec = x, y end
+      if field ~= '' then o.field[stamps][field] = fence .. ':' .. pos; o.type[stamps] = 'hash' end
+    end
+    plan[i + 1] = go
+  end
+  return plan
+end
+
+-- Runs the plan: nothing here can fail (plan_writes checked it all). Answers 1 (applied) or 0 (stale) per write.
+local function apply_writes(k0, a0, n, plan)
   local out = {}
   for i = 0, n - 1 do
     local stamps, target, a = KEYS[k0 + 2 * i], KEYS[k0 + 2 * i + 1], a0 + 6 * i
     local op, field, pos, fence, x, y = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5]
-    -- The fence move (ValkeyStepEffects.fenceWrite, folded into the dispatcher's commit): x position, y execution;
-    -- refused (stale) when a newer or stopped execution holds the fence.
-    if op == 'fence' then
-      if fence_allows(target, x, y) then
-        redis.call('HSET', target, 'pos', x, 'exec', y)
-        out[i + 1] = 1
-      else
-        out[i + 1] = 0
-      end
-    elseif field == '' or stamp_allows(stamps, field, pos, fence) then
-      if op == 'set' then redis.call('SET', target, x)
+    if plan[i + 1] == 1 then
+      -- The fence move (ValkeyStepEffects.fenceWrite, folded into the dispatcher's commit): x position, y execution.
+      if op == 'fence' then redis.call('HSET', target, 'pos', x, 'exec', y)
+      elseif op == 'set' then redis.call('SET', target, x)
       elseif op == 'hset' then redis.call('HSET', target, x, y)
       elseif op == 'incr' then redis.call('INCRBY', target, x)
       elseif op == 'zadd' then redis.call('ZADD', target, x, y)
       elseif op == 'rpush' then redis.call('RPUSH', target, x)
-      else redis.call('SADD', target, x) end
-      if field ~= '' then redis.call('HSET', stamps, field, fence .. ':' .. pos) end
-      out[i + 1] = 1
-    else
-      out[i + 1] = 0
+      elseif op == 'sadd' then redis.call('SADD', target, x) end
+      if field ~= '' and op ~= 'fence' then redis.call('HSET', stamps, field, fence .. ':' .. pos) end
     end
+    out[i + 1] = math.min(plan[i + 1], 1)
   end
   return out
 end
 
-local function writes_or_error(k0, a0, n)
-  local bad = check_writes(k0, a0, n)
-  if bad then return nil, redis.error_reply('EONCE ' .. bad) end
-  return apply_writes(k0, a0, n)
+local function writes_or_error(k0, a0, n, reserved, own)
+  local plan, bad = plan_writes(k0, a0, n, reserved, own)
+  if not plan then return nil, redis.error_reply('EONCE ' .. bad) end
+  return apply_writes(k0, a0, n, plan)
 end
 `;
 
@@ -186,7 +269,7 @@ local pos, id = ARGV[1], ARGV[2]
 if not claimable(s, pos, tonumber(ARGV[3]), tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8] == '1') then
   return refused(KEYS[1], s, flat, {})
 end
-local out, err = writes_or_error(2, 14, tonumber(ARGV[13]))
+local out, err = writes_or_error(2, 14, tonumber(ARGV[13]), { [KEYS[1]] = true })
 if err then return err end
 redis.call('HSET', KEYS[1], 'status', 'done', 'pos', pos, 'id', id, 'fence', ARGV[3], 'token', ARGV[4],
   'cpos', pos, 'cid', id, 'exp', ARGV[5], 'att', '0')
@@ -202,7 +285,7 @@ return {1, {}, out}
 const COMMIT = `
 local s, flat = load(KEYS[1])
 if not held(s, tonumber(ARGV[1])) then return refused(KEYS[1], s, flat, {}) end
-local out, err = writes_or_error(2, 8, tonumber(ARGV[7]))
+local out, err = writes_or_error(2, 8, tonumber(ARGV[7]), { [KEYS[1]] = true })
 if err then return err end
 redis.call('HSET', KEYS[1], 'status', 'done', 'cpos', s.pos, 'cid', s.id, 'exp', ARGV[2], 'att', '0')
 redis.call('HDEL', KEYS[1], 'lease')
@@ -244,7 +327,7 @@ return {1, flat}
 
 /** KEYS: stamp hash, target. ARGV: one write. A sink write on its own: 1 applied, 0 stale. */
 const PUT = `
-local out, err = writes_or_error(1, 1, 1)
+local out, err = writes_or_error(1, 1, 1, {}, true)
 if err then return err end
 return out[1]
 `;
@@ -268,7 +351,7 @@ if not ok then
   if BARRIER then redis.call('HSET', KEYS[2], 'pos', f[1]) end
   return {'fence', f[1], f[2]}
 end
-local out, err = writes_or_error(3, 10, tonumber(ARGV[9]))
+local out, err = writes_or_error(3, 10, tonumber(ARGV[9]), { [KEYS[1]] = true, [KEYS[2]] = true })
 if err then return err end
 redis.call('HSET', KEYS[2], 'pos', pos, 'exec', exec)
 redis.call('HSET', KEYS[1], 'exec', exec, 'step', ARGV[8], 'subject', ARGV[7], 'pos', pos, 'fence', ARGV[3],

@@ -8,6 +8,7 @@ import type { SimBackendOptions, SimEnv } from "../kit.js";
 import type { ValkeyAtomicWrite } from "./atomic-write.js";
 import { TEST_VALKEY_URL } from "./client.js";
 import { valkeyHashTag } from "./keys.js";
+import { valkeyForeignTargets, withPatternWriteCheck } from "./sim-foreign.js";
 import { ConnectionStore, LaggingReplica } from "./sim-replica.js";
 import { ValkeyFencedSink, valkeyWrite } from "./sink.js";
 import { ValkeyStepEffects } from "./step-effects.js";
@@ -60,12 +61,14 @@ const SIM_WAIT = { replicas: 1, timeoutMs: 1 };
  * whose folded effect is an unfenced RPUSH of the fence, so a second application shows as a count of 2. Both effects
  * are keyed by the event's state key's hash tag, as a commit folds only writes in its state key's slot. Every script
  * is real; the scheduler waits for each. With `failover`, the store reaches the server through a lagging replica's
- * model (sim-replica.ts), which fails it over once.
+ * model (sim-replica.ts), which fails it over once. Some histories find a foreign value in one event's counter
+ * (sim-foreign.ts); `brokenWriteCheck` runs the scripts with the pattern check of before the server's rules.
  */
 export function valkeyBackend(client: Redis, prefix: string, o: SimBackendOptions): Backend {
   const replica = o.failover ? new LaggingReplica(client, o.failover) : undefined;
+  const served = replica?.client ?? client;
   const store = new ValkeyStore({
-    client: replica?.client ?? client,
+    client: o.brokenWriteCheck ? withPatternWriteCheck(served as Redis) : served,
     keyPrefix: prefix,
     minRetentionMs: RETENTION_MS,
     ...(o.failover?.waitForReplicas ? { waitForReplicas: SIM_WAIT } : {}),
@@ -104,6 +107,7 @@ export function valkeyBackend(client: Redis, prefix: string, o: SimBackendOption
     ...(replica ? { serverFaults: () => replica.faults() } : {}),
     stepEffects: (clock) =>
       new ValkeyStepEffects({ client: replica?.client ?? client, keyPrefix: prefix, clock, ...quiet() }),
+    foreign: valkeyForeignTargets(client, prefix, store),
   };
 }
 

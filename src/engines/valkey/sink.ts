@@ -12,6 +12,7 @@ import {
 import { valkeyStoreError } from "./errors.js";
 import { requireHashTag, stampField, stampRedisKey } from "./keys.js";
 import { internalsOf, ValkeyStore } from "./store.js";
+import { assertWriteOperands } from "./write-rules.js";
 
 /** What a fenced write needs from the guard's context: the event's position and the claim's fence. */
 export type ValkeyFenceSource = FenceSource;
@@ -66,9 +67,10 @@ export class ValkeyFencedSink {
     return this.#write(ctx, "incr", key, undefined, [String(by), ""], `incr ${key} by ${by}`);
   }
 
-  /** ZADD `member` to the sorted set `key` with `score` (each member has a stamp of its own). */
+  /** ZADD `member` to the sorted set `key` with `score` (a number, or ±Infinity; each member has a stamp of its own). */
   zadd(ctx: ValkeyFenceSource, key: string, score: number, member: string): ValkeyAtomicWrite {
-    if (!Number.isFinite(score)) throw new OptionsError(`${WHAT}: a score must be a finite number`);
+    if (typeof score !== "number") throw new OptionsError(`${WHAT}: a score must be a number`);
+    assertWriteOperands(WHAT, "zadd", String(score));
     const m = text("member", member);
     return this.#write(ctx, "zadd", key, m, [String(score), m], `zadd ${key} ${m}`);
   }
@@ -121,7 +123,10 @@ export class ValkeyFencedSink {
 
 /**
  * A write without a stamp, to fold into a commit (like `postgresWrite`): it always applies, so a second application
- * shows (the simulator's counter is one). `rpush`, `sadd`: `x` is the element; the others as ValkeyFencedSink.
+ * shows (the simulator's counter is one). `rpush`, `sadd`: `x` is the element; the others as ValkeyFencedSink. An
+ * unknown `op`, an `incr` whose `x` is not an integer Redis takes (`"007"`, `"+1"`, past int64) and a `zadd` whose
+ * score is not a number Redis takes are refused here (`OptionsError`), by the rules the scripts check them with
+ * (write-rules.ts).
  */
 export function valkeyWrite(
   store: ValkeyStore,
@@ -132,8 +137,9 @@ export function valkeyWrite(
   description = `${op} ${key}`,
 ): ValkeyAtomicWrite {
   const tag = requireHashTag("valkeyWrite", key);
-  if (op === "incr" && !/^-?\d{1,15}$/.test(x))
-    throw new OptionsError("valkeyWrite: an increment must be an integer");
+  if (op === ("fence" as ValkeyWriteOp))
+    throw new OptionsError('valkeyWrite: unknown write operation "fence"');
+  assertWriteOperands("valkeyWrite", op, x);
   const client = clientId(internalsOf(store).client);
   return { engine: "valkey", description, client, op, key, tag, args: [text("x", x), y] };
 }
