@@ -24,6 +24,7 @@ interface ChaosOptions {
   concurrency?: number;
   failover?: boolean;
   waitForReplicas?: boolean;
+  wrappers?: boolean;
 }
 
 /**
@@ -60,6 +61,10 @@ export function registerChaos(program: Command): void {
       "valkey: each history's server fails over once to a replica that lacks the last acknowledged writes (docs/valkey.md)",
     )
     .option("--wait-for-replicas", "with --failover: the store WAITs for the replica after each step")
+    .option(
+      "--wrappers",
+      "deliver through the Lambda SQS wrapper (batches, FIFO groups, run and apply, handler failures) instead of calling the guard",
+    )
     .option("--dynamodb-endpoint <url>", "use this running DynamoDB Local instead of starting one")
     .option(
       "--concurrency <n>",
@@ -90,6 +95,7 @@ function common(o: ChaosOptions) {
     ...(rows ? { rowKey: rows.rowKey } : {}),
     ...(o.unfencedSink ? { unfencedSink: true } : {}),
     ...(o.failover ? { failover: { waitForReplicas: o.waitForReplicas === true } } : {}),
+    ...(o.wrappers ? { wrappers: true } : {}),
   };
 }
 
@@ -101,6 +107,7 @@ function replayCommand(o: ChaosOptions, seed: number): string {
     o.unfencedSink ? "--unfenced-sink" : "",
     o.failover ? "--failover" : "",
     o.failover && o.waitForReplicas ? "--wait-for-replicas" : "",
+    o.wrappers ? "--wrappers" : "",
   ].filter(Boolean);
   return ["npm run chaos -- --replay", String(seed), ...extra].join(" ");
 }
@@ -210,6 +217,7 @@ function jsonReport(o: ChaosOptions, r: Report): string {
     states: r.states,
     faults: s.faults,
     store: o.store,
+    ...(o.wrappers ? { wrappers: true } : {}),
     ...(o.failover ? { failover: { waitForReplicas: o.waitForReplicas === true } } : {}),
     seed: o.seed,
     beyondSkew: s.beyondSkew,
@@ -230,7 +238,7 @@ function textReport(o: ChaosOptions, r: Report): string[] {
       .map(([k, v]) => `${k} ${v}`)
       .join(", ");
   return [
-    `${s.histories} histories on ${o.store}${o.failover ? ` with a failover${o.waitForReplicas ? " (waitForReplicas)" : ""}` : ""} (seeds ${o.seed}..${o.seed + s.histories - 1}), ${s.states} distinct, in ${(s.wallMs / 1000).toFixed(1)}s`,
+    `${s.histories} ${o.wrappers ? "wrapper " : ""}histories on ${o.store}${o.failover ? ` with a failover${o.waitForReplicas ? " (waitForReplicas)" : ""}` : ""} (seeds ${o.seed}..${o.seed + s.histories - 1}), ${s.states} distinct, in ${(s.wallMs / 1000).toFixed(1)}s`,
     `faults: ${list(s.faults)}`,
     `clocks beyond the skew bound: ${s.beyondSkew} histories (${s.beyondSkewUnreported} violations there not reported: the guarantee does not hold)`,
     ...r.exhaustive.map(

@@ -82,14 +82,14 @@ async function invoke(
 }
 
 /** `apply`'s compute: both effects folded into its one request. */
-function compute(run: Run, w: Worker, e: SimEvent, ctx: ApplyContext): { w: number } {
+export function compute(run: Run, w: Worker, e: SimEvent, ctx: ApplyContext): { w: number } {
   ctx.atCommit(run.backend.counter(e, ctx.fence));
   if (e.position !== undefined) ctx.atCommit(run.backend.sinkAtomic(e, e.position, ctx.fence));
   return { w: w.state.id };
 }
 
 /** `run`'s handler: the counter folded, work (or a pause past the lease), the sink row folded or written now. */
-async function handle(
+export async function handle(
   run: Run,
   w: Worker,
   e: SimEvent,
