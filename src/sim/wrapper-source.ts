@@ -4,7 +4,8 @@ import type { Message, Receipt, Source } from "./source.js";
  * One receive of an SQS batch from the history's queue (source.ts), as Lambda's event source mapping polls: up to
  * `max` visible messages. On a FIFO queue a message is taken only after every earlier message of its group is in
  * this batch (a group whose earliest message is in flight or waiting for its redelivery is closed), so a group's
- * messages arrive in order, one batch at a time; on a standard queue any visible message, in any order. The
+ * messages arrive in order, one batch at a time, as many of one group together as there are; on a standard queue
+ * any visible message, in any order. The
  * chooser picks which and how many; duplicates are added as `Source.receive` adds them.
  */
 export function receiveBatch(
@@ -17,10 +18,14 @@ export function receiveBatch(
   const now = sim.now;
   const size = chooser.int(1, max);
   const taken = new Set<Message>();
+  let last: Message | undefined;
   for (;;) {
     const open = candidates(messages, taken, groupOf).filter((m) => m.visibleAt <= now);
     if (open.length === 0 || taken.size >= size) break;
-    taken.add(open[chooser.choose(open.length, "receive")] as Message);
+    // FIFO: as many messages of one group as there are, as SQS returns them.
+    const same = last && groupOf ? open.find((m) => groupOf(m) === groupOf(last as Message)) : undefined;
+    last = same ?? (open[chooser.choose(open.length, "receive")] as Message);
+    taken.add(last);
   }
   if (taken.size === 0) {
     const next = candidates(messages, taken, groupOf).map((m) => m.visibleAt);
