@@ -25,6 +25,7 @@ interface ChaosOptions {
   failover?: boolean;
   waitForReplicas?: boolean;
   durable?: boolean;
+  wrappers?: boolean;
 }
 
 /**
@@ -65,6 +66,10 @@ export function registerChaos(program: Command): void {
       "--durable",
       "durable histories: the dispatcher, executions replayed in any order, crashing steps, repeated step names, stop (memory, sqlite, postgres, valkey, dynamodb)",
     )
+    .option(
+      "--wrappers",
+      "deliver through the Lambda SQS wrapper (batches, FIFO groups, run and apply, handler failures) instead of calling the guard",
+    )
     .option("--dynamodb-endpoint <url>", "use this running DynamoDB Local instead of starting one")
     .option(
       "--concurrency <n>",
@@ -101,6 +106,7 @@ function common(o: ChaosOptions) {
     ...(o.failover ? { failover: { waitForReplicas: o.waitForReplicas === true } } : {}),
     ...(o.durable ? { durable: true } : {}),
     ...(steps ? { nameKeyedSteps: true } : {}),
+    ...(o.wrappers ? { wrappers: true } : {}),
   };
 }
 
@@ -113,6 +119,7 @@ function replayCommand(o: ChaosOptions, seed: number): string {
     o.unfencedSink ? "--unfenced-sink" : "",
     o.failover ? "--failover" : "",
     o.failover && o.waitForReplicas ? "--wait-for-replicas" : "",
+    o.wrappers ? "--wrappers" : "",
   ].filter(Boolean);
   return ["npm run chaos -- --replay", String(seed), ...extra].join(" ");
 }
@@ -222,6 +229,7 @@ function jsonReport(o: ChaosOptions, r: Report): string {
     states: r.states,
     faults: s.faults,
     store: o.store,
+    ...(o.wrappers ? { wrappers: true } : {}),
     ...(o.failover ? { failover: { waitForReplicas: o.waitForReplicas === true } } : {}),
     seed: o.seed,
     beyondSkew: s.beyondSkew,
@@ -242,7 +250,7 @@ function textReport(o: ChaosOptions, r: Report): string[] {
       .map(([k, v]) => `${k} ${v}`)
       .join(", ");
   return [
-    `${s.histories} histories on ${o.store}${o.failover ? ` with a failover${o.waitForReplicas ? " (waitForReplicas)" : ""}` : ""} (seeds ${o.seed}..${o.seed + s.histories - 1}), ${s.states} distinct, in ${(s.wallMs / 1000).toFixed(1)}s`,
+    `${s.histories} ${o.wrappers ? "wrapper " : ""}histories on ${o.store}${o.failover ? ` with a failover${o.waitForReplicas ? " (waitForReplicas)" : ""}` : ""} (seeds ${o.seed}..${o.seed + s.histories - 1}), ${s.states} distinct, in ${(s.wallMs / 1000).toFixed(1)}s`,
     `faults: ${list(s.faults)}`,
     `clocks beyond the skew bound: ${s.beyondSkew} histories (${s.beyondSkewUnreported} violations there not reported: the guarantee does not hold)`,
     ...r.exhaustive.map(

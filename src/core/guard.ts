@@ -178,7 +178,8 @@ export interface Guard {
    * One request per event, for handlers whose only effects are atomic writes (`ctx.atCommit`): `compute` runs first,
    * then claim, effects and commit go in one conditional request. `compute` must have no other side effect — it also
    * runs for a duplicate or stale delivery, whose writes are then never applied, and again when the request is
-   * retried with another fence. New event with effects: 1 request.
+   * retried with another fence. What `compute` throws is never retried (docs/guard.md): `failed`, or `unconfirmed`
+   * when an earlier request of the call went unanswered. New event with effects: 1 request.
    */
   apply<R>(
     event: GuardedEvent,
@@ -491,19 +492,25 @@ async function apply<R>(
     runOptions.signal,
     async (req) => {
       const c = await computer.computeFor(req.fence);
-      return o.store.claimAndCommit({
-        ...req,
-        expiresAtSeconds: Math.ceil(req.nowMs / 1000) + o.expiresAfterSeconds,
-        result: c.stored.json,
-        ...(c.stored.omittedBytes !== undefined ? { resultOmittedBytes: c.stored.omittedBytes } : {}),
-        ...(event.fingerprint !== undefined ? { fingerprint: event.fingerprint } : {}),
-        writes: c.writes,
-      });
+      return computer.send(() =>
+        o.store.claimAndCommit({
+          ...req,
+          expiresAtSeconds: Math.ceil(req.nowMs / 1000) + o.expiresAfterSeconds,
+          result: c.stored.json,
+          ...(c.stored.omittedBytes !== undefined ? { resultOmittedBytes: c.stored.omittedBytes } : {}),
+          ...(event.fingerprint !== undefined ? { fingerprint: event.fingerprint } : {}),
+          writes: c.writes,
+        }),
+      );
     },
     (w) => trace({ type: "waiting", key, ...w }),
   );
-  const failed = computer.error;
-  if (failed) return done({ status: "failed", error: failed.error, released: false }); // nothing claimed
+  if (!acquired.ok && acquired.why.kind === "store-error" && acquired.why.error instanceof ComputeFailed) {
+    const { error } = acquired.why.error;
+    // An earlier request of this call went unanswered and may have landed: its outcome is not known.
+    if (computer.unanswered) return done({ status: "unconfirmed", phase: "claim", error });
+    return done({ status: "failed", error, released: false }); // nothing claimed
+  }
   if (!acquired.ok) return done(notAcquired<R>(acquired.why, event, "claim"));
   const c = computer.computed as Computed<R>;
   trace({ type: "claimed", key, fence: c.fence, attempt: 1 });
@@ -522,13 +529,22 @@ interface Computed<R> extends Executed<R> {
 }
 
 /**
- * `apply`'s compute, run for the fence its request takes (again only when a retry takes another fence). A class, not
- * closures: `apply` makes one per event.
+ * What `apply`'s compute threw, whatever it is: the user's error, never retried as the guard's own store errors are
+ * (a retryable `StoreError` from a store the compute read is the user's too). Not a `StoreError`, so `acquire` ends
+ * at once; `apply` unwraps it.
+ */
+class ComputeFailed {
+  constructor(readonly error: unknown) {}
+}
+
+/**
+ * `apply`'s compute, run for the fence its request takes (again only when a retry takes another fence), and its
+ * requests. A class, not closures: `apply` makes one per event.
  */
 class FenceComputer<R> {
   computed: Computed<R> | undefined;
-  /** What compute threw: nothing was claimed. */
-  error: { error: unknown } | undefined;
+  /** A request of this call threw: it may have landed (a lost response). */
+  unanswered = false;
 
   constructor(
     private readonly o: Resolved,
@@ -537,6 +553,7 @@ class FenceComputer<R> {
     private readonly compute: (ctx: ApplyContext) => R | Promise<R>,
   ) {}
 
+  /** Computes for `fence`; what the compute (or its result's serialization) throws becomes a `ComputeFailed`. */
   async computeFor(fence: number): Promise<Computed<R>> {
     if (this.computed?.fence === fence) return this.computed;
     const { o, event } = this;
@@ -559,7 +576,15 @@ class FenceComputer<R> {
       };
       return this.computed;
     } catch (error) {
-      this.error = { error };
+      throw new ComputeFailed(error);
+    }
+  }
+
+  async send<T>(request: () => Promise<T>): Promise<T> {
+    try {
+      return await request();
+    } catch (error) {
+      this.unanswered = true;
       throw error;
     }
   }

@@ -1,3 +1,4 @@
+import { StoreError } from "../core/errors.js";
 import type { ClaimRequest, StateRecord } from "../core/state.js";
 import type { CommitRequest, CommitResult, FencedResult, StateStore } from "../core/store.js";
 import type { StoreWrapper } from "./history.js";
@@ -81,6 +82,17 @@ export const BROKEN_STORES: Record<string, { what: string; wrap: StoreWrapper }>
   "lying-commit": {
     what: "commit answers committed without writing anything",
     wrap: (inner) => delegate(inner, { commit: async () => ({ committed: true, writes: [] }) }),
+  },
+  "refuses-landed": {
+    what: "a claim-and-commit that landed answers that it was refused for good (a non-retryable error)",
+    wrap: (inner) =>
+      delegate(inner, {
+        async claimAndCommit(req) {
+          const r = await inner.claimAndCommit(req);
+          if (r.claimed) throw new StoreError("refused (broken store)", { retryable: false });
+          return r;
+        },
+      }),
   },
   "commit-forgets-own": {
     what: "a retried commit whose first attempt landed is refused instead of recognised",

@@ -5,10 +5,12 @@ import { randomChooser } from "./chooser.js";
 import { type Profile, randomConfig } from "./config.js";
 import { runDurableHistory } from "./durable-history.js";
 import { addCounts, type FaultCounts } from "./faults.js";
-import { type HistoryResult, runHistory, type StoreWrapper } from "./history.js";
+import { type HistoryDeps, type HistoryResult, runHistory, type StoreWrapper } from "./history.js";
 import type { HistoryConfig } from "./history-config.js";
 import type { KnownIssue } from "./known-issues.js";
 import type { InvariantId, Violation } from "./observer.js";
+import { wrapperSettings } from "./wrapper-config.js";
+import { runWrapperHistory } from "./wrapper-history.js";
 
 export interface CampaignOptions {
   histories: number;
@@ -30,6 +32,8 @@ export interface CampaignOptions {
   unfencedSink?: boolean;
   /** Tests: the inline stores map state keys to rows with this (a broken mapping, BROKEN_ROW_KEYS). */
   rowKey?: (stateKey: string) => string;
+  /** Deliver through the Lambda wrappers in SQS batches (wrapper-history.ts) instead of calling the guard. */
+  wrappers?: boolean;
   /** A failover to a lagging replica in each history (engines whose backend has `serverFaults`: Valkey). */
   failover?: { waitForReplicas: boolean };
   /** Durable histories (src/sim/durable-history.ts) instead of the guard's: dispatcher, executions, guarded steps. */
@@ -128,7 +132,7 @@ export async function runSeed(
     });
     return { ...result, seed, config, digest: chooser.digest() };
   }
-  const result = await runHistory(config, {
+  const deps: HistoryDeps = {
     chooser,
     backend: (onSinkLanded) => {
       const backend = env.backend({
@@ -143,11 +147,15 @@ export async function runSeed(
         throw new Error(`the ${o.store} engine has no write check to break`);
       return backend;
     },
-    ...(real ? { namespace: `h${seed}-${randomUUID().slice(0, 6)}` } : {}),
+    // The wrappers refuse an empty subject (a malformed message): a namespace keeps every name non-empty.
+    ...(real ? { namespace: `h${seed}-${randomUUID().slice(0, 6)}` } : o.wrappers ? { namespace: "w" } : {}),
     ...(o.wrapStore ? { wrapStore: o.wrapStore } : {}),
     sampleEvery: real ? "delivery" : "step",
     trace: o.trace ?? false,
-  });
+  };
+  const result = o.wrappers
+    ? await runWrapperHistory(config, wrapperSettings(seed), deps)
+    : await runHistory(config, deps);
   return { ...result, seed, config, digest: chooser.digest() };
 }
 

@@ -83,7 +83,7 @@ async function invoke(
 }
 
 /** `apply`'s compute: both effects folded into its one request. */
-function compute(run: Run, w: Worker, e: SimEvent, ctx: ApplyContext): { w: number } {
+export function compute(run: Run, w: Worker, e: SimEvent, ctx: ApplyContext): { w: number } {
   ctx.atCommit(run.backend.counter(e, ctx.fence));
   for (const w of foreignWrites(run, e)) ctx.atCommit(w);
   if (e.position !== undefined) ctx.atCommit(run.backend.sinkAtomic(e, e.position, ctx.fence));
@@ -91,7 +91,7 @@ function compute(run: Run, w: Worker, e: SimEvent, ctx: ApplyContext): { w: numb
 }
 
 /** `run`'s handler: the counter folded, work (or a pause past the lease), the sink row folded or written now. */
-async function handle(
+export async function handle(
   run: Run,
   w: Worker,
   e: SimEvent,

@@ -28,6 +28,8 @@ export type FaultKind =
   | "duplicate"
   /** A message is delivered out of its enqueue order. */
   | "reorder"
+  /** Wrapper histories: the user's handler throws (an Error, or a retryable StoreError of its own store). */
+  | "handler-error"
   /** SQL servers: workers cold-start at once beside live traffic, each running the engine's migrations. */
   | "cold-start"
   /** SQL servers: a long transaction holds a lock on the live table while a cold start runs. */

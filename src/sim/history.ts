@@ -1,4 +1,4 @@
-import { createGuard } from "../core/guard.js";
+import { createGuard, type Guard } from "../core/guard.js";
 import { positionFromNumber } from "../core/position.js";
 import { stateKey } from "../core/state-key.js";
 import type { StateStore } from "../core/store.js";
@@ -64,7 +64,17 @@ export async function runHistory(cfg: HistoryConfig, deps: HistoryDeps): Promise
     maxVirtualMs: cfg.maxVirtualMs,
     afterStep: () => afterStep(run, deps.sampleEvery),
   });
-  const completed = finished && run.settled === workers.length;
+  return finishHistory(run, beyondSkew, finished, workers.length);
+}
+
+/** After the workers: cold starts settled, a last sample, the final checks, and the history's result. */
+export async function finishHistory(
+  run: Run,
+  beyondSkew: boolean,
+  finished: boolean,
+  workers: number,
+): Promise<HistoryResult> {
+  const completed = finished && run.settled === workers;
   await run.coldStarts?.settle();
   await sample(run);
   const { observer, backend, events, deliveries, keys, sinkSubjects } = run;
@@ -84,13 +94,13 @@ export async function runHistory(cfg: HistoryConfig, deps: HistoryDeps): Promise
     observer.violate(
       "I4",
       false,
-      `history did not settle: ${run.settled}/${workers.length} workers done, waiting: ${run.sim.pendingGates.join(", ") || "timers only"}`,
+      `history did not settle: ${run.settled}/${workers} workers done, waiting: ${run.sim.pendingGates.join(", ") || "timers only"}`,
     );
   return result(run, beyondSkew, completed);
 }
 
 /** The scheduler, checks, fault injector, stores, events and the queue holding one message per event. */
-function setUp(cfg: HistoryConfig, deps: HistoryDeps) {
+export function setUp(cfg: HistoryConfig, deps: HistoryDeps) {
   const { chooser } = deps;
   const sim = new VirtualScheduler(chooser, cfg.maxPostpone ?? 0);
   const g = cfg.guard;
@@ -145,9 +155,14 @@ function simEvents(cfg: HistoryConfig, ns: string, chooser: Chooser): SimEvent[]
 
 /** A worker: its own clock (offset), the shared store behind its own fault decorator, and a guard over both. */
 function createWorker(run: Run, shared: StateStore, id: number): Worker {
+  const state: WorkerState = { id, offsetMs: run.cfg.offsets[id] ?? 0, call: 0, frozenUntil: 0 };
+  return { state, guard: guardFor(run, shared, state) };
+}
+
+/** A guard as the history configures it, over the shared store behind a fault decorator of `state`'s own. */
+export function guardFor(run: Run, shared: StateStore, state: WorkerState): Guard {
   const { cfg, sim, faults, observer, backend } = run;
   const g = cfg.guard;
-  const state: WorkerState = { id, offsetMs: cfg.offsets[id] ?? 0, call: 0, frozenUntil: 0 };
   const store = new FaultyStore(shared, {
     sim,
     faults,
@@ -156,7 +171,7 @@ function createWorker(run: Run, shared: StateStore, id: number): Worker {
     leaseMs: g.leaseMs,
     reportAtomicWrites: !backend.sinkReportsItself,
   });
-  const guard = createGuard({
+  return createGuard({
     store,
     clock: sim.clock(state.offsetMs),
     leaseMs: g.leaseMs,
@@ -168,11 +183,10 @@ function createWorker(run: Run, shared: StateStore, id: number): Worker {
     maxWaitIntervalMs: g.maxWaitIntervalMs,
     expiresAfterSeconds: 3600,
   });
-  return { state, guard };
 }
 
 /** Every state item and sink row, for the checks that compare one sample with the last. */
-async function sample(run: Run): Promise<void> {
+export async function sample(run: Run): Promise<void> {
   for (const key of run.keys) {
     const { state, bytes } = await run.backend.readState(key);
     run.observer.sampleState(key, state, bytes);
@@ -181,7 +195,7 @@ async function sample(run: Run): Promise<void> {
     run.observer.sampleSink(subject, await run.backend.readSink(subject));
 }
 
-async function afterStep(run: Run, every: HistoryDeps["sampleEvery"]): Promise<void> {
+export async function afterStep(run: Run, every: HistoryDeps["sampleEvery"]): Promise<void> {
   await run.coldStarts?.afterStep();
   if (every === "step" || run.sampleDue) {
     run.sampleDue = false;
@@ -216,7 +230,7 @@ async function ttlDelete(run: Run): Promise<void> {
   await run.backend.forget(key);
 }
 
-function result(run: Run, beyondSkew: boolean, completed: boolean): HistoryResult {
+export function result(run: Run, beyondSkew: boolean, completed: boolean): HistoryResult {
   const { observer, faults, sim } = run;
   const all = observer.violations;
   return {

@@ -4,6 +4,7 @@ import {
   LeaseUnconfirmedError,
   OptionsError,
   ResultSerializationError,
+  StoreError,
   UnsupportedAtomicWriteError,
 } from "../../src/core/errors.js";
 import { type ApplyContext, createGuard, type GuardOptions } from "../../src/core/guard.js";
@@ -19,6 +20,7 @@ import {
   type StoreFactory,
   sleep,
   useStore,
+  wrapStore,
 } from "../kit/index.js";
 
 const p = positionFromNumber;
@@ -74,19 +76,27 @@ describe.each(STORES)("guard on $name", (factory) => {
     expect(ran).toBe(false);
   });
 
-  it("releases the claim when the handler fails, so the redelivery processes it (attempt 2)", async () => {
-    const g = guard();
-    const s = subject();
-    const boom = new Error("boom");
-    const failed = await g.run(ev(s, 1), async () => {
-      throw boom;
-    });
-    expect(failed).toEqual({ status: "failed", error: boom, released: true });
-    const firstFence = (await t.store.read(stateKey(s, `${p(1)}:created`, true)))?.fence ?? 0;
-    const retry = await g.run(ev(s, 1), async (ctx) => `attempt ${ctx.attempt}`);
-    expect(retry).toMatchObject({ status: "processed", result: "attempt 2", attempt: 2 });
-    expect(retry.status === "processed" && retry.fence).toBeGreaterThan(firstFence);
-  });
+  it.each([
+    ["an Error", new Error("boom")],
+    ["a retryable StoreError of the handler's own store", new StoreError("own read", { retryable: true })],
+  ])(
+    "releases the claim when the handler throws %s, so the redelivery processes it (attempt 2)",
+    async (_, boom) => {
+      const g = guard();
+      const s = subject();
+      let ran = 0;
+      const failed = await g.run(ev(s, 1), async () => {
+        ran++;
+        throw boom;
+      });
+      expect(ran).toBe(1); // the handler's error is not the guard's to retry
+      expect(failed).toEqual({ status: "failed", error: boom, released: true });
+      const firstFence = (await t.store.read(stateKey(s, `${p(1)}:created`, true)))?.fence ?? 0;
+      const retry = await g.run(ev(s, 1), async (ctx) => `attempt ${ctx.attempt}`);
+      expect(retry).toMatchObject({ status: "processed", result: "attempt 2", attempt: 2 });
+      expect(retry.status === "processed" && retry.fence).toBeGreaterThan(firstFence);
+    },
+  );
 
   it("a crashed holder blocks its subject only until its lease expires", async () => {
     const s = subject();
@@ -306,6 +316,73 @@ describe.each(STORES)("guard on $name", (factory) => {
     });
     expect(failing).toMatchObject({ status: "failed", released: false });
     expect(await g.apply(ev(s, 9), compute(9))).toMatchObject({ status: "processed", result: "r9" });
+  });
+
+  it("apply: a compute that throws a retryable StoreError fails the call at once and claims nothing", async () => {
+    const g = guard();
+    const s = subject();
+    const row = t.sink.rowFor(stateKey(s, "", true));
+    let computed = 0;
+    const transient = new StoreError("the user's own read timed out", { retryable: true });
+    const out = await g.apply(ev(s, 3), (ctx) => {
+      computed++;
+      if (computed === 1) throw transient; // the compute's own store read, not the guard's
+      ctx.atCommit(t.sink.atomic(ctx, row, "v3"));
+      return "r3";
+    });
+    // Reported as it is: the error is the user's, and nothing was claimed nor committed (it used to be retried and
+    // committed, yet reported failed: redelivered as a duplicate).
+    const state = await t.store.read(stateKey(s, `${p(3)}:created`, true));
+    expect({ out, committed: state?.status ?? "nothing" }).toEqual({
+      out: { status: "failed", error: transient, released: false },
+      committed: "nothing",
+    });
+    expect(computed).toBe(1);
+    // The redelivery computes again and commits.
+    expect(await g.apply(ev(s, 3), () => "r3")).toMatchObject({ status: "processed", result: "r3" });
+  });
+
+  it("apply: the guard's own retryable store error is retried, compute reruns, and the outcome is what landed", async () => {
+    const s = subject();
+    let tries = 0;
+    const flaky = wrapStore(t.store, {
+      claimAndCommit: (r) => {
+        if (++tries === 1) return Promise.reject(new StoreError("injected: not sent", { retryable: true }));
+        return t.store.claimAndCommit(r);
+      },
+    });
+    const g = createGuard({ store: flaky, leaseMs: 5000, waitIntervalMs: 1 });
+    const fences: number[] = [];
+    const out = await g.apply(ev(s, 1), (ctx) => {
+      fences.push(ctx.fence);
+      return "r1";
+    });
+    expect(out).toMatchObject({ status: "processed", result: "r1" });
+    expect(tries).toBe(2);
+    expect(fences).toHaveLength(2);
+    expect(await g.apply(ev(s, 1), () => "again")).toEqual({ status: "duplicate", result: "r1" });
+  });
+
+  it("apply: a compute that throws after a request of the same call went unanswered is unconfirmed, not failed", async () => {
+    const s = subject();
+    let tries = 0;
+    const lossy = wrapStore(t.store, {
+      claimAndCommit: async (r) => {
+        const landed = await t.store.claimAndCommit(r);
+        if (++tries === 1) throw new StoreError("injected: response lost", { retryable: true });
+        return landed;
+      },
+    });
+    const g = createGuard({ store: lossy, leaseMs: 5000, waitIntervalMs: 1 });
+    const boom = new Error("compute failed on the retry");
+    let computed = 0;
+    const out = await g.apply(ev(s, 1), () => {
+      if (++computed === 2) throw boom;
+      return "r1";
+    });
+    // The first request landed: "failed" (nothing claimed) would be false. Not acknowledged; a redelivery is a duplicate.
+    expect(out).toEqual({ status: "unconfirmed", phase: "claim", error: boom });
+    expect(await g.apply(ev(s, 1), () => "again")).toEqual({ status: "duplicate", result: "r1" });
   });
 
   it.each(["wait", "supersede", "retry"] as const)(

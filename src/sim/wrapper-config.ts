@@ -1,0 +1,28 @@
+import { createPrng } from "./prng.js";
+
+/**
+ * How a wrapper history (src/sim/wrapper-history.ts) drives the Lambda wrappers: SQS batches, FIFO or standard,
+ * the runner's concurrency, and how often the user's handler throws. Drawn from the history's seed beside its
+ * HistoryConfig (config.ts), so `--replay <seed> --wrappers` rebuilds both.
+ */
+export interface WrapperSettings {
+  /** Most records per SQS batch; each batch takes 1..maxBatch of the messages it may take. */
+  maxBatch: number;
+  /** A FIFO queue: one message group per subject, a group's messages in order, none while one is in flight. */
+  fifo: boolean;
+  /** The wrapper's `concurrency` (lanes at once). */
+  concurrency: number;
+  /** Share of handler runs (either mode) that throw: an Error, or a retryable StoreError of the user's own store. */
+  handlerErrorRate: number;
+}
+
+export function wrapperSettings(seed: number): WrapperSettings {
+  const r = createPrng(seed).fork("wrappers");
+  const pick = <T>(xs: readonly T[]): T => xs[r.int(0, xs.length - 1)] as T;
+  return {
+    maxBatch: r.int(1, 4),
+    fifo: r.chance(0.5),
+    concurrency: r.int(1, 3),
+    handlerErrorRate: pick([0, 0.1, 0.25]),
+  };
+}

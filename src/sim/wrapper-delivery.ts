@@ -1,0 +1,341 @@
+import { Logger } from "@aws-lambda-powertools/logger";
+import type { Metrics } from "@aws-lambda-powertools/metrics";
+import type { SQSRecord } from "aws-lambda";
+import { StoreError } from "../core/errors.js";
+import {
+  type DeliveryStatus,
+  GUARD_OUTCOME_STATUSES,
+  type GuardOutcomeStatus,
+  isAcknowledged,
+} from "../core/outcomes.js";
+import { positionBefore } from "../core/position.js";
+import type { StateStore } from "../core/store.js";
+import { type DeliveryReport, type InvocationResult, InvocationRunner } from "../lambda/invocation.js";
+import {
+  type ApplyEventHandler,
+  type EventHandler,
+  type HandledEvent,
+  resolveOptions,
+  type WrapperMode,
+} from "../lambda/options.js";
+import { compute, handle } from "./delivery.js";
+import { KNOWN_ISSUES } from "./known-issues.js";
+import type { Run } from "./run.js";
+import type { SimEvent } from "./sim-event.js";
+import type { Message, Receipt } from "./source.js";
+import { VIRTUAL_EPOCH_MS } from "./virtual-time.js";
+import type { WrapperSettings } from "./wrapper-config.js";
+import { type CallInfo, callGuard, currentCall } from "./wrapper-guard.js";
+import { receiveBatch } from "./wrapper-source.js";
+
+/** A Lambda instance of a wrapper history: one runner per mode (the real SQS wrapper's), over one call guard. */
+export interface WrapperWorker {
+  id: number;
+  runners: Record<WrapperMode, InvocationRunner>;
+  /** The current invocation's deadline (virtual ms) and the guard calls it made. */
+  deadline: number;
+  calls: CallInfo[];
+}
+
+type Answer = { w: number };
+type SqsResult = Extract<InvocationResult<Answer>, { kind: "sqs" }>;
+
+/** The wrappers' logs and metrics go nowhere: the checks read the reports and the stores. */
+let silentLogger: Logger | undefined;
+const SILENT_METRICS = {
+  addDimension() {},
+  addMetric() {},
+  publishStoredMetrics() {},
+} as unknown as Metrics;
+
+export function createWrapperWorker(
+  run: Run,
+  shared: StateStore,
+  id: number,
+  ws: WrapperSettings,
+): WrapperWorker {
+  const calls: CallInfo[] = [];
+  const w: WrapperWorker = { id, runners: {} as WrapperWorker["runners"], deadline: 0, calls };
+  const guard = callGuard(run, shared, { id, offsetMs: run.cfg.offsets[id] ?? 0 }, () => w.deadline, calls);
+  silentLogger ??= new Logger({ logLevel: "SILENT" });
+  const common = {
+    store: shared,
+    pipeline: "chaos",
+    messages: "accept" as const,
+    subject: (m: HandledEvent) => eventOf(run, m).subject,
+    identity: (m: HandledEvent) => eventOf(run, m).identity,
+    position: (m: HandledEvent) => eventOf(run, m).position,
+    concurrency: ws.concurrency,
+    logger: silentLogger,
+    metrics: SILENT_METRICS,
+  };
+  for (const mode of ["run", "apply"] as const) {
+    const resolved = resolveOptions("sqsHandler", mode === "apply" ? { ...common, mode } : common);
+    w.runners[mode] = new InvocationRunner("sqsHandler", { ...resolved, guard });
+  }
+  return w;
+}
+
+/** A Lambda instance polls SQS batches until the queue is empty. */
+export async function wrapperWorkerLoop(run: Run, w: WrapperWorker, ws: WrapperSettings): Promise<void> {
+  const groups = [...new Set(run.events.map((e) => e.subject))];
+  const groupOf = ws.fifo
+    ? (m: Message) => `g${groups.indexOf((run.events[m.event] as SimEvent).subject)}`
+    : undefined;
+  for (;;) {
+    const batch = receiveBatch(run.source, ws.maxBatch, groupOf);
+    if (batch === "done") break;
+    if (Array.isArray(batch)) await invoke(run, w, ws, batch, groupOf);
+    else await run.sim.sleep(batch.waitMs);
+  }
+  run.settled++;
+}
+
+/** One invocation of the SQS wrapper on a batch, its answer checked, then each message deleted or returned. */
+async function invoke(
+  run: Run,
+  w: WrapperWorker,
+  ws: WrapperSettings,
+  receipts: Receipt[],
+  groupOf: ((m: Message) => string) | undefined,
+): Promise<void> {
+  const mode: WrapperMode = run.chooser.chance(run.cfg.applyShare) ? "apply" : "run";
+  const records = receipts.map((r) => sqsRecord(r, groupOf));
+  w.deadline = (receipts[0] as Receipt).deadline;
+  w.calls.length = 0;
+  run.observer.log(
+    () =>
+      `w${w.id} receives ${mode} batch ${records.map((r, i) => `${r.messageId}=${describe(run, receipts[i] as Receipt)}`).join(" ")}`,
+  );
+  let result: SqsResult | undefined;
+  try {
+    const r = await w.runners[mode].run(handlerOf(run, ws, mode), { Records: records }, undefined, "sqs");
+    if (r.kind === "sqs") result = r;
+    else run.observer.violate("I4", false, `w${w.id}: the SQS wrapper answered a batch as a direct invoke`);
+  } catch (error) {
+    run.observer.violate(
+      "I4",
+      false,
+      `w${w.id}: the SQS wrapper threw instead of answering: ${String(error)}`,
+    );
+  }
+  run.sampleDue = true;
+  if (run.source.timedOut(receipts[0] as Receipt)) {
+    run.observer.log(() => `w${w.id} batch done, but the invocation timed out: nothing deleted nor returned`);
+    return;
+  }
+  const failed = new Set(result?.response.batchItemFailures.map((f) => f.itemIdentifier) ?? []);
+  run.observer.log(() => `w${w.id} batch item failures: ${[...failed].join(" ") || "none"}`);
+  if (result) await checkAnswer(run, w, { receipts, records, result, failed, fifo: groupOf !== undefined });
+  for (const [i, r] of receipts.entries()) {
+    const id = (records[i] as SQSRecord).messageId;
+    const report = result?.report.deliveries.find((d) => d.recordIndex === i);
+    record(run, w, r, mode, id, report, !failed.has(id) && result !== undefined);
+  }
+}
+
+/** The user's handler of `mode`: the simulator's effects (delivery.ts), and sometimes a throw of its own. */
+function handlerOf(
+  run: Run,
+  ws: WrapperSettings,
+  mode: WrapperMode,
+): EventHandler<Answer> | ApplyEventHandler<Answer> {
+  if (mode === "apply") {
+    const computeHandler: ApplyEventHandler<Answer> = (event, ctx) => {
+      const info = ranFor(ctx.delivery.sqs?.messageId);
+      const e = eventOf(run, event);
+      const error = handlerError(run, ws);
+      if (error) throw error;
+      const out = compute(run, { state: info.state, guard: info.guard }, e, ctx);
+      info.fences.push(ctx.fence);
+      return out;
+    };
+    return computeHandler;
+  }
+  const runHandler: EventHandler<Answer> = async (event, ctx) => {
+    const info = ranFor(ctx.delivery.sqs?.messageId);
+    info.fences.push(ctx.fence);
+    const e = eventOf(run, event);
+    const error = handlerError(run, ws);
+    if (error && run.chooser.chance(0.5)) {
+      run.observer.stopped(e.key, ctx.fence);
+      throw error;
+    }
+    const how =
+      e.position !== undefined && run.chooser.chance(run.cfg.directShare) ? "run-direct" : "run-atomic";
+    const out = await handle(run, { state: info.state, guard: info.guard }, e, how, ctx);
+    if (error) throw error;
+    return out;
+  };
+  return runHandler;
+}
+
+function ranFor(messageId: string | undefined): CallInfo {
+  const info = currentCall();
+  if (messageId !== undefined) info.messageId = messageId;
+  return info;
+}
+
+/** The user's own failure: an Error, or a retryable StoreError of a store the handler reads (not the guard's). */
+function handlerError(run: Run, ws: WrapperSettings): Error | undefined {
+  if (!run.chooser.chance(ws.handlerErrorRate)) return undefined;
+  run.faults.count("handler-error");
+  return run.chooser.chance(0.5)
+    ? new StoreError("the handler's own store read timed out (injected)", { retryable: true })
+    : new Error("the handler failed (injected)");
+}
+
+interface Answered {
+  receipts: Receipt[];
+  records: SQSRecord[];
+  result: SqsResult;
+  failed: ReadonlySet<string>;
+  fifo: boolean;
+}
+
+/**
+ * I4: every record has one report, and is a batch item failure exactly when its outcome is not acknowledged; on a
+ * FIFO queue no record runs after an earlier record of its group failed in the batch. I6: a record returned for a
+ * redelivery did not commit by itself (its own commit landed, yet the outcome says otherwise), unless the store
+ * never confirmed (`unconfirmed`).
+ */
+async function checkAnswer(run: Run, w: WrapperWorker, a: Answered): Promise<void> {
+  const { observer } = run;
+  const failedGroups = new Set<string>();
+  for (const [i, r] of a.receipts.entries()) {
+    const id = (a.records[i] as SQSRecord).messageId;
+    const reports = a.result.report.deliveries.filter((d) => d.recordIndex === i);
+    const report = reports[0];
+    if (reports.length !== 1 || !report) {
+      observer.violate("I4", false, `w${w.id}: record ${id} has ${reports.length} reports`);
+      continue;
+    }
+    const statuses = report.events.map((x) => x.status);
+    const acknowledged = statuses.length > 0 && statuses.every((s) => isAcknowledged(s));
+    if (report.ok !== acknowledged || a.failed.has(id) === report.ok)
+      observer.violate(
+        "I4",
+        false,
+        `w${w.id}: record ${id} ended ${statuses.join(",")} but is ${a.failed.has(id) ? "" : "not "}a batch item failure`,
+      );
+    const group = a.records[i]?.attributes.MessageGroupId;
+    if (a.fifo && group !== undefined) {
+      if (failedGroups.has(group) && statuses.some((s) => s !== "deferred"))
+        observer.violate(
+          "I4",
+          false,
+          `w${w.id}: record ${id} ran after an earlier record of group ${group} failed`,
+        );
+      if (!report.ok) failedGroups.add(group);
+    }
+    if (!report.ok && !statuses.includes("unconfirmed")) await checkNotCommitted(run, w, r, id, statuses);
+  }
+}
+
+/** A record returned for a redelivery whose own guard call's commit landed: its effect's counter holds that fence. */
+async function checkNotCommitted(
+  run: Run,
+  w: WrapperWorker,
+  r: Receipt,
+  id: string,
+  statuses: DeliveryStatus[],
+): Promise<void> {
+  const fences = w.calls.filter((c) => c.messageId === id).flatMap((c) => c.fences);
+  if (fences.length === 0) return;
+  const e = run.events[r.message.event] as SimEvent;
+  const counter = await run.sim.track(() => run.backend.readCounter(e));
+  const landed = fences.find((f) => counter.fences.includes(f));
+  if (landed !== undefined)
+    run.observer.violate(
+      "I6",
+      false,
+      `w${w.id}: record ${id} (${e.subject}/${e.identity}) ended ${statuses.join(",")} and is a batch item failure, though its own commit landed (fence ${landed})`,
+    );
+}
+
+const GUARD_STATUSES: readonly DeliveryStatus[] = GUARD_OUTCOME_STATUSES;
+
+/** The queue hears the answer; a guard outcome becomes a delivery of the history, for the final checks. */
+function record(
+  run: Run,
+  w: WrapperWorker,
+  r: Receipt,
+  mode: WrapperMode,
+  id: string,
+  report: DeliveryReport<Answer> | undefined,
+  acknowledged: boolean,
+): void {
+  const e = run.events[r.message.event] as SimEvent;
+  const status = report?.events[0]?.status;
+  const info = w.calls.find((c) => c.messageId === id);
+  const out = info?.outcome;
+  run.observer.log(
+    () =>
+      `w${w.id} ${id} ${e.subject}/${e.identity} -> ${status ?? "no report"}${acknowledged ? " (ack)" : ""}`,
+  );
+  if (
+    out?.status === "lease-lost" &&
+    e.position !== undefined &&
+    out.current &&
+    positionBefore(out.current.position, e.position)
+  )
+    run.knownIssues.add(KNOWN_ISSUES.olderTakerLeaseLost);
+  if (status !== undefined && GUARD_STATUSES.includes(status)) {
+    const superseded =
+      out?.status === "processed" && out.writes.length > 0 && out.writes.every((x) => x.status === "stale");
+    run.deliveries.push({
+      event: e.index,
+      worker: w.id,
+      call: info?.call ?? 0,
+      mode: mode === "apply" ? "apply" : "run-atomic",
+      status: status as GuardOutcomeStatus,
+      acknowledged,
+      ...(superseded ? { superseded: true as const } : {}),
+    });
+  }
+  if (acknowledged) {
+    e.acknowledged = true;
+    run.source.ack(r);
+  } else run.source.nack(r);
+}
+
+/** The simulated event a message carries (its body names the event's index). */
+function eventOf(run: Run, m: HandledEvent): SimEvent {
+  if (m.kind !== "message") throw new Error("wrapper history: not a message");
+  const { event } = JSON.parse(m.body) as { event: number };
+  return run.events[event] as SimEvent;
+}
+
+function describe(run: Run, r: Receipt): string {
+  const e = run.events[r.message.event] as SimEvent;
+  return `${e.subject}/${e.identity}#${r.receive}`;
+}
+
+/** An SQS record as the event source mapping hands it to the function (FIFO: its group and sequence number). */
+function sqsRecord(r: Receipt, groupOf: ((m: Message) => string) | undefined): SQSRecord {
+  const m = r.message;
+  const messageId = `m${m.id}`;
+  const sent = String(VIRTUAL_EPOCH_MS);
+  const attributes: Record<string, string> = {
+    ApproximateReceiveCount: String(r.receive),
+    SentTimestamp: sent,
+    SenderId: "chaos",
+    ApproximateFirstReceiveTimestamp: sent,
+  };
+  if (groupOf) {
+    attributes.MessageGroupId = groupOf(m);
+    attributes.SequenceNumber = String(m.id);
+    attributes.MessageDeduplicationId = messageId;
+  }
+  return {
+    messageId,
+    receiptHandle: `${messageId}-${r.receive}`,
+    body: JSON.stringify({ event: m.event }),
+    attributes: attributes as unknown as SQSRecord["attributes"],
+    messageAttributes: {},
+    md5OfBody: "",
+    eventSource: "aws:sqs",
+    eventSourceARN: `arn:aws:sqs:us-east-1:000000000000:chaos${groupOf ? ".fifo" : ""}`,
+    awsRegion: "us-east-1",
+  };
+}
