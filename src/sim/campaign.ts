@@ -37,6 +37,11 @@ export interface CampaignOptions {
    * would only repeat the finding. Histories already running still finish.
    */
   stopWhen?: (summary: CampaignSummary) => boolean;
+  /**
+   * Aborted (Ctrl-C): no history starts after it, those running finish, and the run's environment is removed as at
+   * any end; the summary counts the histories run.
+   */
+  signal?: AbortSignal;
 }
 
 export interface HistoryFailure {
@@ -175,7 +180,7 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignSummary> 
       o.onProgress?.(summary.histories, o.histories);
     };
     const one = (i: number) => runSeed(historySeed(o.seed, i), { ...o, env });
-    const more = (i: number) => i < o.histories && !o.stopWhen?.(summary);
+    const more = (i: number) => i < o.histories && !o.stopWhen?.(summary) && !o.signal?.aborted;
     if (!isServer(o.store)) {
       for (let i = 0; more(i); i++) record(await one(i));
     } else {
