@@ -129,8 +129,15 @@ async function chaos(o: ChaosOptions): Promise<number> {
   if (o.waitForReplicas && !o.failover) throw new Error("--wait-for-replicas needs --failover");
   if (o.replayPath !== undefined) return replayExhaustive(o.replayPath);
   if (o.replay !== undefined) return replayHistory(o, o.replay);
-  const summary = await campaign(o);
-  const exhaustive = o.exhaustive ? await exhaustiveCases(o) : undefined;
+  const stop = stopOnSignal();
+  let summary: CampaignSummary;
+  try {
+    summary = await campaign(o, stop.signal);
+  } finally {
+    stop.dispose();
+  }
+  const interrupted = stop.received();
+  const exhaustive = o.exhaustive && !interrupted ? await exhaustiveCases(o) : undefined;
   const report: Report = {
     summary,
     exhaustive: exhaustive?.cases ?? [],
@@ -139,6 +146,10 @@ async function chaos(o: ChaosOptions): Promise<number> {
     replays: [...summary.failures.map((f) => replayCommand(o, f.seed)), ...(exhaustive?.replays ?? [])],
   };
   process.stdout.write(`${o.json ? jsonReport(o, report) : textReport(o, report).join("\n")}\n`);
+  if (interrupted) {
+    process.stderr.write(`eonce chaos: interrupted (${interrupted}) after ${summary.histories} histories\n`);
+    return SIGNAL_EXIT[interrupted] ?? 2;
+  }
   return report.violations > 0 ? 1 : 0;
 }
 
@@ -176,7 +187,7 @@ async function replayHistory(o: ChaosOptions, seed: number): Promise<number> {
   return r.violations.length > 0 ? 1 : 0;
 }
 
-async function campaign(o: ChaosOptions): Promise<CampaignSummary> {
+async function campaign(o: ChaosOptions, signal: AbortSignal): Promise<CampaignSummary> {
   const bar = progress(o.histories);
   try {
     return await runCampaign({
@@ -185,10 +196,41 @@ async function campaign(o: ChaosOptions): Promise<CampaignSummary> {
       seed: o.seed,
       ...(o.concurrency ? { concurrency: o.concurrency } : {}),
       onProgress: (done) => bar.update(done),
+      signal,
     });
   } finally {
     bar.stop();
   }
+}
+
+/** The exit code of a run ended by a signal, as a shell reports it. */
+const SIGNAL_EXIT: Partial<Record<NodeJS.Signals, number>> = { SIGINT: 130, SIGTERM: 143 };
+
+/**
+ * Ctrl-C or SIGTERM during a campaign: no history starts after it, the running ones finish and the run removes what it
+ * made on its engine (runCampaign's environment), then reports what it ran. A second signal ends the process at once;
+ * a PostgreSQL schema left so is swept by the next run (src/engines/postgres/sim-schema.ts).
+ */
+function stopOnSignal(): { signal: AbortSignal; received(): NodeJS.Signals | undefined; dispose(): void } {
+  const stop = new AbortController();
+  let received: NodeJS.Signals | undefined;
+  const on = (name: NodeJS.Signals) => {
+    if (received) process.exit(SIGNAL_EXIT[received]);
+    received = name;
+    process.stderr.write(
+      `\neonce chaos: ${name}: finishing the running histories, then removing the run's data\n`,
+    );
+    stop.abort();
+  };
+  const names = Object.keys(SIGNAL_EXIT) as NodeJS.Signals[];
+  for (const n of names) process.on(n, on);
+  return {
+    signal: stop.signal,
+    received: () => received,
+    dispose: () => {
+      for (const n of names) process.off(n, on);
+    },
+  };
 }
 
 interface ExhaustiveLine {

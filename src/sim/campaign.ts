@@ -48,6 +48,11 @@ export interface CampaignOptions {
    * would only repeat the finding. Histories already running still finish.
    */
   stopWhen?: (summary: CampaignSummary) => boolean;
+  /**
+   * Aborted (Ctrl-C): no history starts after it, those running finish, and the run's environment is removed as at
+   * any end; the summary counts the histories run.
+   */
+  signal?: AbortSignal;
 }
 
 export interface HistoryFailure {
@@ -203,7 +208,7 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignSummary> 
       o.onProgress?.(summary.histories, o.histories);
     };
     const one = (i: number) => runSeed(historySeed(o.seed, i), { ...o, env });
-    const more = (i: number) => i < o.histories && !o.stopWhen?.(summary);
+    const more = (i: number) => i < o.histories && !o.stopWhen?.(summary) && !o.signal?.aborted;
     // Durable histories wait on real timers (the dispatcher's back-off) too: several at a time, as on a server.
     if (!isServer(o.store) && !o.durable) {
       for (let i = 0; more(i); i++) record(await one(i));

@@ -1,4 +1,6 @@
+import { ListTablesCommand } from "@aws-sdk/client-dynamodb";
 import { describe, expect, inject, it } from "vitest";
+import { dynamoDBClient } from "../../src/local/emulators/dynamodb-local.js";
 import { runCampaign } from "../../src/sim/campaign.js";
 
 const HISTORIES = 300;
@@ -20,4 +22,17 @@ describe("fault simulator: seeded histories on DynamoDB Local", () => {
     for (const k of ["fail-before", "lose-response", "delay", "hang", "pause", "duplicate"] as const)
       expect(s.faults[k], k).toBeGreaterThan(5);
   }, 180_000);
+});
+
+describe("a run on a DynamoDB endpoint it was given", () => {
+  it("deletes its tables at its end", async () => {
+    const endpoint = inject("dynamodbEndpoint");
+    const client = dynamoDBClient(endpoint);
+    const names = async () => (await client.send(new ListTablesCommand({}))).TableNames ?? [];
+    const before = new Set(await names());
+    const s = await runCampaign({ histories: 2, seed: 1, store: "dynamodb-inline", endpoint });
+    expect(s.histories).toBe(2);
+    expect((await names()).filter((n) => n.startsWith("chaos-") && !before.has(n))).toEqual([]);
+    client.destroy();
+  }, 60_000);
 });

@@ -6,7 +6,7 @@ import { dynamoDBClientFor } from "./connection.js";
 import { InlineDynamoDBStateAdmin } from "./inline-admin.js";
 import { inlineBackend } from "./inline-sim-backend.js";
 import { createStateTable, createTableIfMissing } from "./schema.js";
-import { createChaosTables, dynamoDBBackend } from "./sim-backend.js";
+import { createChaosTables, deleteChaosTables, dynamoDBBackend } from "./sim-backend.js";
 
 /**
  * The simulator's tables, on the endpoint given or on a DynamoDB Local started here (the emulator is a dev
@@ -20,8 +20,13 @@ async function openSimEnv(o: { endpoint?: string }, inline: boolean): Promise<Si
   return {
     backend: (b) => (inline ? inlineBackend(tables, b.rowKey) : dynamoDBBackend(tables)),
     close: async () => {
-      client.destroy();
-      await local?.stop();
+      // A DynamoDB Local started here keeps its tables in memory and goes with them; on another endpoint they stay.
+      try {
+        if (o.endpoint) await deleteChaosTables(tables);
+      } finally {
+        client.destroy();
+        await local?.stop();
+      }
     },
   };
 }

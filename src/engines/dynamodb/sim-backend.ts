@@ -1,4 +1,9 @@
-import { DeleteItemCommand, type DynamoDBClient, GetItemCommand } from "@aws-sdk/client-dynamodb";
+import {
+  DeleteItemCommand,
+  DeleteTableCommand,
+  type DynamoDBClient,
+  GetItemCommand,
+} from "@aws-sdk/client-dynamodb";
 import { type Backend, counterWrite, taggedSink } from "../../sim/backend.js";
 import { quiet } from "../../sim/quiet.js";
 import type { DynamoDBAtomicWrite } from "./atomic-write.js";
@@ -31,6 +36,14 @@ export async function createChaosTables(client: DynamoDBClient, suffix: string):
   await createTableIfMissing(client, t.counter, "pk");
   await createTableIfMissing(client, t.inline, "pk");
   return t;
+}
+
+/** Deletes a run's tables (on an endpoint the run does not own, nothing of it may stay). */
+export async function deleteChaosTables(t: DynamoDBTables): Promise<void> {
+  for (const name of [t.state, t.sink, t.counter, t.inline])
+    await t.client.send(new DeleteTableCommand({ TableName: name })).catch((error: unknown) => {
+      if ((error as { name?: unknown } | null)?.name !== "ResourceNotFoundException") throw error;
+    });
 }
 
 /**

@@ -27,8 +27,9 @@ import { qualified } from "./schema.js";
  * call (`EXECUTE`, each value a quoted literal, which takes the column's type as the statement's untyped parameter
  * does); without a row write every statement is static. Nothing of the user's columns is baked in, so columns added,
  * dropped or retyped later need no new function. The first parameter has the key column's type at creation
- * (`%TYPE`): if that type changed since, the function does nothing and answers `landed = -1`, and the store uses its
- * statement.
+ * (`%TYPE`): if that type changed since, the function does nothing and answers `landed = -1` where the old and new
+ * types compare (`text` and `varchar`), and fails where they do not (`uuid = text`); either way the store, finding
+ * that the function no longer fits the table (`functionFits`, inline-schema.ts), uses its statement.
  *
  * The answer is one json value with the statement's columns (`landed`, `wrote`, the locked row's `eo_*`), the state
  * left out when the step landed and the caller does not read it (all but a claim): a short answer is cheaper to build

@@ -88,15 +88,48 @@ export async function migrateInline(pool: PostgresPool, options: InlineTableOpti
   });
 }
 
+/** Where a table's inline parts are looked up: its schema and name (unquoted), its key column, its functions. */
+interface InlineParts {
+  schema: string;
+  table: string;
+  keyColumn: string;
+  functions: readonly InlineFunction[];
+}
+
 /**
  * The state columns the table lacks and the functions the schema lacks (or holds for another type of the key
- * column, which is their first parameter's), in one read of the catalog tables: no lock on the table, and a new
+ * column, which is their first parameter's).
+ */
+async function missingParts(db: Queryable, o: InlineParts): Promise<string[]> {
+  const found = await inlineCatalog(db, o);
+  const columns = INLINE_COLUMN_NAMES.filter((c) => !found.columns.includes(c)).map(columnPart);
+  const functions = o.functions
+    .filter((f) => !found.fitting.includes(f.name))
+    .map((f) => (found.functions.includes(f.name) ? retypedPart(f) : functionPart(f)));
+  return [...columns, ...functions];
+}
+
+/**
+ * Whether `fn` is installed for the table's key column as it is now (made for its type): a call of a function that
+ * does not fit fails or answers `NOT_SERVED` (inline-functions.ts), and the store runs the statement instead.
+ */
+export async function functionFits(
+  db: Queryable,
+  o: Omit<InlineParts, "functions">,
+  fn: InlineFunction,
+): Promise<boolean> {
+  return (await inlineCatalog(db, { ...o, functions: [fn] })).fitting.includes(fn.name);
+}
+
+/**
+ * The table's state columns and the schema's functions among `o.functions`: all of them, and those whose first
+ * parameter has the key column's type (`fitting`). One read of the catalog tables: no lock on the table, and a new
  * snapshot per statement.
  */
-async function missingParts(
+async function inlineCatalog(
   db: Queryable,
-  o: { schema: string; table: string; keyColumn: string; functions: readonly InlineFunction[] },
-): Promise<string[]> {
+  o: InlineParts,
+): Promise<Record<"columns" | "functions" | "fitting", string[]>> {
   const out = await db.query(
     `SELECT
   ARRAY(SELECT a.attname::text FROM pg_attribute a
@@ -110,10 +143,5 @@ WHERE n.nspname = $1 AND c.relname = $2`,
     [o.schema, o.table, INLINE_COLUMN_NAMES, o.functions.map((f) => f.name), o.keyColumn],
   );
   const found = (out.rows[0] ?? {}) as Partial<Record<"columns" | "functions" | "fitting", string[]>>;
-  const has = (list: string[] | undefined, name: string) => list?.includes(name) ?? false;
-  const columns = INLINE_COLUMN_NAMES.filter((c) => !has(found.columns, c)).map(columnPart);
-  const functions = o.functions
-    .filter((f) => !has(found.fitting, f.name))
-    .map((f) => (has(found.functions, f.name) ? retypedPart(f) : functionPart(f)));
-  return [...columns, ...functions];
+  return { columns: found.columns ?? [], functions: found.functions ?? [], fitting: found.fitting ?? [] };
 }

@@ -3,7 +3,9 @@ import { INLINE_RESERVED_PREFIX } from "../../core/inline-prefix.js";
 import { stateKey } from "../../core/state-key.js";
 import type { Backend, EffectTarget } from "../../sim/backend.js";
 import type { TaggedWrite } from "../../sim/faulty-store.js";
+import { inlineFunctions } from "./inline-functions.js";
 import { migrateInline } from "./inline-schema.js";
+import { InlineStatements } from "./inline-sql.js";
 import { INLINE_POSTGRES_COLUMNS, InlinePostgresStore } from "./inline-store.js";
 import { qualified, quote } from "./schema.js";
 import { coldStarts, holdReader } from "./sim-cold-start.js";
@@ -109,11 +111,15 @@ export function postgresInlineBackend(env: PostgresChaosEnv, rowKey?: (stateKey:
 async function inlineColdStart(env: PostgresChaosEnv, workers: number): Promise<void> {
   const { pool, schema } = env;
   const fresh = `cold_${randomUUID().replaceAll("-", "").slice(0, 12)}`;
-  await pool.query(`CREATE TABLE ${qualified(schema, fresh)} (pk text PRIMARY KEY, sink_pos text)`);
+  const table = qualified(schema, fresh);
+  const made = Object.values(inlineFunctions(schema, fresh, new InlineStatements(table, "pk")));
+  await pool.query(`CREATE TABLE ${table} (pk text PRIMARY KEY, sink_pos text)`);
   await coldStarts(
     env,
     workers,
     (p) => migrateInline(p, { schema, table: ROWS }),
     (p) => migrateInline(p, { schema, table: fresh }),
+    // The functions do not depend on the table (their key type is copied at creation): dropped by name.
+    `DROP TABLE IF EXISTS ${table}; DROP FUNCTION IF EXISTS ${made.map((f) => qualified(schema, f.name)).join(", ")}`,
   );
 }

@@ -8,6 +8,7 @@ import { DYNAMODB_MAX_RESULT_BYTES } from "../dynamodb/limits.js";
 import { InlineRowStore } from "../inline-row-store.js";
 import { postgresStoreError } from "./errors.js";
 import { type InlineFunction, inlineFunctions, NOT_SERVED } from "./inline-functions.js";
+import { functionFits } from "./inline-schema.js";
 import {
   INLINE_COLUMN_NAMES,
   INLINE_STEPS,
@@ -49,8 +50,9 @@ export interface InlinePostgresStoreOptions {
    * statement whose plans the server keeps per connection, so it needs no named statement and works behind any
    * pooler. Default: true, but false with `preparedStatements` (named statements cost less than named calls; with
    * both true the calls are named). A call the function cannot serve (not installed: the store calls its own
-   * version's; the key column's type changed since) runs the step's statement instead, and the store keeps to
-   * statements from then on. False: statements only (`migrateInline` with `serverFunctions: false` creates none).
+   * version's; the key column's type changed since, whatever error that makes the call fail with) runs the step's
+   * statement instead, and the store keeps to statements from then on (the next `migrateInline` makes the functions
+   * again for new stores). False: statements only (`migrateInline` with `serverFunctions: false` creates none).
    */
   serverFunctions?: boolean;
 }
@@ -128,6 +130,8 @@ export class InlinePostgresStore extends InlineRowStore<InlinePostgresRowWrite> 
   #functions: Record<InlineStepName, InlineFunction> | undefined;
   /** Statements by written columns (see #shaped). */
   readonly #shapes = new Map<string, string>();
+  /** The table as the catalog names it, to ask whether a failed call's function still fits it. */
+  readonly #parts: { schema: string; table: string; keyColumn: string };
 
   constructor(options: InlinePostgresStoreOptions) {
     const o = resolveOptions("InlinePostgresStore", INLINE_POSTGRES_OPTIONS, options);
@@ -140,6 +144,7 @@ export class InlinePostgresStore extends InlineRowStore<InlinePostgresRowWrite> 
     });
     this.#pool = o.pool;
     this.#keyColumn = o.keyColumn;
+    this.#parts = { schema: o.schema, table: o.table, keyColumn: o.keyColumn };
     this.#prepared = o.preparedStatements;
     this.maxResultBytes = o.maxResultBytes;
     this.#sql = new InlineStatements(this.tableName, o.keyColumn);
@@ -290,13 +295,29 @@ export class InlinePostgresStore extends InlineRowStore<InlinePostgresRowWrite> 
     const sql = this.#shaped(`call ${call.step}\n${names?.join("\n") ?? "-"}`, () => fn.call(names));
     const params = call.row ? [...call.params, ...call.row.values] : call.params;
     try {
-      const answer = (await this.#send(op, key, { sql, params }, fn.name)).r as Record<string, unknown>;
+      const answer = (await this.#send(op, key, { sql, params })).r as Record<string, unknown>;
       if (answer.landed !== NOT_SERVED) return answer;
     } catch (error) {
-      if (!isMissing(error, fn.name)) throw error;
+      if (!(await this.#unfit(error, fn))) throw error;
     }
     this.#functions = undefined;
     return undefined;
+  }
+
+  /**
+   * Whether a call failed because its function does not fit the table (any more): the server refused the call for
+   * good and the catalog holds no function of that name made for the key column's type. A retype fails the call
+   * with an operator (`42883 operator does not exist: uuid = text`), a value of the new type (`42804`) or the row key
+   * as a value of the old type (`22P02`); asking the catalog, not reading the code, keeps every other refusal (a
+   * constraint, a trigger of the user's) the caller's, as the statement would raise it.
+   */
+  async #unfit(error: unknown, fn: InlineFunction): Promise<boolean> {
+    if (!(error instanceof StoreError) || error.retryable) return false;
+    try {
+      return !(await functionFits(this.#pool, this.#parts, fn));
+    } catch {
+      return false;
+    }
   }
 
   /** The step's own statement and its parameters (the step's, then the written columns' values). */
@@ -309,18 +330,16 @@ export class InlinePostgresStore extends InlineRowStore<InlinePostgresRowWrite> 
     return { sql, params: [...call.params, ...row.values] };
   }
 
-  /** Runs one statement; `fn`: a function call, whose "not installed" error the caller handles. */
+  /** Runs one statement. */
   async #send(
     op: string,
     key: string,
     s: { sql: string; params: unknown[] },
-    fn?: string,
   ): Promise<Record<string, unknown>> {
     let row: Record<string, unknown> | undefined;
     try {
       row = (await runStatement(this.#pool, s.sql, s.params, this.#prepared)).rows[0];
     } catch (error) {
-      if (fn !== undefined && isMissing(error, fn)) throw error;
       throw postgresStoreError(op, key, error);
     }
     if (!row) throw new Error("unreachable: the decided row is always returned");
@@ -335,12 +354,6 @@ function rowColumns(writes: readonly InlinePostgresRowWrite[]): RowColumns {
     for (const [name, value] of Object.entries(w.columns)) merged.set(name, value ?? null);
   const names = [...merged.keys()];
   return { names, values: names.map((n) => merged.get(n)) };
-}
-
-/** undefined_function, for the store's own function: not installed (an older `migrateInline`, or none). */
-function isMissing(error: unknown, fn: string): boolean {
-  const e = error as { code?: unknown; message?: unknown } | null;
-  return e?.code === "42883" && String(e.message).includes(fn);
 }
 
 function outcomes(writes: readonly InlinePostgresRowWrite[], wrote: boolean): Store.WriteOutcome[] {

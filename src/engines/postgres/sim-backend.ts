@@ -3,9 +3,10 @@ import { type Backend, taggedSink } from "../../sim/backend.js";
 import { quiet } from "../../sim/quiet.js";
 import { type PostgresAtomicWrite, postgresWrite } from "./atomic-write.js";
 import { createInlineChaosTables } from "./inline-sim-backend.js";
-import { migrate, qualified, quote } from "./schema.js";
+import { migrate, qualified } from "./schema.js";
 import { coldStarts, holdReader } from "./sim-cold-start.js";
 import type { PostgresChaosEnv } from "./sim-env.js";
+import { ownChaosSchema } from "./sim-schema.js";
 import { PostgresFencedSink } from "./sink.js";
 import { toRecord } from "./sql.js";
 import { createPostgresStepEffectsTable, PostgresStepEffects } from "./step-effects.js";
@@ -17,8 +18,13 @@ export const CHAOS_POSTGRES_URL = process.env.EONCE_POSTGRES_URL ?? "postgres://
 export async function postgresChaosEnv(url = CHAOS_POSTGRES_URL): Promise<PostgresChaosEnv> {
   // pg is an optional peer: loaded only when a run asks for postgres.
   const { default: pg } = await import("pg");
+  const owner = new pg.Client({ connectionString: url });
+  await owner.connect();
+  const { schema, drop } = await ownChaosSchema(owner).catch(async (error: unknown) => {
+    await owner.end();
+    throw error;
+  });
   const pool = new pg.Pool({ connectionString: url, max: 16 });
-  const schema = `chaos_${randomUUID().replaceAll("-", "").slice(0, 12)}`;
   try {
     await migrate(pool, { schema, table: "state" });
     await pool.query(
@@ -31,6 +37,7 @@ export async function postgresChaosEnv(url = CHAOS_POSTGRES_URL): Promise<Postgr
     await createPostgresStepEffectsTable(pool, { schema, tableName: "steps" });
   } catch (error) {
     await pool.end();
+    await drop();
     throw error;
   }
   return {
@@ -38,8 +45,8 @@ export async function postgresChaosEnv(url = CHAOS_POSTGRES_URL): Promise<Postgr
     schema,
     newPool: (max) => new pg.Pool({ connectionString: url, max }),
     close: async () => {
-      await pool.query(`DROP SCHEMA ${quote(schema)} CASCADE`);
       await pool.end();
+      await drop();
     },
   };
 }
@@ -97,6 +104,7 @@ export function postgresBackend(env: PostgresChaosEnv): Backend {
         workers,
         (p) => migrate(p, { schema, table: "state" }),
         (p) => migrate(p, { schema, table: fresh }),
+        `DROP TABLE IF EXISTS ${qualified(schema, fresh)}`,
       );
     },
     holdReader: (ms) => holdReader(env, "state", ms),

@@ -10,13 +10,15 @@ import type { PostgresChaosEnv } from "./sim-env.js";
 /**
  * `workers` cold starts at once, each on a pool of one connection (a Lambda instance's): `migrateLive` (the live
  * table: nothing is missing) then `migrateFresh` (one new table for all of them: they race to create it). Throws the
- * first migration error.
+ * first migration error. Then, whatever happened, `dropFresh` drops the new table and whatever was made for it: a
+ * run of many histories would otherwise keep thousands of them until its end.
  */
 export async function coldStarts(
   env: PostgresChaosEnv,
   workers: number,
   migrateLive: (pool: Pool) => Promise<void>,
   migrateFresh: (pool: Pool) => Promise<void>,
+  dropFresh: string,
 ): Promise<void> {
   const pools = Array.from({ length: workers }, () => env.newPool(1));
   try {
@@ -30,6 +32,7 @@ export async function coldStarts(
     if (failed) throw failed.reason;
   } finally {
     await Promise.all(pools.map((p) => p.end()));
+    await env.pool.query(dropFresh);
   }
 }
 

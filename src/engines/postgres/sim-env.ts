@@ -1,6 +1,9 @@
 import type { Pool } from "pg";
 
-/** One schema per run, shared by its histories (each names its subjects under its own namespace), dropped after. */
+/**
+ * One schema per run, shared by its histories (each names its subjects under its own namespace), dropped after
+ * (sim-schema.ts). A history's cold start makes a table of its own there, dropped when its migrations are done.
+ */
 export interface PostgresChaosEnv {
   pool: Pool;
   schema: string;

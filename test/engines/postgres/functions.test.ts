@@ -49,7 +49,9 @@ const rowOf = async (name: string, key: unknown) =>
   (await db.pool.query(`SELECT * FROM ${table(name)} WHERE pk = $1`, [key])).rows[0];
 const calls = (texts: string[]) =>
   texts.map(
-    (t) => t.match(/^SELECT "[^"]+"\."eonce_([a-z]+)_/)?.[1] ?? (t.startsWith("WITH old") ? "statement" : t),
+    (t) =>
+      t.match(/^SELECT "[^"]+"\."eonce_([a-z]+)_/)?.[1] ??
+      (t.startsWith("WITH old") ? "statement" : t.includes("FROM pg_proc") ? "fits?" : t),
   );
 
 describe("InlinePostgresStore with server functions", () => {
@@ -132,7 +134,7 @@ describe("InlinePostgresStore with server functions", () => {
     const s = subject();
     expect((await guard.apply(ev(s, 1), thumb(store, "a"))).status).toBe("processed");
     expect((await guard.apply(ev(s, 2), thumb(store, "b"))).status).toBe("processed");
-    expect(calls(texts)).toEqual(["apply", "statement", "statement"]);
+    expect(calls(texts)).toEqual(["apply", "fits?", "statement", "statement"]);
     expect(await rowOf("stmt", s)).toMatchObject({ thumb: "b", eo_cpos: p(2) });
   });
 
@@ -150,6 +152,61 @@ describe("InlinePostgresStore with server functions", () => {
     await after.guard.apply(ev(s, 3), thumb(after.store, "c"));
     expect(calls(after.texts)).toEqual(["apply"]);
     expect(await rowOf("rekey", s)).toMatchObject({ thumb: "c", eo_cpos: p(3) });
+  });
+
+  it.each([
+    {
+      from: "text",
+      to: "uuid",
+      key: (i: number) => `00000000-0000-4000-8000-${String(i).padStart(12, "0")}`,
+    },
+    { from: "integer", to: "text", key: (i: number) => String(i) },
+  ])(
+    "the key column retyped $from → $to since migrateInline: apply and run's claim run the statement (the call's operator error is not the caller's)",
+    async ({ from, to, key }) => {
+      const name = `re_${from}_${to}`;
+      await db.pool.query(`CREATE TABLE ${table(name)} (pk ${from} PRIMARY KEY, thumb text)`);
+      await migrateInline(db.pool, { schema: db.schema, table: name });
+      await db.pool.query(`ALTER TABLE ${table(name)} ALTER COLUMN pk TYPE ${to} USING pk::text::${to}`);
+      const rows = new Map<string, string>();
+      const rowKey = (k: string) => rows.get(k) ?? rows.set(k, key(rows.size + 1)).get(k) ?? "";
+      const open = () => {
+        const recording = recordingPool(db.pool);
+        const store = new InlinePostgresStore({
+          pool: recording.pool,
+          schema: db.schema,
+          table: name,
+          rowKey,
+        });
+        return { ...recording, store, guard: createGuard({ store, clock: millisecondApartClock() }) };
+      };
+      const s = subject();
+      const applied = open();
+      expect((await applied.guard.apply(ev(s, 1), thumb(applied.store, "a"))).status).toBe("processed");
+      expect((await applied.guard.apply(ev(s, 2), thumb(applied.store, "b"))).status).toBe("processed");
+      expect(calls(applied.texts)).toEqual(["apply", "fits?", "statement", "statement"]);
+      const ran = open();
+      const out = await ran.guard.run(ev(s, 3), async (ctx) =>
+        ctx.atCommit(ran.store.row(ctx, { thumb: "c" })),
+      );
+      expect(out.status).toBe("processed");
+      expect(calls(ran.texts)).toEqual(["claim", "fits?", "statement", "statement"]);
+      expect(await rowOf(name, key(1))).toMatchObject({ thumb: "c", eo_cpos: p(3) });
+    },
+  );
+
+  it("a call the server refuses for another reason (a NOT NULL column): its error is the caller's, the store stays on functions", async () => {
+    await db.pool.query(
+      `CREATE TABLE ${table("strict")} (pk text PRIMARY KEY, thumb text, must text NOT NULL)`,
+    );
+    await migrateInline(db.pool, { schema: db.schema, table: "strict" });
+    const { guard, store, texts } = setup("strict");
+    for (const n of [1, 2]) {
+      const out = await guard.apply(ev(subject(), n), thumb(store, "a"));
+      expect(out).toMatchObject({ status: "failed", error: { retryable: false } });
+      expect(String((out as { error?: Error }).error?.message)).toContain("(23502)");
+    }
+    expect(calls(texts)).toEqual(["apply", "fits?", "apply", "fits?"]);
   });
 
   it("a binary value goes through the statement (node-postgres sends Buffers as bytes); the store stays on functions", async () => {
