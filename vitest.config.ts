@@ -63,6 +63,7 @@ const INTEGRATION = [
   "test/local/runtime.test.ts",
   "test/local/servers.test.ts",
   "test/local/test-servers.test.ts",
+  "test/local/run-local-state.test.ts",
   "test/local/sqs-event-source.test.ts",
   "test/examples/**/*.test.ts",
   // Durable functions on DynamoDB Local (the dispatcher's and the step effects' unit tests run in unit).
