@@ -35,7 +35,7 @@ export const ordersScenario: Scenario = {
     const handler = ctx.guard
       ? guardedOrdersHandler({
           ...config,
-          store: await localStateStore(runtime, `${ctx.prefix}-state`),
+          store: await localStateStore(ctx, `${ctx.prefix}-state`),
           sqsClient: sqs,
           visibilityTimeoutSeconds: 4,
           intervalSeconds: 1,

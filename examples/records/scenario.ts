@@ -30,7 +30,7 @@ export const recordsScenario: Scenario = {
     const handler = ctx.guard
       ? guardedRecordsHandler({
           ...config,
-          store: await localStateStore(runtime, `${ctx.prefix}-state`),
+          store: await localStateStore(ctx, `${ctx.prefix}-state`),
           options: { leaseMs: 2000, waitIntervalMs: 50, maxWaitIntervalMs: 400, ...quietObservability() },
         })
       : naiveRecordsHandler(config);

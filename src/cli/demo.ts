@@ -7,6 +7,12 @@ import { loadScenarios } from "./demo/load-scenarios.js";
 import { progressBar } from "./demo/progress.js";
 import { renderHtmlReport } from "./demo/report-html.js";
 import { runDemo, toJson } from "./demo/run-demo.js";
+import {
+  DEMO_STATE_STORES,
+  type DemoStateStoreKind,
+  type DemoStates,
+  openDemoStates,
+} from "./demo/state-stores.js";
 import { formatTable } from "./demo/table.js";
 import { exitSoon, oneLine } from "./errors.js";
 import { addSchemaOptions } from "./options.js";
@@ -18,6 +24,7 @@ interface DemoOptions {
   scenario?: string[];
   scale: number;
   dynamodbEndpoint?: string;
+  stateStore: DemoStateStoreKind;
 }
 
 /** The flags `eonce demo` shares with `eonce run`: the runtime's. */
@@ -35,7 +42,13 @@ export function registerDemo(program: Command): void {
     .option("--json", "print the comparison as JSON instead of a table")
     .option("--report <file.html>", "also write a self-contained HTML report with charts")
     .option("--scenario <name>", "records, images or orders (repeat or comma-separate; default all)", list)
-    .option("--scale <x>", "multiply the scenarios' sizes", positiveNumber, 1);
+    .option("--scale <x>", "multiply the scenarios' sizes", positiveNumber, 1)
+    .option(
+      "--state-store <kind>",
+      `where the guard keeps its state: ${DEMO_STATE_STORES.join(", ")} (postgres and valkey: a server of the demo's own unless DATABASE_URL or VALKEY_URL is set)`,
+      stateStoreKind,
+      "dynamodb",
+    );
   addSchemaOptions(command, RUNTIME_FLAGS, { dynamodbEndpoint: { value: "<url>" } });
   command.action(async (options: DemoOptions) => {
     try {
@@ -61,18 +74,22 @@ async function demo(options: DemoOptions): Promise<number> {
     handleSignals: true,
     ...(options.dynamodbEndpoint ? { dynamodbEndpoint: options.dynamodbEndpoint } : {}),
   });
+  let states: DemoStates | undefined;
   const bar = progressBar();
   let report: Awaited<ReturnType<typeof runDemo>>;
   try {
+    states = await openDemoStates(options.stateStore);
     report = await runDemo({
       runtime,
       scenarios,
       seed: options.seed,
       scale: options.scale,
       onProgress: bar.update,
+      ...(states ? { states } : {}),
     });
   } finally {
     bar.stop();
+    await states?.close();
     await runtime.stop();
   }
   // Wall time of the whole command, server start and stop included.
@@ -108,4 +125,10 @@ function list(value: string, previous: string[] | undefined): string[] {
       .map((s) => s.trim())
       .filter(Boolean),
   ];
+}
+
+function stateStoreKind(value: string): DemoStateStoreKind {
+  if (!(DEMO_STATE_STORES as readonly string[]).includes(value))
+    throw new InvalidArgumentError(`choose one of ${DEMO_STATE_STORES.join(", ")}`);
+  return value as DemoStateStoreKind;
 }
