@@ -11,6 +11,7 @@ const REUPLOADS = 20;
 
 export const recordsScenario: Scenario = {
   name: "records",
+  foldsIntoDynamoDB: true,
   title: "records — one DynamoDB row per upload (S3 → Lambda → DynamoDB)",
   description:
     "Files are uploaded (some of them twice, on purpose); S3 invokes the function directly, which writes one " +

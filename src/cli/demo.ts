@@ -7,6 +7,7 @@ import { loadScenarios } from "./demo/load-scenarios.js";
 import { progressBar } from "./demo/progress.js";
 import { renderHtmlReport } from "./demo/report-html.js";
 import { runDemo, toJson } from "./demo/run-demo.js";
+import type { Scenario } from "./demo/scenario.js";
 import {
   DEMO_STATE_STORES,
   type DemoStateStoreKind,
@@ -65,7 +66,7 @@ async function demo(options: DemoOptions): Promise<number> {
   // Every missing optional package at once, with one install line, before anything is loaded or started.
   const images = !options.scenario?.length || options.scenario.includes("images");
   requireLocalPackages(localPackagesFor({ dynamodbEndpoint: options.dynamodbEndpoint, images }));
-  const scenarios = await loadScenarios(options.scenario);
+  const scenarios = stateStoreScenarios(await loadScenarios(options.scenario), options);
   LocalRuntime.preflight(options.dynamodbEndpoint ? { dynamodbEndpoint: options.dynamodbEndpoint } : {});
   const started = Date.now();
   process.stderr.write("starting DynamoDB Local, s3rver and fauxqs on 127.0.0.1…\n");
@@ -131,4 +132,20 @@ function stateStoreKind(value: string): DemoStateStoreKind {
   if (!(DEMO_STATE_STORES as readonly string[]).includes(value))
     throw new InvalidArgumentError(`choose one of ${DEMO_STATE_STORES.join(", ")}`);
   return value as DemoStateStoreKind;
+}
+
+/**
+ * The scenarios a `--state-store` can run: all on DynamoDB; on another engine those whose effect does not fold into
+ * DynamoDB's commit (scenario.ts `foldsIntoDynamoDB`). Asked for by name, such a scenario is an error; by default it
+ * is left out, with a line on stderr.
+ */
+function stateStoreScenarios(scenarios: Scenario[], options: DemoOptions): Scenario[] {
+  if (options.stateStore === "dynamodb") return scenarios;
+  const folding = scenarios.filter((s) => s.foldsIntoDynamoDB).map((s) => s.name);
+  if (folding.length === 0) return scenarios;
+  const why = `${folding.join(" and ")} fold their effect into DynamoDB's commit transaction, which only a DynamoDB state store commits`;
+  if (options.scenario?.length)
+    throw new Error(`--state-store ${options.stateStore}: ${why}; run --scenario images`);
+  process.stderr.write(`--state-store ${options.stateStore}: running images only (${why})\n`);
+  return scenarios.filter((s) => !s.foldsIntoDynamoDB);
 }

@@ -86,6 +86,11 @@ export interface Scenario {
   title: string;
   /** One paragraph: the pipeline, the faults, what guard off and on should show. */
   description: string;
+  /**
+   * The guarded handler folds its effect into DynamoDB's commit transaction (a DynamoDB fenced sink's `putAtCommit`):
+   * only a DynamoDB state store can commit it, so `eonce demo --state-store` of another engine leaves it out.
+   */
+  foldsIntoDynamoDB?: boolean;
   /** For the progress bar, before the run. */
   expectedRuns(scale: number): number;
   run(ctx: ScenarioRunContext): Promise<ScenarioResult>;
