@@ -6,8 +6,8 @@ import { wantsStore } from "./test/kit/store-names.js";
 /**
  * Two projects, one run:
  * - `unit` (`npm run test:unit`): no server, no CDK synth; under 30 s on 2 cores.
- * - `integration`: real protocol servers on 127.0.0.1 (one DynamoDB Local for the whole run, started and stopped
- *   by test/global-setup.ts; s3rver and fauxqs in-process), CDK synth, the CLI, the demo, and the packed package installed
+ * - `integration`: real protocol servers on 127.0.0.1 (one DynamoDB Local, PostgreSQL and Valkey for the whole run,
+ *   started and stopped by test/global-setup.ts; s3rver and fauxqs in-process), CDK synth, the CLI, the demo, and the packed package installed
  *   into a new project (test/consumer.test.ts).
  * `npm test` runs both; the unit project also runs the type tests (test/types/*.test-d.ts: tsc, through vitest's
  * typecheck mode). EONCE_STORES=memory,dynamodb picks the engines of the store and guard suites.
@@ -63,6 +63,8 @@ const INTEGRATION = [
   "test/local/s3-conditional.test.ts",
   "test/local/runtime.test.ts",
   "test/local/servers.test.ts",
+  "test/local/test-servers.test.ts",
+  "test/local/run-local-state.test.ts",
   "test/local/sqs-event-source.test.ts",
   "test/examples/**/*.test.ts",
   // Durable functions on DynamoDB Local (the dispatcher's and the step effects' unit tests run in unit).
@@ -135,8 +137,10 @@ export default defineConfig({
           ],
           exclude: wantsPostgres ? [] : POSTGRES_SUITES,
           env: { EONCE_PROJECT_STORES: SERVER_STORES.join(","), ...QUIET_SDK },
-          // Checks up front what the suite needs from the machine (Chromium, Java), then starts DynamoDB Local.
+          // Checks up front what the suite needs from the machine (Chromium, Java, a Valkey binary), then starts
+          // DynamoDB Local, PostgreSQL and Valkey; each test file sees the last two as EONCE_POSTGRES_URL/EONCE_VALKEY_URL.
           globalSetup: ["test/global-setup.ts"],
+          setupFiles: ["test/kit/server-env.ts"],
         },
       },
     ],

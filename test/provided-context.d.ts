@@ -3,5 +3,9 @@ import "vitest";
 declare module "vitest" {
   export interface ProvidedContext {
     dynamodbEndpoint: string;
+    /** The run's PostgreSQL (test/kit/servers.ts); empty when no postgres suite runs. */
+    postgresUrl: string;
+    /** The run's Valkey or Redis (test/kit/servers.ts); empty when no valkey suite runs. */
+    valkeyUrl: string;
   }
 }

@@ -35,7 +35,7 @@ export const imagesScenario: Scenario = {
       ? guardedImagesHandler({
           s3,
           outputBucket: output,
-          store: await localStateStore(runtime, stateTable),
+          store: await localStateStore(ctx, stateTable),
           options: {
             ...quietObservability(),
             busy: "supersede",

@@ -13,6 +13,7 @@ const VISIBILITY_TIMEOUT_S = 2;
 
 export const ordersScenario: Scenario = {
   name: "orders",
+  foldsIntoDynamoDB: true,
   title: "orders — charge each order once (SQS → Lambda → DynamoDB)",
   description:
     "Orders go to an SQS queue (half of them to a FIFO queue, sent with the FIFO dedup-id helper) whose " +
@@ -35,7 +36,7 @@ export const ordersScenario: Scenario = {
     const handler = ctx.guard
       ? guardedOrdersHandler({
           ...config,
-          store: await localStateStore(runtime, `${ctx.prefix}-state`),
+          store: await localStateStore(ctx, `${ctx.prefix}-state`),
           sqsClient: sqs,
           visibilityTimeoutSeconds: 4,
           intervalSeconds: 1,

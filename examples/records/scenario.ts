@@ -11,6 +11,7 @@ const REUPLOADS = 20;
 
 export const recordsScenario: Scenario = {
   name: "records",
+  foldsIntoDynamoDB: true,
   title: "records — one DynamoDB row per upload (S3 → Lambda → DynamoDB)",
   description:
     "Files are uploaded (some of them twice, on purpose); S3 invokes the function directly, which writes one " +
@@ -30,7 +31,7 @@ export const recordsScenario: Scenario = {
     const handler = ctx.guard
       ? guardedRecordsHandler({
           ...config,
-          store: await localStateStore(runtime, `${ctx.prefix}-state`),
+          store: await localStateStore(ctx, `${ctx.prefix}-state`),
           options: { leaseMs: 2000, waitIntervalMs: 50, maxWaitIntervalMs: 400, ...quietObservability() },
         })
       : naiveRecordsHandler(config);

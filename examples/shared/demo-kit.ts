@@ -1,10 +1,10 @@
 import { Logger } from "@aws-lambda-powertools/logger";
 import { Metrics } from "@aws-lambda-powertools/metrics";
+import type { ScenarioRunContext } from "../../src/cli/demo/scenario.js";
 import type { StateStore } from "../../src/core/store.js";
 import { createStateTable } from "../../src/engines/dynamodb/schema.js";
 import { DynamoDBStore } from "../../src/engines/dynamodb/store.js";
 import { scanTable } from "../../src/local/emulators/scan-table.js";
-import type { LocalRuntime } from "../../src/local/runtime.js";
 import { instrumentStore } from "../../src/sim/live/instrumented-store.js";
 
 /** Helpers the three demo scenarios share: quiet observability, table scans, bounded parallel work. */
@@ -21,8 +21,16 @@ export function quietObservability(): { logger: Logger; metrics: Metrics } {
   }
 }
 
-/** A guard state table for one run, its store traced by the runtime (timelines, frozen renewals). */
-export async function localStateStore(runtime: LocalRuntime, tableName: string): Promise<StateStore> {
+/**
+ * A guard state store for one run, traced by the runtime (timelines, frozen renewals): a DynamoDB table on the
+ * runtime's DynamoDB Local, or the store `eonce demo --state-store` asked for (ctx.states).
+ */
+export async function localStateStore(
+  ctx: Pick<ScenarioRunContext, "runtime" | "states">,
+  tableName: string,
+): Promise<StateStore> {
+  const { runtime } = ctx;
+  if (ctx.states) return instrumentStore(await ctx.states.open(runtime, tableName), runtime.trace);
   const client = runtime.dynamodbClient();
   await createStateTable(client, { tableName });
   return instrumentStore(new DynamoDBStore({ client, tableName }), runtime.trace);

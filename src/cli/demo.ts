@@ -7,6 +7,13 @@ import { loadScenarios } from "./demo/load-scenarios.js";
 import { progressBar } from "./demo/progress.js";
 import { renderHtmlReport } from "./demo/report-html.js";
 import { runDemo, toJson } from "./demo/run-demo.js";
+import type { Scenario } from "./demo/scenario.js";
+import {
+  DEMO_STATE_STORES,
+  type DemoStateStoreKind,
+  type DemoStates,
+  openDemoStates,
+} from "./demo/state-stores.js";
 import { formatTable } from "./demo/table.js";
 import { exitSoon, oneLine } from "./errors.js";
 import { addSchemaOptions } from "./options.js";
@@ -18,6 +25,7 @@ interface DemoOptions {
   scenario?: string[];
   scale: number;
   dynamodbEndpoint?: string;
+  stateStore: DemoStateStoreKind;
 }
 
 /** The flags `eonce demo` shares with `eonce run`: the runtime's. */
@@ -35,7 +43,13 @@ export function registerDemo(program: Command): void {
     .option("--json", "print the comparison as JSON instead of a table")
     .option("--report <file.html>", "also write a self-contained HTML report with charts")
     .option("--scenario <name>", "records, images or orders (repeat or comma-separate; default all)", list)
-    .option("--scale <x>", "multiply the scenarios' sizes", positiveNumber, 1);
+    .option("--scale <x>", "multiply the scenarios' sizes", positiveNumber, 1)
+    .option(
+      "--state-store <kind>",
+      `where the guard keeps its state: ${DEMO_STATE_STORES.join(", ")} (postgres and valkey: a server of the demo's own unless DATABASE_URL or VALKEY_URL is set)`,
+      stateStoreKind,
+      "dynamodb",
+    );
   addSchemaOptions(command, RUNTIME_FLAGS, { dynamodbEndpoint: { value: "<url>" } });
   command.action(async (options: DemoOptions) => {
     try {
@@ -52,7 +66,7 @@ async function demo(options: DemoOptions): Promise<number> {
   // Every missing optional package at once, with one install line, before anything is loaded or started.
   const images = !options.scenario?.length || options.scenario.includes("images");
   requireLocalPackages(localPackagesFor({ dynamodbEndpoint: options.dynamodbEndpoint, images }));
-  const scenarios = await loadScenarios(options.scenario);
+  const scenarios = stateStoreScenarios(await loadScenarios(options.scenario), options);
   LocalRuntime.preflight(options.dynamodbEndpoint ? { dynamodbEndpoint: options.dynamodbEndpoint } : {});
   const started = Date.now();
   process.stderr.write("starting DynamoDB Local, s3rver and fauxqs on 127.0.0.1…\n");
@@ -61,18 +75,22 @@ async function demo(options: DemoOptions): Promise<number> {
     handleSignals: true,
     ...(options.dynamodbEndpoint ? { dynamodbEndpoint: options.dynamodbEndpoint } : {}),
   });
+  let states: DemoStates | undefined;
   const bar = progressBar();
   let report: Awaited<ReturnType<typeof runDemo>>;
   try {
+    states = await openDemoStates(options.stateStore);
     report = await runDemo({
       runtime,
       scenarios,
       seed: options.seed,
       scale: options.scale,
       onProgress: bar.update,
+      ...(states ? { states } : {}),
     });
   } finally {
     bar.stop();
+    await states?.close();
     await runtime.stop();
   }
   // Wall time of the whole command, server start and stop included.
@@ -108,4 +126,26 @@ function list(value: string, previous: string[] | undefined): string[] {
       .map((s) => s.trim())
       .filter(Boolean),
   ];
+}
+
+function stateStoreKind(value: string): DemoStateStoreKind {
+  if (!(DEMO_STATE_STORES as readonly string[]).includes(value))
+    throw new InvalidArgumentError(`choose one of ${DEMO_STATE_STORES.join(", ")}`);
+  return value as DemoStateStoreKind;
+}
+
+/**
+ * The scenarios a `--state-store` can run: all on DynamoDB; on another engine those whose effect does not fold into
+ * DynamoDB's commit (scenario.ts `foldsIntoDynamoDB`). Asked for by name, such a scenario is an error; by default it
+ * is left out, with a line on stderr.
+ */
+function stateStoreScenarios(scenarios: Scenario[], options: DemoOptions): Scenario[] {
+  if (options.stateStore === "dynamodb") return scenarios;
+  const folding = scenarios.filter((s) => s.foldsIntoDynamoDB).map((s) => s.name);
+  if (folding.length === 0) return scenarios;
+  const why = `${folding.join(" and ")} fold their effect into DynamoDB's commit transaction, which only a DynamoDB state store commits`;
+  if (options.scenario?.length)
+    throw new Error(`--state-store ${options.stateStore}: ${why}; run --scenario images`);
+  process.stderr.write(`--state-store ${options.stateStore}: running images only (${why})\n`);
+  return scenarios.filter((s) => !s.foldsIntoDynamoDB);
 }

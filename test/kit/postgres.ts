@@ -3,9 +3,9 @@ import pg from "pg";
 import type { PostgresClient, PostgresPool } from "../../src/engines/postgres/pool.js";
 
 /**
- * The PostgreSQL server the postgres suites use: 127.0.0.1:5432, user postgres, database test (here and in CI), or
- * `EONCE_POSTGRES_URL`. Each suite works in a schema of its own, dropped after; an unreachable server fails the
- * suite (EONCE_STORES leaves the engine out instead).
+ * The PostgreSQL server the postgres suites use: `EONCE_POSTGRES_URL`, which the integration project sets to the
+ * run's server (test/global-setup.ts: the given URL, else one of the run's own). Each suite works in a schema of its
+ * own, dropped after; an unreachable server fails the suite (EONCE_STORES leaves the engine out instead).
  */
 export const POSTGRES_URL = process.env.EONCE_POSTGRES_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 

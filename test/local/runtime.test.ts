@@ -89,7 +89,7 @@ describe("local runtime", () => {
     const handler = guardedImagesHandler({
       s3,
       outputBucket: "rt-img-out",
-      store: await localStateStore(runtime, "rt-img-state"),
+      store: await localStateStore({ runtime }, "rt-img-state"),
       options: { ...quietObservability(), leaseMs: 800, heartbeatMs: 200, deadlineMarginMs: 300 },
     });
     // Every first attempt crashes after reading, while it holds the key; retries run clean.

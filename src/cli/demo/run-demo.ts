@@ -1,6 +1,7 @@
 import type { LocalRuntime } from "../../local/runtime.js";
 import type { TraceEvent } from "../../sim/live/trace.js";
 import type { KeyTimeline, Scenario, ScenarioName, ScenarioResult } from "./scenario.js";
+import type { DemoStates } from "./state-stores.js";
 
 /** One row of the comparison: the fields of `eonce demo --json`, plus what the report shows. */
 export interface ScenarioReport {
@@ -44,6 +45,8 @@ export interface RunDemoOptions {
   seed: number;
   /** Sizes × scale; 1 for the demo. */
   scale?: number;
+  /** Where the guard's state is kept; default the runtime's DynamoDB Local. */
+  states?: DemoStates;
   /** Which modes, default both (off first). */
   guards?: ("off" | "on")[];
   onProgress?: (p: DemoProgress) => void;
@@ -92,6 +95,7 @@ async function runOne(
       scale,
       prefix,
       functionPrefix: prefix,
+      ...(options.states ? { states: options.states } : {}),
     });
   } finally {
     unsubscribe();

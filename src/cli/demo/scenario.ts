@@ -1,5 +1,6 @@
 import type { DeliveryStatus } from "../../core/outcomes.js";
 import type { LocalRuntime } from "../../local/runtime.js";
+import type { DemoStates } from "./state-stores.js";
 
 /**
  * A reference pipeline the demo runs twice, guard off and on. Scenarios live in `examples/`; the
@@ -18,6 +19,8 @@ export interface ScenarioRunContext {
   prefix: string;
   /** The Lambda function names of this run must start with this (deliveries and runs are counted by it). */
   functionPrefix: string;
+  /** Where the guard's state is kept (`eonce demo --state-store`); absent: the runtime's DynamoDB Local. */
+  states?: DemoStates;
 }
 
 /** What the stores and buckets hold after the run, counted there (not from the runtime's bookkeeping). */
@@ -83,6 +86,11 @@ export interface Scenario {
   title: string;
   /** One paragraph: the pipeline, the faults, what guard off and on should show. */
   description: string;
+  /**
+   * The guarded handler folds its effect into DynamoDB's commit transaction (a DynamoDB fenced sink's `putAtCommit`):
+   * only a DynamoDB state store can commit it, so `eonce demo --state-store` of another engine leaves it out.
+   */
+  foldsIntoDynamoDB?: boolean;
   /** For the progress bar, before the run. */
   expectedRuns(scale: number): number;
   run(ctx: ScenarioRunContext): Promise<ScenarioResult>;

@@ -70,8 +70,14 @@ export interface RunHandlerOptions {
   stateFile?: StateConnectionOptions["file"];
   rowKey?: StateConnectionOptions["rowKey"];
   rowKeyInverse?: StateConnectionOptions["rowKeyInverse"];
-  /** A state server's URL (Valkey: sets the handler's VALKEY_URL unless `env` has it). */
+  /**
+   * A state server's URL (Valkey: sets the handler's VALKEY_URL unless `env` has it). Without it (and without
+   * VALKEY_URL), `--state-store valkey` starts a Valkey of the run's own where a server binary is on the PATH; without
+   * `databaseUrl` (and DATABASE_URL), `postgres` and `postgres-inline` start a PostgreSQL of the run's own
+   * (local-state.ts).
+   */
   stateUrl?: StateConnectionOptions["url"];
+  /** Valkey's key prefix: sets the handler's STATE_KEY_PREFIX unless `env` has it. */
   keyPrefix?: StateConnectionOptions["keyPrefix"];
   /** An output bucket to create; sets OUTPUT_BUCKET unless `env` has it. */
   outputBucket?: string;

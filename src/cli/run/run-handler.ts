@@ -20,6 +20,7 @@ import { describeLoadError } from "./errors.js";
 import { type Inputs, readInputs } from "./inputs.js";
 import { checkInvariants } from "./invariants.js";
 import { handlerPath, loadHandler } from "./load-handler.js";
+import { needsDynamoDB, startLocalState } from "./local-state.js";
 import { effectKeys } from "./messages.js";
 import { type ResolvedRunOptions, type RunHandlerOptions, resolveRunOptions } from "./options.js";
 import { classify, type RunCapture } from "./outcomes.js";
@@ -48,17 +49,37 @@ interface Wiring {
  */
 export async function runHandler(options: RunHandlerOptions, hooks: RunHooks = {}): Promise<RunReport> {
   const started = Date.now();
-  const o = resolveRunOptions(options);
-  const inputs = await readInputs(o);
-  const viaSqs = o.source === "sqs" || o.source === "sns-sqs";
+  const given = resolveRunOptions(options);
+  const inputs = await readInputs(given);
+  const viaSqs = given.source === "sqs" || given.source === "sns-sqs";
   // The Lambda endpoint always (in-process, no package): a durable dispatcher's Invoke must never reach AWS.
-  const services = { sqs: viaSqs, s3: true, dynamodb: true, lambda: true };
-  LocalRuntime.preflight({ services, javaPath: o.javaPath, dynamodbEndpoint: o.dynamodbEndpoint });
+  const services = { sqs: viaSqs, s3: true, dynamodb: needsDynamoDB(given), lambda: true };
+  LocalRuntime.preflight({ services, javaPath: given.javaPath, dynamodbEndpoint: given.dynamodbEndpoint });
+  // A PostgreSQL or Valkey of the run's own where the state store names no server (local-state.ts).
+  const local = await startLocalState(options, given);
+  try {
+    const o = local.options === options ? given : resolveRunOptions(local.options);
+    const endpoints = (runtime: LocalRuntime) => ({ ...endpointsOf(runtime), ...local.endpoints });
+    return await runOn(o, inputs, services, started, {
+      beforeStop: async (report, runtime) => hooks.beforeStop?.(report, endpoints(runtime)),
+    });
+  } finally {
+    await local.stop();
+  }
+}
+
+async function runOn(
+  o: ResolvedRunOptions,
+  inputs: Inputs,
+  services: { sqs: boolean; s3: boolean; dynamodb: boolean; lambda: boolean },
+  started: number,
+  hooks: { beforeStop(report: RunReport, runtime: LocalRuntime): Promise<void> },
+): Promise<RunReport> {
   const ports: Ports = {
     s3: await freePort(),
     lambda: await freePort(),
-    ...(viaSqs ? { sqs: await freePort() } : {}),
-    ...(o.dynamodbEndpoint ? {} : { dynamodb: await freePort() }),
+    ...(services.sqs ? { sqs: await freePort() } : {}),
+    ...(o.dynamodbEndpoint || !services.dynamodb ? {} : { dynamodb: await freePort() }),
   };
   const env = handlerEnvironment(o, ports);
   await checkSharedTables(o.dynamodbEndpoint, env);
@@ -85,7 +106,7 @@ export async function runHandler(options: RunHandlerOptions, hooks: RunHooks = {
     if (runtime.lambda)
       durable = await DurableSession.open(runtime.lambda, durableSetup, o.faults, runtime.prng);
     const report = await drive(runtime, o, inputs, handler, started, durable);
-    await hooks.beforeStop?.(report, endpointsOf(runtime));
+    await hooks.beforeStop(report, runtime);
     return report;
   } finally {
     restoreEnv();
@@ -110,6 +131,9 @@ function endpointsOf(runtime: LocalRuntime): Record<string, string> {
   return Object.fromEntries(Object.entries(env).filter(([k]) => k.startsWith("AWS_ENDPOINT_URL")));
 }
 
+/** Where a run without DynamoDB points the handler's DynamoDB clients: nothing listens on port 1. */
+const NO_DYNAMODB = "http://127.0.0.1:1";
+
 /** The endpoints of the servers about to start, the run's own variables, then the user's. */
 function handlerEnvironment(o: ResolvedRunOptions, ports: Ports): Record<string, string> {
   const local = (port: number | undefined) => (port ? `http://127.0.0.1:${port}` : undefined);
@@ -123,10 +147,12 @@ function handlerEnvironment(o: ResolvedRunOptions, ports: Ports): Record<string,
   if (o.stateFile) env.STATE_FILE = o.stateFile;
   if (o.databaseUrl) env.DATABASE_URL = o.databaseUrl;
   if (o.stateUrl) env.VALKEY_URL = o.stateUrl;
+  if (o.keyPrefix) env.STATE_KEY_PREFIX = o.keyPrefix;
   if (o.outputBucket) env.OUTPUT_BUCKET = o.outputBucket;
   return {
     ...LocalRuntime.envFor({
-      dynamodb: o.dynamodbEndpoint ?? local(ports.dynamodb),
+      // No DynamoDB in this run (needsDynamoDB): a handler's call is refused here, never sent to AWS.
+      dynamodb: o.dynamodbEndpoint ?? local(ports.dynamodb) ?? NO_DYNAMODB,
       s3: local(ports.s3),
       sqs: local(ports.sqs),
       lambda: local(ports.lambda),
@@ -172,13 +198,12 @@ async function drive(
   const sent = await feed(runtime, o, inputs, wiring);
   await runtime.idle({ timeoutMs: 600_000 });
 
-  const ddb = runtime.dynamodbClient();
   const deadLettered = new Set(wiring.dlqUrl ? await runtime.drainMessageIds(wiring.dlqUrl) : []);
   const classified = classify(runtime.trace.events, capture, {
     ...(inputs.kind === "objects" ? { bucket: o.bucket } : { messages: sent }),
     deadLettered,
   });
-  const endpoint = dynamodbEndpointOf(runtime);
+  const endpoint = runtime.dynamodb?.endpoint ?? "";
   const bucket = inputs.kind === "objects" ? o.bucket : undefined;
   // The executions first: their steps write effects that --effects counts.
   const durableFound = await durable?.finish({ classified, bucket });
@@ -189,7 +214,7 @@ async function drive(
       ? {
           effects: {
             ...o.effects,
-            rows: await scanTable(ddb, o.effects.table),
+            rows: await scanTable(runtime.dynamodbClient(), o.effects.table),
             ...(inputs.kind === "messages"
               ? { keys: effectKeys(sent, inputs.messages, o.effects.attribute) }
               : {}),
@@ -222,10 +247,9 @@ async function wire(
   inputs: Inputs,
   handler: AnyLambdaHandler,
 ): Promise<Wiring> {
-  const ddb = runtime.dynamodbClient();
   if (inputs.kind === "objects") await runtime.createBucket(o.bucket);
-  for (const t of o.tables ?? []) await createTableIfMissing(ddb, t.name, t.hashKey);
-  await prepareState(o.state, dynamodbEndpointOf(runtime));
+  for (const t of o.tables ?? []) await createTableIfMissing(runtime.dynamodbClient(), t.name, t.hashKey);
+  await prepareState(o.state, runtime.dynamodb?.endpoint ?? "");
   if (o.outputBucket) await runtime.createBucket(o.outputBucket);
   const fn = runtime.fn({
     name: "eonce-run",
@@ -295,13 +319,6 @@ async function feed(
     }
   }
   return sent;
-}
-
-/** The DynamoDB the run's tables are on (`eonce run` always starts or reuses one). */
-function dynamodbEndpointOf(runtime: LocalRuntime): string {
-  const endpoint = runtime.dynamodb?.endpoint;
-  if (!endpoint) throw new Error("eonce run: DynamoDB is not running in this runtime");
-  return endpoint;
 }
 
 /** The handler, recording each run's event, result, wrapper report and errors by run id. */

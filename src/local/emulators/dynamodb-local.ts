@@ -46,6 +46,8 @@ export interface StartDynamoDBLocalOptions {
    * key pair and region (for tests of `--dynamodb-endpoint` against such a server).
    */
   sharedDb?: boolean;
+  /** Aborting it kills the JVM, and the start rejects: a run that failed elsewhere does not wait for the JVM. */
+  signal?: AbortSignal;
 }
 
 /** What to say when there is no Java to run DynamoDB Local. */
@@ -130,11 +132,15 @@ export async function startDynamoDBLocal(options: StartDynamoDBLocalOptions = {}
   const port = options.port ?? (await freePort());
   const jvm = spawnJvm(port, options.javaPath ?? "java", options.sharedDb ?? true);
   const endpoint = `http://127.0.0.1:${port}`;
+  const abort = () => jvm.child.kill("SIGKILL");
+  options.signal?.addEventListener("abort", abort, { once: true });
   try {
     await answering(endpoint, jvm, Date.now() + (options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS));
   } catch (error) {
     jvm.child.kill("SIGKILL");
     throw error;
+  } finally {
+    options.signal?.removeEventListener("abort", abort);
   }
   return {
     endpoint,
@@ -182,9 +188,13 @@ function spawnJvm(port: number, java: string, sharedDb: boolean): Jvm {
   child.stdout?.on("data", collect);
   child.stderr?.on("data", collect);
   let exited: number | null | undefined;
+  // A run that ends without stop() (an uncaught error, a failed test setup) leaves no JVM behind.
+  const killOnExit = () => child.kill("SIGKILL");
+  process.once("exit", killOnExit);
   const exit = new Promise<void>((resolve) => {
     child.on("exit", (code) => {
       exited = code;
+      process.off("exit", killOnExit);
       resolve();
     });
     child.on("error", (error: NodeJS.ErrnoException) => {

@@ -118,7 +118,7 @@ function requirePackage(name: string, what: string): void {
 }
 
 /** Whether `command` is an executable file, as a path or found on the PATH (with PATHEXT on Windows). */
-function findExecutable(command: string): boolean {
+export function findExecutable(command: string): boolean {
   const executable = (path: string) => {
     try {
       accessSync(path, constants.X_OK);

@@ -8,7 +8,7 @@ import { createSinkTable, testDatabase } from "../../kit/postgres.js";
 import { quietLogger, quietMetrics } from "../harness.js";
 import type { StepEngineUnderTest } from "./under-test.js";
 
-/** PostgreSQL (127.0.0.1:5432, database test): a schema per suite with the step, state, counters and sink tables. */
+/** PostgreSQL (the run's server, test/kit/postgres.ts): a schema per suite with the step, state, counters and sink tables. */
 export const postgresSteps: StepEngineUnderTest = {
   name: "postgres",
   async open() {

@@ -6,12 +6,17 @@ import { TEST_VALKEY_URL, type ValkeyClient } from "../../../src/engines/valkey/
 import { LUA_BARRIER } from "../../../src/engines/valkey/lua.js";
 import { internalsOf, type ValkeyStore } from "../../../src/engines/valkey/store.js";
 
-/** The server the suites run on: this machine's Redis unless EONCE_VALKEY_URL names another. */
+/** The server the suites run on: EONCE_VALKEY_URL, the run's server (test/global-setup.ts). */
 export const VALKEY_URL = TEST_VALKEY_URL;
 
 export function testClient(): Redis {
-  // A few retries only: a test against a server that is down should fail, not hang.
-  return new Redis(VALKEY_URL, { maxRetriesPerRequest: 2 });
+  // A few retries only, then the client gives up for good: a test against a server that is down fails in seconds
+  // instead of reconnecting for ever under each command's retries.
+  return new Redis(VALKEY_URL, {
+    maxRetriesPerRequest: 2,
+    connectTimeout: 3000,
+    retryStrategy: (times) => (times > 3 ? null : 100 * times),
+  });
 }
 
 /** A key prefix of this run's own: the suite deletes only keys under it. */
