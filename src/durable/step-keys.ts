@@ -1,4 +1,5 @@
 import { OptionsError } from "../core/errors.js";
+import { requireKeyText } from "../core/key-text.js";
 import { UNORDERED_POSITION } from "../core/state.js";
 import { stateKey } from "../core/state-key.js";
 import type { DispatchedExecution } from "./payload.js";
@@ -33,7 +34,10 @@ export function fenceKey(execution: DispatchedExecution): string {
  */
 export const MAX_MARKER_KEY_BYTES = 2048;
 
-/** The marker's key; a step name that makes it longer than `maxBytes` is an `OptionsError` (thrown outside the step). */
+/**
+ * The marker's key; a step name that makes it longer than `maxBytes` is an `OptionsError`, one that breaks the key
+ * rule a `MalformedKeyError` (src/core/key-text.ts), both thrown outside the step.
+ */
 export function markerKey(
   execution: DispatchedExecution,
   stepName: string,
@@ -42,6 +46,7 @@ export function markerKey(
   if (typeof stepName !== "string" || stepName.length === 0) {
     throw new OptionsError("a guarded step needs a non-empty step name");
   }
+  requireKeyText("step name", stepName);
   const key = `${MARKER_PREFIX}${execution.executionName}#${stepName}`;
   if (Buffer.byteLength(key, "utf8") > maxBytes) {
     throw new OptionsError(`step name too long for the marker key (${maxBytes} bytes)`);

@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { SubjectTooLongError } from "../../src/core/errors.js";
+import { MalformedKeyError } from "../../src/core/key-text.js";
 import { inlineRowKey, stateKey, stateKeyOfInlineRow } from "../../src/core/state-key.js";
 import { adversarialText } from "../kit/adversarial.js";
 
@@ -10,12 +11,12 @@ type Event = { subject: string; identity: string; ordered: boolean };
 const sameItem = (a: Event, b: Event) =>
   a.subject === b.subject && a.ordered === b.ordered && (a.ordered || a.identity === b.identity);
 
-/** The key, or undefined past the size limit (a typed error, not a key). */
+/** The key, or undefined past the size limit or outside the key rule (a typed error, not a key). */
 function keyOf(e: Event): string | undefined {
   try {
     return stateKey(e.subject, e.identity, e.ordered);
   } catch (error) {
-    if (error instanceof SubjectTooLongError) return undefined;
+    if (error instanceof SubjectTooLongError || error instanceof MalformedKeyError) return undefined;
     throw error;
   }
 }
