@@ -8,6 +8,7 @@ import { INLINE_STORE_NAMES, isStoreName, STORE_NAMES } from "../engines/registr
 import { BROKEN_ROW_KEYS, BROKEN_STORES } from "../sim/broken.js";
 import { type CampaignSummary, replay, runCampaign } from "../sim/campaign.js";
 import { EXHAUSTIVE_CASES, explore, replayPath } from "../sim/exhaustive.js";
+import { BROKEN_KEYS } from "../sim/hostile-keys.js";
 import { INVARIANTS, type Violation } from "../sim/observer.js";
 
 interface ChaosOptions {
@@ -49,7 +50,7 @@ export function registerChaos(program: Command): void {
     .option("--replay-path <case:choices>", "replay one exhaustive history (as printed for its violations)")
     .option(
       "--break <name>",
-      `wrap the store in a deliberately broken one: ${Object.keys(BROKEN_STORES).join(", ")}; or, on the inline stores, map rows with a broken mapping: ${Object.keys(BROKEN_ROW_KEYS).join(", ")}`,
+      `wrap the store in a deliberately broken one: ${Object.keys(BROKEN_STORES).join(", ")}; or, on the inline stores, map rows with a broken mapping: ${Object.keys(BROKEN_ROW_KEYS).join(", ")}; or encode keys lossily: ${Object.keys(BROKEN_KEYS).join(", ")}`,
     )
     .option(
       "--unfenced-sink",
@@ -80,7 +81,8 @@ export function registerChaos(program: Command): void {
 function common(o: ChaosOptions) {
   const broken = o.break ? BROKEN_STORES[o.break] : undefined;
   const rows = o.break ? BROKEN_ROW_KEYS[o.break] : undefined;
-  if (o.break && !broken && !rows) throw new Error(`unknown --break ${o.break}`);
+  const keys = o.break ? BROKEN_KEYS[o.break] : undefined;
+  if (o.break && !broken && !rows && !keys) throw new Error(`unknown --break ${o.break}`);
   if (rows && !(INLINE_STORE_NAMES as readonly StoreName[]).includes(o.store))
     throw new Error(`--break ${o.break} needs --store ${INLINE_STORE_NAMES.join(" or ")}`);
   return {
@@ -88,6 +90,7 @@ function common(o: ChaosOptions) {
     ...(o.dynamodbEndpoint ? { endpoint: o.dynamodbEndpoint } : {}),
     ...(broken ? { wrapStore: broken.wrap } : {}),
     ...(rows ? { rowKey: rows.rowKey } : {}),
+    ...(keys ? { lossyKeys: true } : {}),
     ...(o.unfencedSink ? { unfencedSink: true } : {}),
     ...(o.failover ? { failover: { waitForReplicas: o.waitForReplicas === true } } : {}),
   };

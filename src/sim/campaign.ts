@@ -25,6 +25,8 @@ export interface CampaignOptions {
   configure?: (cfg: HistoryConfig) => HistoryConfig;
   /** Tests: a deliberately broken store around the real one. */
   wrapStore?: StoreWrapper;
+  /** `--break lossy-keys`: hostile names reach the guard lossily encoded (src/sim/hostile-keys.ts). */
+  lossyKeys?: boolean;
   /** Tests: a sink that ignores position and fence (memory). */
   unfencedSink?: boolean;
   /** Tests: the inline stores map state keys to rows with this (a broken mapping, BROKEN_ROW_KEYS). */
@@ -125,6 +127,7 @@ export async function runSeed(
     },
     ...(real ? { namespace: `h${seed}-${randomUUID().slice(0, 6)}` } : {}),
     ...(o.wrapStore ? { wrapStore: o.wrapStore } : {}),
+    ...(o.lossyKeys ? { lossyKeys: true } : {}),
     sampleEvery: real ? "delivery" : "step",
     trace: o.trace ?? false,
   });
