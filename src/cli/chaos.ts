@@ -8,6 +8,7 @@ import { INLINE_STORE_NAMES, isStoreName, STORE_NAMES } from "../engines/registr
 import { BROKEN_ROW_KEYS, BROKEN_STEPS, BROKEN_STORES, BROKEN_WRITE_CHECKS } from "../sim/broken.js";
 import { type CampaignSummary, replay, runCampaign } from "../sim/campaign.js";
 import { EXHAUSTIVE_CASES, explore, replayPath } from "../sim/exhaustive.js";
+import { BROKEN_KEYS } from "../sim/hostile-keys.js";
 import { INVARIANTS, type Violation } from "../sim/observer.js";
 
 interface ChaosOptions {
@@ -51,7 +52,7 @@ export function registerChaos(program: Command): void {
     .option("--replay-path <case:choices>", "replay one exhaustive history (as printed for its violations)")
     .option(
       "--break <name>",
-      `wrap the store in a deliberately broken one: ${Object.keys(BROKEN_STORES).join(", ")}; or, on the inline stores, map rows with a broken mapping: ${Object.keys(BROKEN_ROW_KEYS).join(", ")}; or, with --durable, key steps otherwise: ${Object.keys(BROKEN_STEPS).join(", ")}; or, on valkey, weaken the pre-write check: ${Object.keys(BROKEN_WRITE_CHECKS).join(", ")}`,
+      `wrap the store in a deliberately broken one: ${Object.keys(BROKEN_STORES).join(", ")}; or, on the inline stores, map rows with a broken mapping: ${Object.keys(BROKEN_ROW_KEYS).join(", ")}; or, with --durable, key steps otherwise: ${Object.keys(BROKEN_STEPS).join(", ")}; or encode keys lossily: ${Object.keys(BROKEN_KEYS).join(", ")}; or, on valkey, weaken the pre-write check: ${Object.keys(BROKEN_WRITE_CHECKS).join(", ")}`,
     )
     .option(
       "--unfenced-sink",
@@ -92,7 +93,9 @@ function common(o: ChaosOptions) {
   const rows = o.break ? BROKEN_ROW_KEYS[o.break] : undefined;
   const steps = o.break ? BROKEN_STEPS[o.break] : undefined;
   const checks = o.break ? BROKEN_WRITE_CHECKS[o.break] : undefined;
-  if (o.break && !broken && !rows && !steps && !checks) throw new Error(`unknown --break ${o.break}`);
+  const keys = o.break ? BROKEN_KEYS[o.break] : undefined;
+  if (o.break && !broken && !rows && !steps && !checks && !keys)
+    throw new Error(`unknown --break ${o.break}`);
   if (steps && !o.durable) throw new Error(`--break ${o.break} needs --durable`);
   if (rows && !(INLINE_STORE_NAMES as readonly StoreName[]).includes(o.store))
     throw new Error(`--break ${o.break} needs --store ${INLINE_STORE_NAMES.join(" or ")}`);
@@ -102,6 +105,7 @@ function common(o: ChaosOptions) {
     ...(broken ? { wrapStore: broken.wrap } : {}),
     ...(rows ? { rowKey: rows.rowKey } : {}),
     ...(checks ? { brokenWriteCheck: true } : {}),
+    ...(keys ? { lossyKeys: true } : {}),
     ...(o.unfencedSink ? { unfencedSink: true } : {}),
     ...(o.failover ? { failover: { waitForReplicas: o.waitForReplicas === true } } : {}),
     ...(o.durable ? { durable: true } : {}),

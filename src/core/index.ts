@@ -46,6 +46,7 @@ export {
   type RunOptions,
 } from "./guard.js";
 export { s3Identity, s3Operation, s3Subject } from "./identity.js";
+export { type KeyKind, MalformedKeyError, requireKeyText } from "./key-text.js";
 export {
   ACKNOWLEDGED_STATUSES,
   DELIVERY_STATUSES,

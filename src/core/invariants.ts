@@ -2,7 +2,7 @@
  * The invariants, one catalogue with stable ids: the fault simulator (`npm run chaos`, src/sim) reports its
  * violations by these ids and `eonce run` (src/cli/run/invariants.ts) its checks, so an id means one thing wherever
  * it appears. `title` is the short name; `statement` is what holds. I5 (bad input) is checked by the parsing and
- * adapter suites, not by a run or a history.
+ * adapter suites, and by the simulator's histories for keys that break the key rule (src/sim/hostile-keys.ts).
  */
 export const INVARIANT_CATALOGUE = {
   I1: {

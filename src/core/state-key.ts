@@ -1,4 +1,5 @@
 import { SubjectTooLongError } from "./errors.js";
+import { requireKeyText } from "./key-text.js";
 
 const ORDERED = "o#";
 const UNORDERED = "u#";
@@ -11,9 +12,13 @@ export const MAX_STATE_KEY_BYTES = 2048;
 
 /**
  * Ordered events share one state item per subject; unordered (dedupe-only) events get one per identity,
- * so that deduplicating one never forgets another. The length prefix keeps `u#` keys unambiguous.
+ * so that deduplicating one never forgets another. The length prefix keeps `u#` keys unambiguous. Subject and
+ * identity follow the key rule (key-text.ts; a `MalformedKeyError` otherwise): every engine's key of them is then
+ * one-to-one, and so is every key made from the state key (rows, hashes, fences, execution names).
  */
 export function stateKey(subject: string, identity: string, ordered: boolean): string {
+  requireKeyText("subject", subject);
+  requireKeyText("identity", identity);
   const key = ordered ? `${ORDERED}${subject}` : `${UNORDERED}${subject.length}#${subject}${identity}`;
   const bytes = Buffer.byteLength(key, "utf8");
   if (bytes > MAX_STATE_KEY_BYTES) {

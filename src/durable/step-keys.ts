@@ -1,4 +1,5 @@
 import { OptionsError } from "../core/errors.js";
+import { requireKeyText } from "../core/key-text.js";
 import { UNORDERED_POSITION } from "../core/state.js";
 import { stateKey } from "../core/state-key.js";
 import type { DispatchedExecution } from "./payload.js";
@@ -63,6 +64,7 @@ export function markerStep(execution: DispatchedExecution, step: StepRef): strin
   if (typeof name !== "string" || name.length === 0) {
     throw new OptionsError("a guarded step needs a non-empty step name");
   }
+  requireKeyText("step name", name);
   if (typeof step === "string") return `${execution.executionName}#${name}`;
   if (typeof step.id !== "string" || !STEP_ID.test(step.id)) {
     throw new OptionsError(
@@ -72,7 +74,10 @@ export function markerStep(execution: DispatchedExecution, step: StepRef): strin
   return `${execution.executionName}@${step.id}#${name}`;
 }
 
-/** The marker's key; a step that makes it longer than `maxBytes` is an `OptionsError` (thrown outside the step). */
+/**
+ * The marker's key; a step that makes it longer than `maxBytes` is an `OptionsError`, a name that breaks the key rule
+ * a `MalformedKeyError` (src/core/key-text.ts), both thrown outside the step.
+ */
 export function markerKey(
   execution: DispatchedExecution,
   step: StepRef,

@@ -28,6 +28,8 @@ export interface CampaignOptions {
   configure?: (cfg: HistoryConfig) => HistoryConfig;
   /** Tests: a deliberately broken store around the real one. */
   wrapStore?: StoreWrapper;
+  /** `--break lossy-keys`: hostile names reach the guard lossily encoded (src/sim/hostile-keys.ts). */
+  lossyKeys?: boolean;
   /** Tests: a sink that ignores position and fence (memory). */
   unfencedSink?: boolean;
   /** Tests: the inline stores map state keys to rows with this (a broken mapping, BROKEN_ROW_KEYS). */
@@ -155,6 +157,7 @@ export async function runSeed(
     // The wrappers refuse an empty subject (a malformed message): a namespace keeps every name non-empty.
     ...(real ? { namespace: `h${seed}-${randomUUID().slice(0, 6)}` } : o.wrappers ? { namespace: "w" } : {}),
     ...(o.wrapStore ? { wrapStore: o.wrapStore } : {}),
+    ...(o.lossyKeys ? { lossyKeys: true } : {}),
     sampleEvery: real ? "delivery" : "step",
     trace: o.trace ?? false,
   };

@@ -1,3 +1,4 @@
+import { MalformedEventError } from "../core/errors.js";
 import type { ApplyContext, Guard, GuardContext, GuardOutcome } from "../core/guard.js";
 import { isAcknowledged } from "../core/outcomes.js";
 import { positionBefore } from "../core/position.js";
@@ -36,7 +37,8 @@ async function deliver(run: Run, w: Worker, r: Receipt): Promise<void> {
     () =>
       `w${w.state.id} receives ${e.subject}/${e.identity} (message ${r.message.id}, receive ${r.receive}) -> ${mode}`,
   );
-  const out = await invoke(run, w, e, mode, r);
+  const result = await invoke(run, w, e, mode, r);
+  const out = result === "malformed" ? undefined : result;
   run.observer.callEnded(call);
   if (
     out?.status === "lease-lost" &&
@@ -45,7 +47,7 @@ async function deliver(run: Run, w: Worker, r: Receipt): Promise<void> {
     positionBefore(out.current.position, e.position)
   )
     run.knownIssues.add(KNOWN_ISSUES.olderTakerLeaseLost);
-  settle(run, w, r, { e, call, mode, out });
+  settle(run, w, r, { e, call, mode, out, malformed: result === "malformed" });
   run.sampleDue = true;
 }
 
@@ -58,14 +60,17 @@ function pickMode(run: Run, e: SimEvent): Mode {
   return chooser.chance(cfg.directShare) ? "run-direct" : "run-atomic";
 }
 
-/** The guard call; one that throws instead of returning an outcome is a violation (and no outcome). */
+/**
+ * The guard call; one that throws instead of returning an outcome is a violation (and no outcome), except a
+ * `MalformedEventError` (keys that break the key rule): the wrappers' malformed route, checked by hostile-keys.ts.
+ */
 async function invoke(
   run: Run,
   w: Worker,
   e: SimEvent,
   mode: Mode,
   r: Receipt,
-): Promise<GuardOutcome<unknown> | undefined> {
+): Promise<GuardOutcome<unknown> | "malformed" | undefined> {
   const ge = {
     subject: e.subject,
     identity: e.identity,
@@ -77,6 +82,7 @@ async function invoke(
     if (mode === "apply") return await w.guard.apply(ge, (ctx) => compute(run, w, e, ctx), runOptions);
     return await w.guard.run(ge, (ctx) => handle(run, w, e, mode, ctx), runOptions);
   } catch (error) {
+    if (error instanceof MalformedEventError) return "malformed";
     run.observer.violate("I4", false, `delivery of ${e.identity} ended without an outcome: ${String(error)}`);
     return undefined;
   }
@@ -146,12 +152,14 @@ function settle(
   run: Run,
   w: Worker,
   r: Receipt,
-  d: { e: SimEvent; call: number; mode: Mode; out: GuardOutcome<unknown> | undefined },
+  d: { e: SimEvent; call: number; mode: Mode; out: GuardOutcome<unknown> | undefined; malformed: boolean },
 ): void {
   const { e, call, mode, out } = d;
   const { observer, source } = run;
-  const status = out?.status ?? "threw";
-  const acknowledged = out ? isAcknowledged(out.status) : false;
+  // Malformed: acknowledged and counted, the direct invokes' route (the same bytes cannot succeed). The SQS route,
+  // a batch item failure until the redrive policy dead-letters it, would meet the queue's duplicates 30 times.
+  const status = d.malformed ? "malformed" : (out?.status ?? "threw");
+  const acknowledged = d.malformed || (out ? isAcknowledged(out.status) : false);
   if (source.timedOut(r)) {
     observer.log(
       () => `w${w.state.id} ${e.subject}/${e.identity} -> ${status}, but the invocation timed out`,

@@ -10,6 +10,7 @@ import { type FaultCounts, HistoryFaultInjector } from "./faults.js";
 import { FaultyStore, type WorkerState } from "./faulty-store.js";
 import { checkForeign, plantForeign, refusedEvents } from "./foreign-values.js";
 import type { HistoryConfig } from "./history-config.js";
+import { hostileKeyEvents } from "./hostile-keys.js";
 import { checkFinal } from "./invariants.js";
 import type { KnownIssue } from "./known-issues.js";
 import { simNames } from "./names.js";
@@ -46,6 +47,8 @@ export interface HistoryDeps {
   namespace?: string;
   /** Wraps the shared state store (tests: deliberately broken stores). */
   wrapStore?: StoreWrapper;
+  /** `--break lossy-keys`: the guard gets the lossy spelling of hostile names (hostile-keys.ts). */
+  lossyKeys?: boolean;
   /** Sample states and sinks after every step (memory), or after every delivery (DynamoDB: requests cost). */
   sampleEvery: "step" | "delivery";
   /** Branch on store faults and pauses instead of drawing them (exhaustive runs). */
@@ -116,7 +119,7 @@ export function setUp(cfg: HistoryConfig, deps: HistoryDeps) {
   if (spread > 0) faults.count(beyondSkew ? "skew-beyond" : "skew-within");
   const backend = deps.backend((s, p, f) => observer.sinkLanded(s, p, f));
   const shared = deps.wrapStore ? deps.wrapStore(backend.store, (key) => backend.forget(key)) : backend.store;
-  const events = simEvents(cfg, deps.namespace ? `${deps.namespace}/` : "", chooser);
+  const events = simEvents(cfg, deps.namespace ? `${deps.namespace}/` : "", chooser, deps.lossyKeys ?? false);
   const source = new Source(sim, chooser, faults, cfg.source);
   for (const e of events) source.send(e.index, chooser.int(0, cfg.faults.reorderWindowMs));
   for (let i = 0; i < cfg.extraCopies && events.length > 0; i++) source.send(0);
@@ -128,8 +131,11 @@ export function setUp(cfg: HistoryConfig, deps: HistoryDeps) {
     faults,
     backend,
     events,
-    keys: [...new Set(events.map((e) => e.key))],
-    sinkSubjects: [...new Set(events.filter((e) => e.position !== undefined).map((e) => e.subject))],
+    // A malformed event has no state of its own: it is refused before any request.
+    keys: [...new Set(events.filter((e) => !e.malformed).map((e) => e.key))],
+    sinkSubjects: [
+      ...new Set(events.filter((e) => e.position !== undefined && !e.malformed).map((e) => e.subject)),
+    ],
     source,
     deliveries: [],
     knownIssues: new Set(),
@@ -141,8 +147,11 @@ export function setUp(cfg: HistoryConfig, deps: HistoryDeps) {
   return { run, beyondSkew, shared };
 }
 
-/** Ordered subjects (positions 1..n), then the dedupe-only events, named by simNames (adversarial names). */
-function simEvents(cfg: HistoryConfig, ns: string, chooser: Chooser): SimEvent[] {
+/**
+ * Ordered subjects (positions 1..n), then the dedupe-only events, named by simNames (adversarial names), then the
+ * hostile keys' events (hostile-keys.ts).
+ */
+function simEvents(cfg: HistoryConfig, ns: string, chooser: Chooser, lossy: boolean): SimEvent[] {
   const names = simNames(cfg, ns, chooser);
   const events: SimEvent[] = [];
   for (const subject of names.ordered)
@@ -150,6 +159,8 @@ function simEvents(cfg: HistoryConfig, ns: string, chooser: Chooser): SimEvent[]
       events.push(simEvent(events.length, ns, subject, `v${i}`, positionFromNumber(i)));
   for (const { subject, identity } of names.dedupe)
     events.push(simEvent(events.length, ns, subject, identity, undefined));
+  const { eventsPerSubject } = cfg;
+  events.push(...hostileKeyEvents({ ns, first: events.length, eventsPerSubject, lossy }, chooser));
   return events;
 }
 

@@ -1,6 +1,7 @@
 import type { GuardOutcomeStatus, OUTCOMES } from "../core/outcomes.js";
 import { positionBefore } from "../core/position.js";
 import type { Backend } from "./backend.js";
+import { checkHostileKeys } from "./hostile-keys.js";
 import type { HistoryObserver } from "./observer.js";
 import type { SimDelivery } from "./sim-delivery.js";
 import type { SimEvent } from "./sim-event.js";
@@ -38,6 +39,7 @@ export async function checkFinal(f: FinalInput): Promise<void> {
   }
   await checkSinks(f, c);
   await checkDedupeItems(f, c);
+  checkHostileKeys(f, c.counts);
 }
 
 /** Reads every event's counter; I1 at most once (fencing guarantees it whatever the clocks). */
@@ -75,6 +77,7 @@ function newerCommitted(c: Committed, e: SimEvent): boolean {
 function checkExactlyOnce(f: FinalInput, c: Committed): void {
   for (const e of f.events) {
     if (f.refused?.has(e.index)) continue;
+    if (e.malformed) continue; // checkHostileKeys: refused, never applied
     if (f.dlq.includes(e.index)) {
       f.observer.violate("I4", false, `${e.subject}/${e.identity} dead-lettered: never acknowledged`);
       continue;
@@ -107,7 +110,7 @@ function checkAcknowledged(f: FinalInput, c: Committed): void {
   // in the row, whose newer work refused it), so their duplicates are backed by the newer work, as they were.
   const superseded = new Set(f.deliveries.filter((d) => d.superseded).map((d) => d.event));
   for (const d of f.deliveries) {
-    if (!d.acknowledged) continue;
+    if (!d.acknowledged || d.status === "malformed") continue; // malformed: checkHostileKeys
     const e = f.events[d.event] as SimEvent;
     // Processed with every write stale: its targets hold newer work, which must have committed (or this did).
     const by =

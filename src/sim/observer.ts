@@ -4,13 +4,13 @@ import { type ClaimRequest, classifyRefusal, type StateRecord } from "../core/st
 import { VIRTUAL_EPOCH_MS, type VirtualScheduler } from "./virtual-time.js";
 
 /**
- * The invariants a history checks, from the one catalogue (src/core/invariants.ts; I5, bad input, is the parsing
- * suites'). `fencing` marks those that fencing guarantees whatever the clocks do: they are reported even in
+ * The invariants a history checks, from the one catalogue (src/core/invariants.ts; of I5, bad input, the keys that
+ * break the key rule: src/sim/hostile-keys.ts). `fencing` marks those that fencing guarantees whatever the clocks do: they are reported even in
  * histories whose clocks differ beyond the guard's clockSkewMs.
  */
 export const INVARIANTS = Object.fromEntries(
-  (["I1", "I2", "I3", "I4", "I6", "I7"] as const).map((id) => [id, INVARIANT_CATALOGUE[id].statement]),
-) as Record<Exclude<InvariantId, "I5">, string>;
+  (["I1", "I2", "I3", "I4", "I5", "I6", "I7"] as const).map((id) => [id, INVARIANT_CATALOGUE[id].statement]),
+) as Record<InvariantId, string>;
 
 export type { InvariantId };
 

@@ -7,7 +7,8 @@ export interface SimDelivery {
   worker: number;
   call: number;
   mode: Mode;
-  status: GuardOutcome<unknown>["status"] | "threw";
+  /** `malformed`: the guard refused the event's keys (a `MalformedEventError`), the wrappers' malformed route. */
+  status: GuardOutcome<unknown>["status"] | "threw" | "malformed";
   acknowledged: boolean;
   /** Processed, but every folded write was stale: newer work holds its targets (inline state's one row). */
   superseded?: true;

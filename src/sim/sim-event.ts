@@ -8,4 +8,6 @@ export interface SimEvent {
   /** The counter the folded effect increments. */
   counterId: string;
   acknowledged: boolean;
+  /** Its names break the key rule (hostile-keys.ts): it must be refused as malformed, never applied. */
+  malformed?: true;
 }

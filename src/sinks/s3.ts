@@ -12,6 +12,7 @@ import {
 } from "@aws-sdk/client-s3";
 import { OptionsError, StoreError } from "../core/errors.js";
 import { type FenceSource, fencedPosition, type SinkWriteStatus } from "../core/fence.js";
+import { requireKeyText } from "../core/key-text.js";
 import {
   custom,
   integer,
@@ -248,6 +249,7 @@ export class S3FencedSink {
   /** HEAD, decide, conditional PUT; again after a conflict, with back-off. */
   async #write(location: S3SinkLocation, attempt: Attempt): Promise<SinkWriteStatus> {
     const { bucket, key } = location;
+    requireKeyText("sink key", key);
     let lastConflict: unknown;
     for (let tries = 0; tries <= this.#o.maxConflictRetries; tries++) {
       if (tries > 0) await sleep(backoff(this.#o.conflictBackoffMs, tries));

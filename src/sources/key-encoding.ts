@@ -1,10 +1,10 @@
 import { describeValue } from "../core/describe-value.js";
 import { MalformedEventError } from "../core/errors.js";
+import { requireKeyText } from "../core/key-text.js";
 
 /** S3 object keys are 1 to 1,024 bytes of UTF-8. */
 export const MAX_S3_KEY_BYTES = 1024;
 
-const LONE_SURROGATE = /\p{Cs}/u;
 const BAD_ESCAPE = /%(?![0-9a-fA-F]{2})/;
 
 /**
@@ -13,9 +13,7 @@ const BAD_ESCAPE = /%(?![0-9a-fA-F]{2})/;
  * (`A-Z a-z 0-9 . - * _`) as is. Used by tests and by the local runtime that synthesizes notifications.
  */
 export function encodeS3NotificationKey(key: string): string {
-  if (LONE_SURROGATE.test(key)) {
-    throw new MalformedEventError("key is not well-formed Unicode (lone surrogate)", "key");
-  }
+  requireKeyText("object key", key, "key");
   return encodeURIComponent(key)
     .replace(/%20/g, "+")
     .replace(/%2F/g, "/")
@@ -44,12 +42,13 @@ export function decodeS3NotificationKey(encoded: string, path: string): string {
   return requireValidS3Key(key, path);
 }
 
-/** Checks a decoded key against S3's limits: non-empty, well-formed Unicode, at most 1,024 UTF-8 bytes. */
+/**
+ * Checks a decoded key against S3's limits (non-empty, at most 1,024 UTF-8 bytes) and the key rule of every key
+ * (src/core/key-text.ts: well-formed Unicode, no NUL): the key becomes the event's subject.
+ */
 export function requireValidS3Key(key: string, path: string): string {
   if (key.length === 0) throw new MalformedEventError("key is empty", path);
-  if (LONE_SURROGATE.test(key)) {
-    throw new MalformedEventError("key is not well-formed Unicode (lone surrogate)", path);
-  }
+  requireKeyText("object key", key, path);
   const bytes = Buffer.byteLength(key, "utf8");
   if (bytes > MAX_S3_KEY_BYTES) {
     throw new MalformedEventError(`key is ${bytes} bytes of UTF-8, longer than ${MAX_S3_KEY_BYTES}`, path);

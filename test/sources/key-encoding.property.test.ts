@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { S3ObjectEvent } from "../../src/core/event.js";
+import { isKeyText } from "../../src/core/key-text.js";
 import {
   decodeS3NotificationKey,
   encodeS3NotificationKey,
@@ -32,14 +33,14 @@ const tricky = fc.constantFrom(
 );
 const keyChar = fc.oneof(tricky, fc.string({ unit: "grapheme", minLength: 1, maxLength: 1 }));
 
-/** Non-empty keys of at most 1,024 UTF-8 bytes. */
+/** Non-empty keys of at most 1,024 UTF-8 bytes, within the key rule (no NUL: src/core/key-text.ts). */
 const s3Key = fc
   .oneof(
     fc.string({ unit: keyChar, minLength: 1, maxLength: 60 }),
     fc.string({ unit: "grapheme", minLength: 1, maxLength: 200 }),
     fc.string({ unit: "binary", minLength: 1, maxLength: 300 }),
   )
-  .filter((k) => bytes(k) <= MAX_S3_KEY_BYTES);
+  .filter((k) => bytes(k) <= MAX_S3_KEY_BYTES && isKeyText(k));
 
 /** Pads `prefix` with `x` (1 byte each) up to exactly `target` UTF-8 bytes. */
 function padTo(prefix: string, target: number): string {

@@ -8,6 +8,7 @@ import {
 import { marshall, unmarshall } from "@aws-sdk/util-dynamodb";
 import { OptionsError, StoreError } from "../../core/errors.js";
 import { type FenceSource, fencedPosition, type SinkWriteStatus } from "../../core/fence.js";
+import { requireKeyText } from "../../core/key-text.js";
 import { oneOf, resolveOptions, schemaFor, string } from "../../core/options.js";
 import { UNORDERED_POSITION } from "../../core/state.js";
 import type { DynamoDBAtomicWrite } from "./atomic-write.js";
@@ -180,7 +181,7 @@ export class DynamoDBFencedSink {
 
   /**
    * The key attributes of `item` (hash, and sort on a composite key): each a non-empty string (a hash key up to 2 KB,
-   * a sort key up to 1 KB) or a number.
+   * a sort key up to 1 KB) or a number; a string follows the key rule (src/core/key-text.ts).
    */
   #keyOf(item: Record<string, unknown>): Record<string, KeyValue> {
     const names = this.#sortKey === undefined ? [this.#key] : [this.#key, this.#sortKey];
@@ -196,6 +197,7 @@ export class DynamoDBFencedSink {
           `${SINK}: item needs a string or number "${name}" (a key attribute): it ${problem}`,
         );
       }
+      if (typeof value === "string") requireKeyText("sink key", value);
       key[name] = value as KeyValue;
     });
     return key;

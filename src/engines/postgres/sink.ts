@@ -1,5 +1,6 @@
 import { OptionsError } from "../../core/errors.js";
 import { type FenceSource, fencedPosition } from "../../core/fence.js";
+import { requireKeyText } from "../../core/key-text.js";
 import { type Resolved, required, resolveOptions, schemaFor } from "../../core/options.js";
 import type { PostgresAtomicWrite } from "./atomic-write.js";
 import { postgresStoreError } from "./errors.js";
@@ -59,6 +60,7 @@ export class PostgresFencedSink {
     if (key === undefined || key === null || key === "") {
       throw new OptionsError(`PostgresFencedSink: the row needs a "${keyColumn}"`);
     }
+    if (typeof key === "string") requireKeyText("sink key", key);
     const values: Record<string, unknown> = {
       ...row,
       [positionColumn]: fencedPosition("PostgresFencedSink", ctx),

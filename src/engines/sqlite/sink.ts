@@ -1,4 +1,5 @@
 import { OptionsError } from "../../core/errors.js";
+import { requireKeyText } from "../../core/key-text.js";
 import { custom, required, resolveOptions, schemaFor, string } from "../../core/options.js";
 import { assertPosition, type Position } from "../../core/position.js";
 import { UNORDERED_POSITION } from "../../core/state.js";
@@ -57,6 +58,7 @@ export class SqliteFencedSink {
     const position = fencedPosition(ctx);
     if (typeof row.key !== "string" || row.key.length === 0)
       throw new OptionsError("SqliteFencedSink: a row needs a non-empty string key");
+    requireKeyText("sink key", row.key);
     return this.#store.atomicWrite({
       description: `put ${this.#table}/${row.key}`,
       sql: `INSERT INTO "${this.#table}" AS target (pk, value, src_pos, src_fence) VALUES (@pk, @value, @pos, @fence)

@@ -55,16 +55,20 @@ export class ValkeyStateAdmin extends StoreAdmin<ValkeyStore> {
 
   /** The listed fields of `keys`, one pipeline; keys gone since the scan are left out. */
   async #records(node: Redis, prefix: string, keys: readonly string[]): Promise<StateRecord[]> {
-    if (keys.length === 0) return [];
+    // The pattern also matches a step marker whose step name ends in `}`: only state hashes are read.
+    const states = keys.flatMap((k) => {
+      const stateKey = stateKeyOfRedisKey(prefix, k);
+      return stateKey === undefined ? [] : [{ k, stateKey }];
+    });
+    if (states.length === 0) return [];
     const batch = node.pipeline();
-    for (const k of keys) batch.hmget(k, ...LISTED_FIELDS);
+    for (const { k } of states) batch.hmget(k, ...LISTED_FIELDS);
     const replies = (await batch.exec()) ?? [];
     const out: StateRecord[] = [];
-    keys.forEach((k, i) => {
+    states.forEach(({ stateKey }, i) => {
       const [error, values] = replies[i] ?? [];
       if (error) throw error;
-      const stateKey = stateKeyOfRedisKey(prefix, k);
-      const record = stateKey && recordOf(stateKey, hashOfValues(LISTED_FIELDS, values as (string | null)[]));
+      const record = recordOf(stateKey, hashOfValues(LISTED_FIELDS, values as (string | null)[]));
       if (record) out.push(record);
     });
     return out;

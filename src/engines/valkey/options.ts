@@ -9,7 +9,7 @@ export interface ValkeyStoreOptions {
   /** An ioredis `Redis` or `Cluster` (docs/decisions/0008-valkey-client.md), without a `keyPrefix` of its own. */
   client: ValkeyClient;
   /**
-   * The start of every key the store writes: state hashes `<prefix>{<state key>}`, sink stamps `<prefix>w:{<tag>}`
+   * The start of every key the store writes: state hashes `<prefix>{<state key>}`, sink stamps `<prefix>{<tag>}w`
    * (docs/valkey.md). Printable ASCII without braces or glob characters. Default `eonce:`.
    */
   keyPrefix?: string;

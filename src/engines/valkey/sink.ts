@@ -32,7 +32,7 @@ const WHAT = "ValkeyFencedSink";
 /**
  * Writes to Valkey keys that land in position order whatever the arrival order: a string (SET), a hash field (HSET),
  * a counter (INCRBY), a sorted-set member (ZADD). Each target keeps a stamp, the position and fence of the write
- * that landed last, in the hash `<prefix>w:{<tag>}` (keys.ts), and a write lands only over an older stamp (the
+ * that landed last, in the hash `<prefix>{<tag>}w` (keys.ts), and a write lands only over an older stamp (the
  * fenced sinks' one rule, docs/decisions/0007-one-positionless-rule-for-sinks.md); else it is `stale`. A target
  * without a stamp (written by something else) takes any write. Stamps are never deleted: a target deleted and
  * written again by a zombie would take its old work otherwise.
@@ -88,7 +88,7 @@ export class ValkeyFencedSink {
   /** The stamp of the write that landed last on `key` (and `member`: a hash field or sorted-set member). */
   async stamp(key: string, member?: string): Promise<{ position: Position; fence: number } | undefined> {
     const { client, keyPrefix } = internalsOf(this.#store);
-    const tag = requireHashTag(WHAT, key);
+    const tag = requireHashTag(WHAT, key, keyPrefix);
     let v: string | null;
     try {
       v = await client.hget(stampRedisKey(keyPrefix, tag), stampField(key, member));
@@ -109,8 +109,8 @@ export class ValkeyFencedSink {
     description: string,
   ): ValkeyAtomicWrite {
     const position = fencedPosition(WHAT, ctx);
-    const tag = requireHashTag(WHAT, key);
     const { client, keyPrefix } = internalsOf(this.#store);
+    const tag = requireHashTag(WHAT, key, keyPrefix);
     const stamp = {
       key: stampRedisKey(keyPrefix, tag),
       field: stampField(key, member),
@@ -136,7 +136,7 @@ export function valkeyWrite(
   y = "",
   description = `${op} ${key}`,
 ): ValkeyAtomicWrite {
-  const tag = requireHashTag("valkeyWrite", key);
+  const tag = requireHashTag("valkeyWrite", key, internalsOf(store).keyPrefix);
   if (op === ("fence" as ValkeyWriteOp))
     throw new OptionsError('valkeyWrite: unknown write operation "fence"');
   assertWriteOperands("valkeyWrite", op, x);

@@ -5,9 +5,7 @@ import type { DispatchedExecution } from "../../durable/payload.js";
 import { type ExecutionRef, executionOf, StepEffects } from "../../durable/step-effects.js";
 import type { StepCommit, StepCommitAnswer, StepEffectsEngine } from "../../durable/step-engine.js";
 import {
-  FENCE_PREFIX,
   fenceHolder,
-  MARKER_PREFIX,
   markerKey,
   markerStep,
   positionOf,
@@ -24,7 +22,7 @@ import {
 } from "./atomic-write.js";
 import type { ValkeyClient } from "./client.js";
 import { valkeyStoreError } from "./errors.js";
-import { escapeTag, valkeyHashTag } from "./keys.js";
+import { escapeTag, fenceRedisKey, markerRedisKey, valkeyHashTag } from "./keys.js";
 import { VALKEY_STORE_OPTIONS } from "./options.js";
 import { ScriptRunner, type WaitForReplicas } from "./runner.js";
 
@@ -37,7 +35,7 @@ export interface ValkeyStepEffectsOptions extends StepEffectsCommonOptions {
    * this client, and a step folds only writes made for it (a `ValkeyFencedSink` of that store).
    */
   client: ValkeyClient;
-  /** The start of the fence and marker keys (`<prefix>f#{…}`, `<prefix>m#{…}…`). Default `eonce:`, as the store's. */
+  /** The start of the fence and marker keys (`<prefix>{…}f`, `<prefix>{…}m…`). Default `eonce:`, as the store's. */
   keyPrefix?: string;
   /**
    * As the store's: after each step's script (and `stop`'s), WAIT until this many replicas acknowledged it; fewer is
@@ -110,8 +108,7 @@ class ValkeyStepEngine implements StepEffectsEngine<ValkeyAtomicWrite> {
 
   markerKey(execution: DispatchedExecution, step: StepRef): string {
     markerKey(execution, step); // the step's checks
-    const tag = valkeyHashTag(stateKeyOf(execution));
-    return `${this.#prefix}${MARKER_PREFIX}${tag}${markerStep(execution, step)}`;
+    return markerRedisKey(this.#prefix, stateKeyOf(execution), markerStep(execution, step));
   }
 
   async commit(step: StepCommit<ValkeyAtomicWrite>): Promise<StepCommitAnswer> {
@@ -183,8 +180,8 @@ class ValkeyStepEngine implements StepEffectsEngine<ValkeyAtomicWrite> {
     return Object.keys(hash).length === 0 ? undefined : { result: hash.res };
   }
 
-  /** The subject's fence, `f#` and the state key's hash tag (the guard's state hash is `<prefix>{<state key>}`). */
+  /** The subject's fence: the state key's hash tag, then `f` (the guard's state hash is `<prefix>{<state key>}`). */
   #fenceKey(execution: DispatchedExecution): string {
-    return `${this.#prefix}${FENCE_PREFIX}${valkeyHashTag(stateKeyOf(execution))}`;
+    return fenceRedisKey(this.#prefix, stateKeyOf(execution));
   }
 }

@@ -55,7 +55,9 @@ describe("ValkeyStepEffects", () => {
   const keyIn = (ctx: StepEffectContext, name: string) =>
     `${prefix}${name}:${effects.hashTag({ ...ctx, position: ctx.position ?? null })}`;
   const fenceKey = (e: DispatchedExecution) => (effects.fenceWrite(e) as ValkeyAtomicWrite).key;
-  const keysUnder = async (start: string) => (await client.keys(`${prefix}${start}*`)).sort();
+  /** The keys of one role (keys.ts: `<prefix>{<tag>}<role>`). */
+  const keysOf = async (role: "f" | "m") =>
+    (await client.keys(`${prefix}{*}${role === "f" ? "f" : "m*"}`)).sort();
 
   it("refuses a write outside the subject's slot, or for another client, before anything is written", async () => {
     const e = execution(1);
@@ -89,8 +91,8 @@ describe("ValkeyStepEffects", () => {
       ctx.atCommit(valkeyWrite(store, "set", keyIn(ctx, "row"), "v")),
     );
     const tag = hashTagOf(store.redisKeyOf(stateKey(e.subject, e.identity, true)));
-    const fence = (await keysUnder("f#")).filter((k) => k.includes(e.subject));
-    const marker = (await keysUnder("m#")).filter((k) => k.includes(e.executionName));
+    const fence = (await keysOf("f")).filter((k) => k.includes(e.subject));
+    const marker = (await keysOf("m")).filter((k) => k.includes(e.executionName));
     expect(fence.map(hashTagOf)).toEqual([tag]);
     expect(marker.map(hashTagOf)).toEqual([tag]);
     expect(await client.hgetall(fence[0] as string)).toEqual({ pos: e.position, exec: e.executionName });
