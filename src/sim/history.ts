@@ -103,7 +103,11 @@ export async function finishHistory(
 }
 
 /** The scheduler, checks, fault injector, stores, events and the queue holding one message per event. */
-export function setUp(cfg: HistoryConfig, deps: HistoryDeps) {
+/**
+ * `hostileKeys: false` leaves out the events whose names break the key rule: the SQS wrapper dead-letters them (its
+ * malformed route), which the simulated queue does not model (tested in test/core/key-rule.test.ts instead).
+ */
+export function setUp(cfg: HistoryConfig, deps: HistoryDeps, { hostileKeys = true } = {}) {
   const { chooser } = deps;
   const sim = new VirtualScheduler(chooser, cfg.maxPostpone ?? 0);
   const g = cfg.guard;
@@ -119,7 +123,8 @@ export function setUp(cfg: HistoryConfig, deps: HistoryDeps) {
   if (spread > 0) faults.count(beyondSkew ? "skew-beyond" : "skew-within");
   const backend = deps.backend((s, p, f) => observer.sinkLanded(s, p, f));
   const shared = deps.wrapStore ? deps.wrapStore(backend.store, (key) => backend.forget(key)) : backend.store;
-  const events = simEvents(cfg, deps.namespace ? `${deps.namespace}/` : "", chooser, deps.lossyKeys ?? false);
+  const ns = deps.namespace ? `${deps.namespace}/` : "";
+  const events = simEvents(cfg, ns, chooser, hostileKeys ? { lossy: deps.lossyKeys ?? false } : undefined);
   const source = new Source(sim, chooser, faults, cfg.source);
   for (const e of events) source.send(e.index, chooser.int(0, cfg.faults.reorderWindowMs));
   for (let i = 0; i < cfg.extraCopies && events.length > 0; i++) source.send(0);
@@ -151,7 +156,12 @@ export function setUp(cfg: HistoryConfig, deps: HistoryDeps) {
  * Ordered subjects (positions 1..n), then the dedupe-only events, named by simNames (adversarial names), then the
  * hostile keys' events (hostile-keys.ts).
  */
-function simEvents(cfg: HistoryConfig, ns: string, chooser: Chooser, lossy: boolean): SimEvent[] {
+function simEvents(
+  cfg: HistoryConfig,
+  ns: string,
+  chooser: Chooser,
+  hostile: { lossy: boolean } | undefined,
+): SimEvent[] {
   const names = simNames(cfg, ns, chooser);
   const events: SimEvent[] = [];
   for (const subject of names.ordered)
@@ -159,8 +169,9 @@ function simEvents(cfg: HistoryConfig, ns: string, chooser: Chooser, lossy: bool
       events.push(simEvent(events.length, ns, subject, `v${i}`, positionFromNumber(i)));
   for (const { subject, identity } of names.dedupe)
     events.push(simEvent(events.length, ns, subject, identity, undefined));
+  if (!hostile) return events;
   const { eventsPerSubject } = cfg;
-  events.push(...hostileKeyEvents({ ns, first: events.length, eventsPerSubject, lossy }, chooser));
+  events.push(...hostileKeyEvents({ ns, first: events.length, eventsPerSubject, ...hostile }, chooser));
   return events;
 }
 
@@ -222,7 +233,7 @@ export async function afterStep(run: Run, every: HistoryDeps["sampleEvery"]): Pr
 }
 
 /**
- * TTL deletes an item whose lease ended by every clock and that holds no committed event (deleting committed state
+ * TTL deletes an item whose lease ended by every clock (a released one: a lease after its claim) and that holds no committed event (deleting committed state
  * is the end of the dedupe window, outside what the guard promises).
  */
 async function ttlDelete(run: Run): Promise<void> {
@@ -231,8 +242,14 @@ async function ttlDelete(run: Run): Promise<void> {
   for (const key of run.keys) {
     const { state } = await run.backend.readState(key);
     if (!state || state.committedPosition !== undefined || state.status === "done") continue;
-    const leaseEnd = (state.leaseUntilMs ?? 0) - Math.min(...cfg.offsets);
-    if (state.status === "released" || leaseEnd + cfg.guard.clockSkewMs < sim.now) eligible.push(key);
+    // A released item keeps no lease, but TTL deletes an item at least a lease after its last write (the guard
+    // relies on it: src/core/acquire.ts), so no earlier than a lease after its claim, which its fence dates.
+    const leaseUntilMs =
+      state.status === "released"
+        ? Math.floor(state.fence / 1000) + cfg.guard.leaseMs
+        : (state.leaseUntilMs ?? 0);
+    const leaseEnd = leaseUntilMs - Math.min(...cfg.offsets);
+    if (leaseEnd + cfg.guard.clockSkewMs < sim.now) eligible.push(key);
   }
   if (eligible.length === 0) return;
   const key = eligible[run.chooser.choose(eligible.length, "ttl")] as string;

@@ -15,7 +15,7 @@ export async function runWrapperHistory(
   ws: WrapperSettings,
   deps: HistoryDeps,
 ): Promise<HistoryResult> {
-  const { run, beyondSkew, shared } = setUp(cfg, deps);
+  const { run, beyondSkew, shared } = setUp(cfg, deps, { hostileKeys: false });
   const workers = Array.from({ length: cfg.workers }, (_, id) => createWrapperWorker(run, shared, id, ws));
   for (const w of workers) void wrapperWorkerLoop(run, w, ws);
   const finished = await run.sim.run({
