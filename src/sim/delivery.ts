@@ -40,6 +40,13 @@ async function deliver(run: Run, w: Worker, r: Receipt): Promise<void> {
   const result = await invoke(run, w, e, mode, r);
   const out = result === "malformed" ? undefined : result;
   run.observer.callEnded(call);
+  noteKnownIssues(run, e, out);
+  settle(run, w, r, { e, call, mode, out, malformed: result === "malformed" });
+  run.sampleDue = true;
+}
+
+/** Adds the known issues whose pattern a call's outcome shows (KNOWN_ISSUES) to the run's. */
+export function noteKnownIssues(run: Run, e: SimEvent, out: GuardOutcome<unknown> | undefined): void {
   if (
     out?.status === "lease-lost" &&
     e.position !== undefined &&
@@ -47,8 +54,6 @@ async function deliver(run: Run, w: Worker, r: Receipt): Promise<void> {
     positionBefore(out.current.position, e.position)
   )
     run.knownIssues.add(KNOWN_ISSUES.olderTakerLeaseLost);
-  settle(run, w, r, { e, call, mode, out, malformed: result === "malformed" });
-  run.sampleDue = true;
 }
 
 function pickMode(run: Run, e: SimEvent): Mode {

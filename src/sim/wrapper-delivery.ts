@@ -8,7 +8,6 @@ import {
   type GuardOutcomeStatus,
   isAcknowledged,
 } from "../core/outcomes.js";
-import { positionBefore } from "../core/position.js";
 import type { StateStore } from "../core/store.js";
 import { type DeliveryReport, type InvocationResult, InvocationRunner } from "../lambda/invocation.js";
 import {
@@ -18,8 +17,7 @@ import {
   resolveOptions,
   type WrapperMode,
 } from "../lambda/options.js";
-import { compute, handle } from "./delivery.js";
-import { KNOWN_ISSUES } from "./known-issues.js";
+import { compute, handle, noteKnownIssues } from "./delivery.js";
 import type { Run } from "./run.js";
 import type { SimEvent } from "./sim-event.js";
 import type { Message, Receipt } from "./source.js";
@@ -273,13 +271,7 @@ function record(
     () =>
       `w${w.id} ${id} ${e.subject}/${e.identity} -> ${status ?? "no report"}${acknowledged ? " (ack)" : ""}`,
   );
-  if (
-    out?.status === "lease-lost" &&
-    e.position !== undefined &&
-    out.current &&
-    positionBefore(out.current.position, e.position)
-  )
-    run.knownIssues.add(KNOWN_ISSUES.olderTakerLeaseLost);
+  noteKnownIssues(run, e, out);
   if (status !== undefined && GUARD_STATUSES.includes(status)) {
     const superseded =
       out?.status === "processed" && out.writes.length > 0 && out.writes.every((x) => x.status === "stale");
