@@ -47,6 +47,7 @@ const INTEGRATION = [
   // The fault simulator: tens of thousands of histories, exhaustive small cases, 500 on DynamoDB Local.
   "test/sim/**/*.test.ts",
   "test/cli/state.test.ts",
+  "test/cli/local-start.test.ts",
   "test/consumer.test.ts",
   "test/docs/readme-starts.test.ts",
   "test/demo.test.ts",

@@ -7,6 +7,7 @@ import { registerAuditTemplate } from "./audit-template.js";
 import { registerChaos } from "./chaos.js";
 import { registerDemo } from "./demo.js";
 import { registerInspect } from "./inspect.js";
+import { registerLocal } from "./local.js";
 import { registerRun } from "./run.js";
 import { registerState } from "./state.js";
 
@@ -34,6 +35,7 @@ const audit = registerAudit(program);
 registerAuditTemplate(audit);
 registerAuditTable(audit);
 registerState(program);
+registerLocal(program);
 
 try {
   await program.parseAsync(process.argv);

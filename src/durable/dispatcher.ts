@@ -152,6 +152,8 @@ function startHandler<D>(
   return async (event, ctx) => {
     const payload = dispatchedPayload(event, ctx, detail?.(event));
     const name = payload.execution.executionName;
+    // Before the Invoke: an execution whose steps can never commit (their table is missing) is not started.
+    if (fences) await fences.ready();
     const out = await startDurableExecution(
       o.lambda,
       {

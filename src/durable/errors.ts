@@ -43,3 +43,9 @@ export class NotDispatchedError extends EffectivelyOnceError {}
  * in the value (`detail.lines[2].price`).
  */
 export class PayloadValueError extends MalformedEventError {}
+
+/**
+ * What a step effects' commits need is missing (the PostgreSQL or SQLite table): found before anything is started,
+ * so that no durable execution begins whose steps could never commit. The message names the call that creates it.
+ */
+export class StepEffectsNotReadyError extends EffectivelyOnceError {}

@@ -28,6 +28,7 @@ export {
   DurableStartError,
   NotDispatchedError,
   PayloadValueError,
+  StepEffectsNotReadyError,
 } from "./errors.js";
 export { DURABLE_EXECUTION_NAME_PATTERN, durableExecutionName } from "./execution-name.js";
 export type { DurableInvokeInput, DurableInvokeOutput, LambdaInvoker } from "./lambda-invoke.js";

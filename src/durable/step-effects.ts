@@ -87,6 +87,7 @@ export class StepEffects<W extends AtomicWrite = AtomicWrite> {
   readonly #markerSeconds: number;
   readonly #observer: Observer;
   readonly #clock: Clock;
+  #ready: Promise<void> | undefined;
 
   protected constructor(
     engine: StepEffectsEngine<W>,
@@ -217,6 +218,20 @@ export class StepEffects<W extends AtomicWrite = AtomicWrite> {
    */
   stop(execution: ExecutionRef): Promise<"stopped" | "stale"> {
     return this.#engine.stop(executionOf(execution));
+  }
+
+  /**
+   * Resolves once what the steps' commits need is there (a PostgreSQL or SQLite table), else rejects with a
+   * `StepEffectsNotReadyError` that names the call creating it. The dispatcher awaits it before its first Invoke, so
+   * a missing table stops the event before an execution starts. One read per instance while it succeeds; a failure
+   * is not kept, so a table created afterwards is found.
+   */
+  ready(): Promise<void> {
+    this.#ready ??= (this.#engine.ready?.() ?? Promise.resolve()).catch((error: unknown) => {
+      this.#ready = undefined;
+      throw error;
+    });
+    return this.#ready;
   }
 
   /**

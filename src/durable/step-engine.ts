@@ -53,6 +53,11 @@ export interface StepEffectsEngine<W extends AtomicWrite> {
   commit(step: StepCommit<W>): Promise<StepCommitAnswer>;
   /** Marks the fence stopped for `execution`: `stale` when a newer execution holds it. One request. */
   stop(execution: DispatchedExecution): Promise<"stopped" | "stale">;
+  /**
+   * Checks, with one read, that what the commits need is there (a table), else throws a `StepEffectsNotReadyError`
+   * naming the call that creates it. Engines whose commits need nothing created beforehand have none.
+   */
+  ready?(): Promise<void>;
   /** The fence move as a write a store of this engine folds into its commit. */
   fenceWrite(execution: DispatchedExecution): AtomicWrite;
   /** A consistent read of the marker `key`: undefined when absent, else its stored result (JSON, if any). */

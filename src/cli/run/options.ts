@@ -182,7 +182,12 @@ export const RUN_OPTIONS = schemaFor<RunHandlerOptions>()({
   ),
   ...pickFields(LOCAL_FUNCTION_OPTIONS, ["timeoutMs", "concurrency"]),
   ...pickFields(SQS_EVENT_SOURCE_OPTIONS, ["batchSize"]),
-  visibilityTimeoutS: integer({ min: 0, default: 30, doc: "SQS visibility timeout" }),
+  visibilityTimeoutS: integer({
+    min: 1,
+    doc:
+      "SQS visibility timeout, at least the function timeout as AWS requires (default: the function timeout " +
+      "rounded up to a second, plus 1: a failed message comes back within seconds)",
+  }),
   maxReceiveCount: integer({ min: 0, default: 5, doc: "SQS receives before the dead-letter queue" }),
   ...pickFields(LOCAL_RUNTIME_OPTIONS, [
     "seed",
@@ -212,7 +217,10 @@ export const RUN_STATE_FLAG_NAMES: ConnectionFlagNames = {
 };
 
 /** The checked options, and where the guard's state is read (undefined: no state option given, I2/I3 not checked). */
-export type ResolvedRunOptions = Resolved<typeof RUN_OPTIONS> & { state: ResolvedConnection | undefined };
+export type ResolvedRunOptions = Resolved<typeof RUN_OPTIONS> & {
+  state: ResolvedConnection | undefined;
+  visibilityTimeoutS: number;
+};
 
 /** Eager checks: unknown keys, bad values, exclusive inputs, sources that fit the inputs, the state's connection. */
 export function resolveRunOptions(options: RunHandlerOptions): ResolvedRunOptions {
@@ -232,7 +240,15 @@ export function resolveRunOptions(options: RunHandlerOptions): ResolvedRunOption
     o.databaseUrl === undefined || o.env?.DATABASE_URL === undefined,
     "--database-url sets the handler's DATABASE_URL: not with --env DATABASE_URL",
   );
-  return { ...o, state: stateConnection(o) };
+  // AWS refuses an SQS event source whose queue's visibility timeout is below the function timeout: a message would
+  // reappear while its first run still goes on. The local default is the shortest that AWS would accept, plus a
+  // second, so that a failed message is back within seconds instead of the queue default's 30.
+  const timeoutS = Math.ceil(o.timeoutMs / 1000);
+  rule(
+    o.visibilityTimeoutS === undefined || o.visibilityTimeoutS >= timeoutS,
+    `--visibility-timeout-s ${o.visibilityTimeoutS} is below the function timeout (${timeoutS} s), which AWS refuses`,
+  );
+  return { ...o, visibilityTimeoutS: o.visibilityTimeoutS ?? timeoutS + 1, state: stateConnection(o) };
 }
 
 /** The state's connection, checked as `eonce state` checks it, with `eonce run`'s flag names in its messages. */

@@ -1,5 +1,6 @@
 import { StoreError } from "../../core/errors.js";
 import { resolveOptions, schemaFor } from "../../core/options.js";
+import { StepEffectsNotReadyError } from "../../durable/errors.js";
 import type { DispatchedExecution } from "../../durable/payload.js";
 import { StepEffects } from "../../durable/step-effects.js";
 import type { StepCommit, StepCommitAnswer, StepEffectsEngine } from "../../durable/step-engine.js";
@@ -169,6 +170,25 @@ class PostgresStepEngine implements StepEffectsEngine<PostgresAtomicWrite> {
 
   readonly engine = "PostgreSQL";
   readonly isWrite = isPostgresAtomicWrite;
+
+  async ready(): Promise<void> {
+    let found: unknown;
+    try {
+      const { rows } = await this.pool.query<{ t: string | null }>("select to_regclass($1) as t", [
+        this.table,
+      ]);
+      found = rows[0]?.t;
+    } catch (error) {
+      throw postgresStoreError("ready", this.table, error);
+    }
+    if (found === null || found === undefined) {
+      throw new StepEffectsNotReadyError(
+        `${WHAT}: the table ${this.table} does not exist: call createPostgresStepEffectsTable(pool` +
+          `${this.table === qualified(DEFAULT_SCHEMA, DEFAULT_STEP_EFFECTS_TABLE) ? "" : ", { schema, tableName }"})` +
+          " on the cold start, before the first event",
+      );
+    }
+  }
 
   async commit(step: StepCommit<PostgresAtomicWrite>): Promise<StepCommitAnswer> {
     const key = step.markerKey;

@@ -6,14 +6,20 @@ import {
   createPostgresStepEffectsTable,
   type DispatchedExecution,
   durableExecutionName,
+  durableSqsDispatcher,
   PostgresStepEffects,
   type PostgresStepEffectsOptions,
   type StepEffectContext,
+  StepEffectsNotReadyError,
 } from "../../../src/durable/index.js";
 import { type PostgresAtomicWrite, postgresWrite } from "../../../src/engines/postgres/atomic-write.js";
 import { migrate } from "../../../src/engines/postgres/schema.js";
 import { PostgresFencedSink } from "../../../src/engines/postgres/sink.js";
+import { PostgresStore } from "../../../src/engines/postgres/store.js";
+import { lambdaContext } from "../../kit/context.js";
+import { s3Notification, s3Record, sqsEvent, sqsRecord } from "../../kit/events.js";
 import { createSinkTable, losingPool, type TestDatabase, testDatabase } from "../../kit/postgres.js";
+import { FakeDurableLambda } from "../fake-lambda.js";
 import { quietLogger, quietMetrics } from "../harness.js";
 
 /**
@@ -227,5 +233,39 @@ describe("PostgresStepEffects", () => {
     expect((error as StoreError).retryable).toBe(false);
     await expect(missing.stop(execution(1))).rejects.toBeInstanceOf(StoreError);
     await expect(missing.marker(execution(1), "one")).rejects.toBeInstanceOf(StoreError);
+  });
+
+  it("a dispatcher whose step effects' table is missing: refused before the Invoke, naming the call to make", async () => {
+    const lambda = new FakeDurableLambda();
+    const errors: unknown[] = [];
+    const logger: Record<string, unknown> = {
+      ...quietLogger(),
+      error: (_m: string, f: unknown) => errors.push(f),
+    };
+    logger.createChild = () => logger;
+    const effects = effectsOn({ tableName: "missing_steps" });
+    const handler = durableSqsDispatcher({
+      store: new PostgresStore({ pool: db.pool, schema: db.schema }),
+      stepEffects: effects,
+      lambda,
+      functionName: "orders:live",
+      logger: logger as never,
+      metrics: quietMetrics(),
+    });
+    const message = sqsRecord(s3Notification(s3Record({ key: "a.json", sequencer: "0A" })));
+    const answer = await handler(sqsEvent(message), lambdaContext());
+    expect(answer.batchItemFailures).toEqual([{ itemIdentifier: message.messageId }]);
+    expect(lambda.invokes).toBe(0);
+    expect(JSON.stringify(errors)).toContain("StepEffectsNotReadyError");
+    const error = await effects.ready().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StepEffectsNotReadyError);
+    expect((error as Error).message).toContain(
+      `the table "${db.schema}"."missing_steps" does not exist: call createPostgresStepEffectsTable(pool, { schema, tableName })`,
+    );
+    // Created afterwards: the next delivery finds it, starts the execution and commits.
+    await createPostgresStepEffectsTable(db.pool, { schema: db.schema, tableName: "missing_steps" });
+    const retried = await handler(sqsEvent(message), lambdaContext());
+    expect(retried.batchItemFailures).toEqual([]);
+    expect(lambda.started).toHaveLength(1);
   });
 });
