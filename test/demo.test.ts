@@ -8,6 +8,7 @@ import { scenarios } from "../examples/index.js";
 import { chromiumPath } from "../scripts/test-prerequisites.mjs";
 import { renderHtmlReport } from "../src/cli/demo/report-html.js";
 import { type DemoReport, runDemo } from "../src/cli/demo/run-demo.js";
+import { type DemoStateStoreKind, openDemoStates } from "../src/cli/demo/state-stores.js";
 import { LocalRuntime } from "../src/local/runtime.js";
 
 /**
@@ -20,6 +21,19 @@ const SCALE = 0.5;
 const SEEDS = [1, 2, 3];
 
 const reports = new Map<number, DemoReport>();
+/** Where the images scenario keeps the guard's state, per seed (undefined: the runtime's DynamoDB Local). */
+const IMAGES_STATE_STORES: Record<number, DemoStateStoreKind | undefined> = { 2: "valkey", 3: "postgres" };
+
+/** Runs `fn` with these variables unset, then puts them back. */
+async function withoutEnv<T>(names: string[], fn: () => Promise<T>): Promise<T> {
+  const saved = names.map((n) => [n, process.env[n]] as const);
+  for (const n of names) delete process.env[n];
+  try {
+    return await fn();
+  } finally {
+    for (const [n, v] of saved) if (v !== undefined) process.env[n] = v;
+  }
+}
 
 beforeAll(async () => {
   const endpoint = inject("dynamodbEndpoint");
@@ -35,8 +49,27 @@ beforeAll(async () => {
   ]);
   const inSequence = async (runtime: LocalRuntime, name: string) => {
     const out: DemoReport[] = [];
-    for (const seed of SEEDS)
-      out.push(await runDemo({ runtime, scenarios: byName(name), seed, scale: SCALE }));
+    for (const seed of SEEDS) {
+      // images also runs on the other engines `eonce demo --state-store` offers, a seed each, on the same path:
+      // PostgreSQL and Valkey servers of the demo's own (no DATABASE_URL / VALKEY_URL), as a fresh machine has.
+      const kind = name === "images" ? IMAGES_STATE_STORES[seed] : undefined;
+      const states = kind
+        ? await withoutEnv(["DATABASE_URL", "VALKEY_URL"], () => openDemoStates(kind))
+        : undefined;
+      try {
+        out.push(
+          await runDemo({
+            runtime,
+            scenarios: byName(name),
+            seed,
+            scale: SCALE,
+            ...(states ? { states } : {}),
+          }),
+        );
+      } finally {
+        await states?.close();
+      }
+    }
     return out;
   };
   try {
@@ -103,6 +136,7 @@ describe.each(SEEDS)("demo with seed %i", (seed) => {
     expect(row("images", "off").staleResults).toBeGreaterThan(0);
     // Both modes saw the same uploads.
     expect(row("records", "on").distinctEvents).toBe(row("records", "off").distinctEvents);
+    expect(row("images", "on").stateStore).toBe(IMAGES_STATE_STORES[seed] ?? "dynamodb");
   });
 });
 

@@ -1,7 +1,7 @@
 import type { LocalRuntime } from "../../local/runtime.js";
 import type { TraceEvent } from "../../sim/live/trace.js";
 import type { KeyTimeline, Scenario, ScenarioName, ScenarioResult } from "./scenario.js";
-import type { DemoStates } from "./state-stores.js";
+import type { DemoStateStoreKind, DemoStates } from "./state-stores.js";
 
 /** One row of the comparison: the fields of `eonce demo --json`, plus what the report shows. */
 export interface ScenarioReport {
@@ -16,6 +16,8 @@ export interface ScenarioReport {
   staleResults: number;
   lostEvents: number;
   durationMs: number;
+  /** Guard on: where the guard kept its state (`eonce demo --state-store`). */
+  stateStore?: DemoStateStoreKind;
   title: string;
   description: string;
   details: Record<string, number>;
@@ -114,6 +116,7 @@ async function runOne(
     staleResults: result.measured.staleResults,
     lostEvents: result.measured.lostEvents,
     durationMs,
+    ...(guard === "on" ? { stateStore: options.states?.kind ?? "dynamodb" } : {}),
     title: scenario.title,
     description: scenario.description,
     details: result.details,
