@@ -200,6 +200,7 @@ const PUBLIC: Record<string, string[]> = {
     "PostgresStepEffects",
     "SqliteStepEffects",
     "StepEffects",
+    "StepEffectsNotReadyError",
     "ValkeyStepEffects",
     "canonicalJson",
     "createPostgresStepEffectsTable",

@@ -183,10 +183,10 @@ export const RUN_OPTIONS = schemaFor<RunHandlerOptions>()({
   ...pickFields(LOCAL_FUNCTION_OPTIONS, ["timeoutMs", "concurrency"]),
   ...pickFields(SQS_EVENT_SOURCE_OPTIONS, ["batchSize"]),
   visibilityTimeoutS: integer({
-    min: 1,
+    min: 0,
     doc:
-      "SQS visibility timeout, at least the function timeout as AWS requires (default: the function timeout " +
-      "rounded up to a second, plus 1: a failed message comes back within seconds)",
+      "SQS visibility timeout (default: the function timeout rounded up to a second, plus 1, the shortest AWS " +
+      "accepts and a second: a failed message comes back within seconds)",
   }),
   maxReceiveCount: integer({ min: 0, default: 5, doc: "SQS receives before the dead-letter queue" }),
   ...pickFields(LOCAL_RUNTIME_OPTIONS, [
@@ -240,14 +240,10 @@ export function resolveRunOptions(options: RunHandlerOptions): ResolvedRunOption
     o.databaseUrl === undefined || o.env?.DATABASE_URL === undefined,
     "--database-url sets the handler's DATABASE_URL: not with --env DATABASE_URL",
   );
-  // AWS refuses an SQS event source whose queue's visibility timeout is below the function timeout: a message would
-  // reappear while its first run still goes on. The local default is the shortest that AWS would accept, plus a
-  // second, so that a failed message is back within seconds instead of the queue default's 30.
+  // The local default is the shortest visibility timeout AWS accepts for an SQS event source (the function timeout),
+  // plus a second: a failed message is back within seconds instead of the queue default's 30. A shorter one is
+  // taken (AWS would refuse it): it shows what a message reappearing under a live run does.
   const timeoutS = Math.ceil(o.timeoutMs / 1000);
-  rule(
-    o.visibilityTimeoutS === undefined || o.visibilityTimeoutS >= timeoutS,
-    `--visibility-timeout-s ${o.visibilityTimeoutS} is below the function timeout (${timeoutS} s), which AWS refuses`,
-  );
   return { ...o, visibilityTimeoutS: o.visibilityTimeoutS ?? timeoutS + 1, state: stateConnection(o) };
 }
 
