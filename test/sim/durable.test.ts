@@ -12,11 +12,11 @@ const run = promisify(execFile);
  */
 describe("durable histories", () => {
   for (const store of ["memory", "sqlite"] as const) {
-    it(`${store}: 300 histories, no violations, every fault kind drawn`, async () => {
-      const s = await runCampaign({ histories: 300, seed: 20261129, store, durable: true });
+    it(`${store}: 100 histories, no violations, every fault kind drawn`, async () => {
+      const s = await runCampaign({ histories: 100, seed: 20261129, store, durable: true });
       expect(s.failures).toEqual([]);
       expect(s.violations).toBe(0);
-      expect(s.states).toBe(300);
+      expect(s.states).toBe(100);
       for (const kind of ["crash-before-checkpoint", "second-execution", "stop"])
         expect(s.faults[kind as keyof typeof s.faults]).toBeGreaterThan(0);
     }, 180_000);

@@ -3,7 +3,7 @@ import { describe, expect, inject, it } from "vitest";
 import { dynamoDBClient } from "../../src/local/emulators/dynamodb-local.js";
 import { runCampaign } from "../../src/sim/campaign.js";
 
-const HISTORIES = 300;
+const HISTORIES = 100;
 
 describe("fault simulator: seeded histories on DynamoDB Local", () => {
   it(`${HISTORIES} histories break no invariant`, async () => {

@@ -3,7 +3,7 @@ import { BROKEN_ROW_KEYS, BROKEN_STORES } from "../../src/sim/broken.js";
 import { type CampaignSummary, runCampaign } from "../../src/sim/campaign.js";
 import type { InvariantId } from "../../src/sim/observer.js";
 
-const HISTORIES = 300;
+const HISTORIES = 100;
 
 const invariantsOf = (s: CampaignSummary) =>
   new Set(s.failures.flatMap((f) => f.violations.map((v) => v.invariant)));

@@ -3,7 +3,7 @@ import { runCampaign, runSeed } from "../../src/sim/campaign.js";
 import type { FaultKind } from "../../src/sim/faults.js";
 import { KNOWN_ISSUES } from "../../src/sim/known-issues.js";
 
-const HISTORIES = 10_000;
+const HISTORIES = 2_000;
 
 describe("fault simulator: seeded histories on the memory store", () => {
   it(`${HISTORIES} histories break no invariant except the known issue`, async () => {

@@ -7,7 +7,7 @@ import { CHAOS_SCHEMA_PREFIX, ownChaosSchema } from "../../src/engines/postgres/
 import { runCampaign, runSeed } from "../../src/sim/campaign.js";
 import { POSTGRES_URL } from "../kit/postgres.js";
 
-const HISTORIES = 300;
+const HISTORIES = 100;
 
 describe.each(["postgres", "postgres-inline"] as const)(
   "fault simulator: seeded histories on PostgreSQL (%s)",

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { runCampaign, runSeed } from "../../src/sim/campaign.js";
 
-const HISTORIES = 200;
+const HISTORIES = 100;
 
 /**
  * The failover fault on Valkey (src/engines/valkey/sim-replica.ts): once per history the server fails over to a

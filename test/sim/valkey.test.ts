@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { runCampaign } from "../../src/sim/campaign.js";
 
-const HISTORIES = 300;
+const HISTORIES = 100;
 
 describe("fault simulator: seeded histories on Valkey / Redis", () => {
   it(`${HISTORIES} histories break no invariant`, async () => {

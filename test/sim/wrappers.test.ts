@@ -7,12 +7,12 @@ import { runCampaign, runSeed } from "../../src/sim/campaign.js";
  * `run` and `apply`, the handler throwing now and then. They break no invariant, and their answer checks fire.
  */
 describe("fault simulator: histories through the Lambda wrappers", () => {
-  it("500 memory histories break no invariant", async () => {
-    const s = await runCampaign({ histories: 500, seed: 7, store: "memory", wrappers: true });
+  it("200 memory histories break no invariant", async () => {
+    const s = await runCampaign({ histories: 200, seed: 7, store: "memory", wrappers: true });
     expect(s.unexplained, JSON.stringify(s.failures.slice(0, 3))).toBe(0);
     for (const k of ["handler-error", "duplicate", "lose-response", "pause"] as const)
       expect(s.faults[k], k).toBeGreaterThan(10);
-    expect(s.states).toBeGreaterThan(495);
+    expect(s.states).toBeGreaterThan(195);
   }, 180_000);
 
   it("replays a seed exactly", async () => {

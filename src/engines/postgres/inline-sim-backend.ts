@@ -8,7 +8,7 @@ import { migrateInline } from "./inline-schema.js";
 import { InlineStatements } from "./inline-sql.js";
 import { INLINE_POSTGRES_COLUMNS, InlinePostgresStore } from "./inline-store.js";
 import { qualified, quote } from "./schema.js";
-import { coldStarts, holdReader } from "./sim-cold-start.js";
+import { COLD_START_LOCK_TIMEOUT_MS, coldStarts, holdReader } from "./sim-cold-start.js";
 import type { PostgresChaosEnv } from "./sim-env.js";
 
 /** The user table of inline state in a run's schema. */
@@ -117,8 +117,8 @@ async function inlineColdStart(env: PostgresChaosEnv, workers: number): Promise<
   await coldStarts(
     env,
     workers,
-    (p) => migrateInline(p, { schema, table: ROWS }),
-    (p) => migrateInline(p, { schema, table: fresh }),
+    (p) => migrateInline(p, { schema, table: ROWS, lockTimeoutMs: COLD_START_LOCK_TIMEOUT_MS }),
+    (p) => migrateInline(p, { schema, table: fresh, lockTimeoutMs: COLD_START_LOCK_TIMEOUT_MS }),
     // The functions do not depend on the table (their key type is copied at creation): dropped by name.
     `DROP TABLE IF EXISTS ${table}; DROP FUNCTION IF EXISTS ${made.map((f) => qualified(schema, f.name)).join(", ")}`,
   );

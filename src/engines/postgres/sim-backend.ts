@@ -4,7 +4,7 @@ import { quiet } from "../../sim/quiet.js";
 import { type PostgresAtomicWrite, postgresWrite } from "./atomic-write.js";
 import { createInlineChaosTables } from "./inline-sim-backend.js";
 import { migrate, qualified } from "./schema.js";
-import { coldStarts, holdReader } from "./sim-cold-start.js";
+import { COLD_START_LOCK_TIMEOUT_MS, coldStarts, holdReader } from "./sim-cold-start.js";
 import type { PostgresChaosEnv } from "./sim-env.js";
 import { ownChaosSchema } from "./sim-schema.js";
 import { PostgresFencedSink } from "./sink.js";
@@ -102,8 +102,8 @@ export function postgresBackend(env: PostgresChaosEnv): Backend {
       return coldStarts(
         env,
         workers,
-        (p) => migrate(p, { schema, table: "state" }),
-        (p) => migrate(p, { schema, table: fresh }),
+        (p) => migrate(p, { schema, table: "state", lockTimeoutMs: COLD_START_LOCK_TIMEOUT_MS }),
+        (p) => migrate(p, { schema, table: fresh, lockTimeoutMs: COLD_START_LOCK_TIMEOUT_MS }),
         `DROP TABLE IF EXISTS ${qualified(schema, fresh)}`,
       );
     },

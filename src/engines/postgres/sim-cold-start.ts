@@ -8,6 +8,12 @@ import type { PostgresChaosEnv } from "./sim-env.js";
  */
 
 /**
+ * The migrations' lock timeout in cold starts: generous, because the racing cold starts of one history wait on each
+ * other's DDL in real time, and on a loaded machine that took more than the default 3 s (a false I3, not a finding).
+ */
+export const COLD_START_LOCK_TIMEOUT_MS = 30_000;
+
+/**
  * `workers` cold starts at once, each on a pool of one connection (a Lambda instance's): `migrateLive` (the live
  * table: nothing is missing) then `migrateFresh` (one new table for all of them: they race to create it). Throws the
  * first migration error. Then, whatever happened, `dropFresh` drops the new table and whatever was made for it: a
