@@ -346,10 +346,11 @@ function storeName(value: string): StoreName {
 
 // Run directly (`tsx src/cli/chaos.ts`, the `chaos` npm script): the same command without the `eonce` prefix.
 if (process.argv[1] && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const program = new Command("chaos").exitOverride();
+  // Named so that help reads "Usage: npm run chaos [options]", the command a user types (options after `--`).
+  const program = new Command("npm run").exitOverride();
   registerChaos(program);
   try {
-    await program.parseAsync(["node", "chaos", "chaos", ...process.argv.slice(2)]);
+    await program.parseAsync(["node", "npm run", "chaos", ...process.argv.slice(2)]);
   } catch (e) {
     if (!(e instanceof CommanderError)) throw e;
     process.exitCode = e.exitCode === 0 ? 0 : 2;
