@@ -73,7 +73,7 @@ type Resolved = ResolvedGuardOptions;
 /** A guard over `options.store`; the options are checked now (`OptionsError`). */
 export function createGuard(options: GuardOptions): Guard {
   const opts = resolveGuardOptions("createGuard", options);
-  const trace = options.onEvent ?? (() => {});
+  const trace = options.onEvent;
   return {
     options: opts,
     run: (event, handler, runOptions = {}) =>
@@ -85,10 +85,13 @@ export function createGuard(options: GuardOptions): Guard {
 
 type Trace = (e: GuardTrace) => void;
 
-/** The guard's hook, then the call's own. */
-function callTrace(trace: Trace, runOptions: RunOptions): Trace {
+const noTrace: Trace = () => {};
+
+/** The guard's hook, then the call's own (either alone when the other is absent, as for a wrapper's guard). */
+function callTrace(trace: Trace | undefined, runOptions: RunOptions): Trace {
   const own = runOptions.onEvent;
-  if (!own) return trace;
+  if (!own) return trace ?? noTrace;
+  if (!trace) return own;
   return (e) => {
     trace(e);
     own(e);
