@@ -185,7 +185,7 @@ export type InputOf<S extends Schema> = Pick<Inputs<S>, RequiredKeys<S>> &
 
 /**
  * Ties a schema to an options type: a missing or an extra key, or a field of the wrong type, is a compile error.
- * Use: `const schema = schemaFor<GuardOptions>()({ leaseMs: integer({ min: 1, default: 30_000 }), … })`.
+ * Use: `const schema = schemaFor<MemoryStoreOptions>()({ maxResultBytes: integer({ min: 1 }) })`.
  */
 export function schemaFor<T extends object>() {
   return <S extends { readonly [K in keyof T]-?: Field<FieldType<T[K]>, boolean> }>(
