@@ -103,7 +103,8 @@ export type ResolvedGuardOptions = {
 
 /** Validates eagerly and fills the defaults; the rules that relate options are checked here. */
 export function resolveGuardOptions(what: string, options: GuardOptions): ResolvedGuardOptions {
-  const { now, clock, onEvent: _, ...o } = resolveOptions(what, GUARD_OPTIONS, options);
+  const o = resolveOptions(what, GUARD_OPTIONS, options);
+  const { now, clock } = o;
   const leaseMs = o.leaseMs;
   const heartbeatMs = o.heartbeatMs ?? Math.floor(leaseMs / 3);
   optionsRule(what, heartbeatMs < leaseMs, `heartbeatMs (${heartbeatMs}) must be below leaseMs (${leaseMs})`);
@@ -127,9 +128,17 @@ export function resolveGuardOptions(what: string, options: GuardOptions): Resolv
     o.expiresAfterSeconds * 1000 > leaseMs + clockSkewMs,
     "expiresAfterSeconds must outlast leaseMs + clockSkewMs",
   );
+  // A literal, not a spread of `o`: one fixed shape for the object every guard step reads.
   return {
-    ...o,
+    store: o.store,
+    leaseMs,
     heartbeatMs,
+    busy: o.busy,
+    inFlight: o.inFlight,
+    expiresAfterSeconds: o.expiresAfterSeconds,
+    waitIntervalMs: o.waitIntervalMs,
+    maxWaitIntervalMs: o.maxWaitIntervalMs,
+    storeResult: o.storeResult,
     maxStoredResultBytes,
     clockSkewMs,
     clock: clock ?? (now ? clockReading(now) : systemClock),
