@@ -1,20 +1,22 @@
 import { randomBytes } from "node:crypto";
 import type { Clock } from "./clock.js";
 import { StoreError } from "./errors.js";
+import type { ResolvedGuardOptions } from "./guard-options.js";
 import type { Position } from "./position.js";
 import { type ClaimRequest, classifyRefusal, type StateRecord, UNORDERED_POSITION } from "./state.js";
 
 /** What acquiring needs of the guard's resolved options. */
-export interface AcquireOptions {
-  clock: Clock;
-  leaseMs: number;
-  clockSkewMs: number;
-  expiresAfterSeconds: number;
-  busy: "wait" | "retry" | "supersede";
-  inFlight: "wait" | "retry";
-  waitIntervalMs: number;
-  maxWaitIntervalMs: number;
-}
+export type AcquireOptions = Pick<
+  ResolvedGuardOptions,
+  | "clock"
+  | "leaseMs"
+  | "clockSkewMs"
+  | "expiresAfterSeconds"
+  | "busy"
+  | "inFlight"
+  | "waitIntervalMs"
+  | "maxWaitIntervalMs"
+>;
 
 export type WaitTrace = { reason: "busy" | "in-flight" | "store-error" | "changed"; delayMs: number };
 

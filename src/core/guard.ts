@@ -1,173 +1,50 @@
 import { acquire, type NotAcquired } from "./acquire.js";
-import { type Clock, clockReading, systemClock } from "./clock.js";
 import { StoreError, UnsupportedAtomicWriteError } from "./errors.js";
+import { type GuardOptions, type ResolvedGuardOptions, resolveGuardOptions } from "./guard-options.js";
+import type {
+  ApplyContext,
+  GuardContext,
+  GuardedEvent,
+  GuardHandler,
+  GuardOutcome,
+  GuardTrace,
+  RunOptions,
+} from "./guard-types.js";
 import { holdLease } from "./lease.js";
-import {
-  boolean,
-  custom,
-  func,
-  integer,
-  oneOf,
-  optionsRule,
-  required,
-  resolveOptions,
-  schemaFor,
-} from "./options.js";
-import type { GuardOutcomeStatus } from "./outcomes.js";
 import { assertPosition, type Position, positionBefore } from "./position.js";
 import { parseResult, type StoredResult, storeResult } from "./result.js";
-import { describeClaim, type StateRecord, UNORDERED_POSITION } from "./state.js";
+import { type ClaimRequest, describeClaim, type StateRecord, UNORDERED_POSITION } from "./state.js";
 import { stateKey } from "./state-key.js";
-import type { AtomicWrite, StateStore, WriteOutcome } from "./store.js";
+import type { AtomicWrite, ClaimAndCommitResult } from "./store.js";
 
 /**
  * The guard: acquire (claim) → hold the lease (heartbeats) while the handler runs → commit, or release on failure.
- * `run` and `apply` share the phases; the protocol and its state machine are in state.ts, the outcomes and which
+ * `run` and `apply` share the phases (the options are in guard-options.ts, the
+ * types in guard-types.ts); the protocol and its state machine are in state.ts, the outcomes and which
  * of them are acknowledged in outcomes.ts, the failure model in docs/architecture.md.
  */
 
-export type BusyPolicy = "wait" | "retry" | "supersede";
-/**
- * What a claim does when the same event is running elsewhere: `wait` for it, or `retry` (end `in-flight`, for
- * a later redelivery).
- */
-export type InFlightPolicy = "wait" | "retry";
-export type { GuardOutcomeStatus } from "./outcomes.js";
-
-/** The options of `createGuard`; unknown keys and bad values throw `OptionsError`. */
-export interface GuardOptions {
-  store: StateStore;
-  /** How long a claim holds without a heartbeat. Default 30 000. */
-  leaseMs?: number;
-  /** Renewal interval while the handler runs; must be below leaseMs. Default leaseMs / 3. */
-  heartbeatMs?: number;
-  /** An older event of the subject is running: wait for it, fail for a later redelivery, or take over. Default `wait`. */
-  busy?: BusyPolicy;
-  /** The same event is running elsewhere: wait or fail for a later redelivery. Default `wait`. */
-  inFlight?: InFlightPolicy;
-  /** How long committed state (and its replayable result) is kept. Default 7 days. */
-  expiresAfterSeconds?: number;
-  /** First back-off while waiting; doubles up to maxWaitIntervalMs, with jitter. Default 50. */
-  waitIntervalMs?: number;
-  maxWaitIntervalMs?: number;
-  /** Store the handler's result (JSON) for replay to duplicates. Default true. */
-  storeResult?: boolean;
-  /** Results larger than this (UTF-8 bytes of JSON) are not stored; the outcome says so. Default: the store's limit. */
-  maxStoredResultBytes?: number;
-  /**
-   * The most that two workers' clocks may differ. A lease is taken over only this long after it ended by the
-   * claimer's clock, so a live, heartbeating holder is never taken over while clocks agree within it.
-   * Default min(1000, leaseMs / 10).
-   */
-  clockSkewMs?: number;
-  /** Clock reading, for tests (sleeps stay real). Default Date.now. */
-  now?: () => number;
-  /** Clock and sleep, for simulations on virtual time. Default the system clock. */
-  clock?: Clock;
-  /** Called on every guard step, for logs and metrics (see src/observe). */
-  onEvent?: (event: GuardTrace) => void;
-}
-
-/** What the guard needs to know of an event. */
-export interface GuardedEvent {
-  /** What order and exclusivity are scoped to, e.g. `bucket/key` or an order id. */
-  subject: string;
-  /** What makes two deliveries the same event, unique within the subject. */
-  identity: string;
-  /** Order within the subject (printable ASCII, see position.ts); absent: deduplicate only. */
-  position?: Position;
-  /**
-   * A digest of the event's payload (opt-in). Kept with the commit; a later delivery of the same identity with
-   * another fingerprint is a `conflict` (the same idempotency key reused for different content), not a duplicate.
-   */
-  fingerprint?: string;
-}
-
-/** Per-call options of `guard.run` and `guard.apply`. */
-export interface RunOptions {
-  /** Epoch ms by which waiting must give up (e.g. Lambda deadline minus a margin). Default now + leaseMs. */
-  deadlineMs?: number;
-  /** Aborts the handler from outside (e.g. the Lambda is about to time out). */
-  signal?: AbortSignal;
-  /** Called on this call's steps, after the guard's `onEvent`: a caller observes each event on one shared guard. */
-  onEvent?: (event: GuardTrace) => void;
-}
-
-/** What a handler under `guard.run` gets: the claim it holds and the writes to fold into its commit. */
-export interface GuardContext {
-  /** Aborted when the lease is lost or cannot be confirmed, or the outer signal aborts. */
-  signal: AbortSignal;
-  fence: number;
-  position: Position | undefined;
-  /** 1 on the first claim of this event, 2 after one failed or crashed run, … (consecutive claims of it). */
-  attempt: number;
-  subject: string;
-  identity: string;
-  stateKey: string;
-  /** Applies `write` atomically with the commit (one request), where the store can fold it. */
-  atCommit(write: AtomicWrite): void;
-}
-
-/**
- * How one `guard.run` or `guard.apply` ended; `status` says whether the delivery is acknowledged (see
- * `isAcknowledged`).
- */
-export type GuardOutcome<R> =
-  | {
-      status: "processed";
-      result: R;
-      fence: number;
-      attempt: number;
-      writes: WriteOutcome[];
-      /** The claim was taken from a live holder of an older position (busy policy `supersede`). */
-      superseded?: Position;
-      /** The claim was taken from a holder whose lease had expired (crashed or frozen run). */
-      tookOver?: boolean;
-      /** The result was too large to store (its size in bytes): duplicates will get no result. */
-      resultOmittedBytes?: number;
-    }
-  | { status: "duplicate"; result: R | undefined; resultOmittedBytes?: number }
-  /** The same identity was committed with another payload fingerprint: nothing ran; not acknowledged. */
-  | { status: "conflict"; fingerprint: string; committedFingerprint: string }
-  | { status: "stale"; position: Position | undefined; current: Position }
-  | { status: "busy"; holder: Position }
-  | { status: "in-flight" }
-  /** The handler ran, but another claim holds a newer fence: nothing was committed by this run; that holder will. */
-  | { status: "lease-lost"; reason: "superseded" | "expired"; current?: StateRecord }
-  /** The handler threw (or the store refused its commit for good); the claim was released where possible. */
-  | { status: "failed"; error: unknown; released: boolean }
-  /** The store did not confirm the claim, lease or commit (an outage): the delivery must be retried. */
-  | { status: "unconfirmed"; phase: "claim" | "commit" | "release"; error: unknown };
-
-/** One step of the guard (claimed, waiting, committed, …), given to `onEvent` for logs, metrics and tests. */
-export type GuardTrace =
-  | {
-      type: "claimed";
-      key: string;
-      fence: number;
-      attempt: number;
-      superseded?: Position;
-      tookOver?: boolean;
-    }
-  | {
-      type: "waiting";
-      key: string;
-      reason: "busy" | "in-flight" | "store-error" | "changed";
-      delayMs: number;
-    }
-  | { type: "heartbeat"; key: string; fence: number; ok: boolean; error?: unknown }
-  | { type: "outcome"; key: string; status: GuardOutcomeStatus; durationMs: number };
-
-/**
- * The handler `guard.run` runs while it holds the claim; its result is committed and replayed to duplicates.
- */
-export type GuardHandler<R> = (ctx: GuardContext) => Promise<R>;
-
-/** What `apply`'s compute function gets: no lease, no signal; the fence its one request will take. */
-export type ApplyContext = Pick<
+export {
+  type BusyPolicy,
+  GUARD_OPTIONS,
+  GUARD_PASS_THROUGH_KEYS,
+  GUARD_PASS_THROUGH_OPTIONS,
+  type GuardOptions,
+  type GuardPassThroughKey,
+  type InFlightPolicy,
+  type ResolvedGuardOptions,
+  resolveGuardOptions,
+} from "./guard-options.js";
+export type {
+  ApplyContext,
   GuardContext,
-  "position" | "subject" | "identity" | "stateKey" | "fence" | "atCommit"
->;
+  GuardedEvent,
+  GuardHandler,
+  GuardOutcome,
+  GuardTrace,
+  RunOptions,
+} from "./guard-types.js";
+export type { GuardOutcomeStatus } from "./outcomes.js";
 
 /** Exactly-once, in-order processing of events over one state store (`createGuard`). */
 export interface Guard {
@@ -188,119 +65,15 @@ export interface Guard {
   ): Promise<GuardOutcome<R>>;
 }
 
-/** The guard options a wrapper passes through (not `now`, `clock`, `onEvent`: it observes each call's `onEvent`). */
-export const GUARD_PASS_THROUGH_KEYS = [
-  "store",
-  "leaseMs",
-  "heartbeatMs",
-  "busy",
-  "inFlight",
-  "expiresAfterSeconds",
-  "waitIntervalMs",
-  "maxWaitIntervalMs",
-  "storeResult",
-  "maxStoredResultBytes",
-  "clockSkewMs",
-] as const;
-
-/** The guard's options, field by field (defaults that depend on other options are filled in by resolveGuardOptions). */
-export const GUARD_OPTIONS = schemaFor<GuardOptions>()({
-  store: required(
-    custom<StateStore>(
-      "a state store (see src/core/store.ts)",
-      (v) => typeof (v as StateStore | null)?.claim === "function",
-    ),
-  ),
-  leaseMs: integer({ min: 1, default: 30_000, doc: "how long a claim holds without a heartbeat" }),
-  heartbeatMs: integer({ min: 1, doc: "renewal interval while the handler runs (default leaseMs / 3)" }),
-  busy: oneOf(["wait", "retry", "supersede"], {
-    default: "wait",
-    doc: "an older event of the subject is running",
-  }),
-  inFlight: oneOf(["wait", "retry"], { default: "wait", doc: "the same event is running elsewhere" }),
-  expiresAfterSeconds: integer({
-    min: 1,
-    default: 7 * 24 * 3600,
-    doc: "how long committed state is kept",
-  }),
-  waitIntervalMs: integer({ min: 1, default: 50, doc: "first back-off while waiting" }),
-  maxWaitIntervalMs: integer({ min: 1, default: 1000, doc: "longest back-off while waiting" }),
-  storeResult: boolean({ default: true }),
-  maxStoredResultBytes: integer({ min: 1 }),
-  clockSkewMs: integer({
-    min: 0,
-    doc: "the most that workers' clocks may differ (default min(1000, leaseMs / 10))",
-  }),
-  now: func<() => number>(),
-  clock: custom<Clock>("a Clock (see src/core/clock.ts)", (v) => typeof v === "object" && v !== null),
-  onEvent: func<(event: GuardTrace) => void>(),
-});
-
 /** Tries of a commit or release whose outcome the store did not confirm, before giving up (`unconfirmed`). */
 const SETTLE_TRIES = 4;
 
-export interface ResolvedGuardOptions {
-  store: StateStore;
-  leaseMs: number;
-  heartbeatMs: number;
-  busy: BusyPolicy;
-  inFlight: InFlightPolicy;
-  expiresAfterSeconds: number;
-  waitIntervalMs: number;
-  maxWaitIntervalMs: number;
-  storeResult: boolean;
-  maxStoredResultBytes: number;
-  clockSkewMs: number;
-  clock: Clock;
-}
 type Resolved = ResolvedGuardOptions;
-
-/** Validates eagerly and fills the defaults; the rules that relate options are checked here. */
-export function resolveGuardOptions(what: string, options: GuardOptions): Resolved {
-  const o = resolveOptions(what, GUARD_OPTIONS, options);
-  const leaseMs = o.leaseMs;
-  const heartbeatMs = o.heartbeatMs ?? Math.floor(leaseMs / 3);
-  optionsRule(what, heartbeatMs < leaseMs, `heartbeatMs (${heartbeatMs}) must be below leaseMs (${leaseMs})`);
-  const clockSkewMs = o.clockSkewMs ?? Math.min(1000, Math.floor(leaseMs / 10));
-  const storeLimit = o.store.maxResultBytes;
-  optionsRule(
-    what,
-    Number.isSafeInteger(storeLimit) && storeLimit > 0,
-    "the store must declare maxResultBytes (see src/core/store.ts)",
-  );
-  const maxStoredResultBytes = o.maxStoredResultBytes ?? storeLimit;
-  optionsRule(
-    what,
-    maxStoredResultBytes <= storeLimit,
-    `maxStoredResultBytes (${maxStoredResultBytes}) exceeds the ${o.store.engine} store's limit (${storeLimit})`,
-  );
-  optionsRule(what, o.now === undefined || o.clock === undefined, "give now or clock, not both");
-  // Renewals keep the item's expiry ahead of the lease; this keeps a claim that is never renewed safe too.
-  optionsRule(
-    what,
-    o.expiresAfterSeconds * 1000 > leaseMs + clockSkewMs,
-    "expiresAfterSeconds must outlast leaseMs + clockSkewMs",
-  );
-  return {
-    store: o.store,
-    leaseMs,
-    heartbeatMs,
-    busy: o.busy,
-    inFlight: o.inFlight,
-    expiresAfterSeconds: o.expiresAfterSeconds,
-    waitIntervalMs: o.waitIntervalMs,
-    maxWaitIntervalMs: o.maxWaitIntervalMs,
-    storeResult: o.storeResult,
-    maxStoredResultBytes,
-    clockSkewMs,
-    clock: o.clock ?? (o.now ? clockReading(o.now) : systemClock),
-  };
-}
 
 /** A guard over `options.store`; the options are checked now (`OptionsError`). */
 export function createGuard(options: GuardOptions): Guard {
   const opts = resolveGuardOptions("createGuard", options);
-  const trace = options.onEvent ?? (() => {});
+  const trace = options.onEvent;
   return {
     options: opts,
     run: (event, handler, runOptions = {}) =>
@@ -312,10 +85,13 @@ export function createGuard(options: GuardOptions): Guard {
 
 type Trace = (e: GuardTrace) => void;
 
-/** The guard's hook, then the call's own. */
-function callTrace(trace: Trace, runOptions: RunOptions): Trace {
+const noTrace: Trace = () => {};
+
+/** The guard's hook, then the call's own (either alone when the other is absent, as for a wrapper's guard). */
+function callTrace(trace: Trace | undefined, runOptions: RunOptions): Trace {
   const own = runOptions.onEvent;
-  if (!own) return trace;
+  if (!own) return trace ?? noTrace;
+  if (!trace) return own;
   return (e) => {
     trace(e);
     own(e);
@@ -490,19 +266,7 @@ async function apply<R>(
     { key, position: event.position, identity: event.identity },
     runOptions.deadlineMs ?? o.clock.now() + o.leaseMs,
     runOptions.signal,
-    async (req) => {
-      const c = await computer.computeFor(req.fence);
-      return computer.send(() =>
-        o.store.claimAndCommit({
-          ...req,
-          expiresAtSeconds: Math.ceil(req.nowMs / 1000) + o.expiresAfterSeconds,
-          result: c.stored.json,
-          ...(c.stored.omittedBytes !== undefined ? { resultOmittedBytes: c.stored.omittedBytes } : {}),
-          ...(event.fingerprint !== undefined ? { fingerprint: event.fingerprint } : {}),
-          writes: c.writes,
-        }),
-      );
-    },
+    computer.claim,
     (w) => trace({ type: "waiting", key, ...w }),
   );
   if (!acquired.ok && acquired.why.kind === "store-error" && acquired.why.error instanceof ComputeFailed) {
@@ -580,14 +344,24 @@ class FenceComputer<R> {
     }
   }
 
-  async send<T>(request: () => Promise<T>): Promise<T> {
+  /** One claim-and-commit request for `req`'s fence (an arrow: `acquire` calls it unbound). */
+  readonly claim = async (req: ClaimRequest): Promise<ClaimAndCommitResult> => {
+    const { o, event } = this;
+    const c = await this.computeFor(req.fence);
     try {
-      return await request();
+      return await o.store.claimAndCommit({
+        ...req,
+        expiresAtSeconds: Math.ceil(req.nowMs / 1000) + o.expiresAfterSeconds,
+        result: c.stored.json,
+        ...(c.stored.omittedBytes !== undefined ? { resultOmittedBytes: c.stored.omittedBytes } : {}),
+        ...(event.fingerprint !== undefined ? { fingerprint: event.fingerprint } : {}),
+        writes: c.writes,
+      });
     } catch (error) {
       this.unanswered = true;
       throw error;
     }
-  }
+  };
 }
 
 /** Releases the claim after the handler failed (or its commit was refused for good). */

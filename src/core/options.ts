@@ -3,18 +3,23 @@ import { OptionsError } from "./errors.js";
 
 /**
  * One declarative options mechanism: every options type (the guard's, the Lambda wrappers', the CDK construct's,
- * the local runtime's) has a schema of fields, checked against the TypeScript type at compile time
- * (`schemaFor<T>()` rejects a missing or an extra key), validated eagerly by `resolveOptions` with one error type
- * (`OptionsError`, naming the option), and read by the CLI to derive its flags (`src/cli/options.ts`).
- * Rules that relate several options (heartbeatMs below leaseMs) stay with their owner, after the fields resolve.
+ * the local runtime's) has a schema of fields, validated eagerly by `resolveOptions` with one error type
+ * (`OptionsError`, naming the option), and read by the CLI to derive its flags (`src/cli/options.ts`). The schema
+ * is declared once: either the options type is inferred from it (`InputOf`, the guard's and the wrappers'; each
+ * field's doc comment becomes the option's), or it is checked against a type declared beside it (`schemaFor<T>()`
+ * rejects a missing or an extra key). Rules that relate several options (heartbeatMs below leaseMs) stay with
+ * their owner, after the fields resolve.
  */
 
-/** A field: how to check one option, its default, and what the CLI flag says. `D`: resolves to a value always. */
-export interface Field<T, D extends boolean = boolean> {
+/**
+ * A field: how to check one option, its default, and what the CLI flag says. `D`: resolves to a value always;
+ * `Q`: the option must be given (`required`).
+ */
+export interface Field<T, D extends boolean = boolean, Q extends boolean = boolean> {
   /** Checks a present value; returns it (or a normalised copy) or throws `Invalid` with what is expected. */
   readonly check: (value: unknown) => T;
   readonly default: D extends true ? T | undefined : undefined;
-  readonly required: boolean;
+  readonly required: Q;
   /** One line for CLI help; fields without it are not offered as flags. */
   readonly doc: string | undefined;
   /** How a CLI flag's text becomes the value; absent for fields that take no text (functions, objects). */
@@ -143,8 +148,8 @@ export function custom<T, const S extends Spec<T, T> = Spec<T, T>>(
 }
 
 /** The same field, required: resolving without it throws; its resolved type has no undefined. */
-export function required<T>(f: Field<T, boolean>): Field<T, true> {
-  return { ...f, required: true } as Field<T, true>;
+export function required<T>(f: Field<T, boolean>): Field<T, true, true> {
+  return { ...f, required: true } as Field<T, true, true>;
 }
 
 /** A nested options object validated by its own resolver (which throws OptionsError itself). */
@@ -163,9 +168,24 @@ export type Schema = Readonly<Record<string, Field<any, boolean>>>;
 export type FieldValue<F> = F extends Field<infer T, infer D> ? (D extends true ? T : T | undefined) : never;
 export type Resolved<S extends Schema> = { -readonly [K in keyof S]: FieldValue<S[K]> };
 
+/** What a field takes when given. */
+export type FieldInput<F> = F extends Field<infer T, boolean, boolean> ? T : never;
+/** Every option of a schema, typed by its field (homomorphic: each keeps its field's doc comment). */
+type Inputs<S extends Schema> = { -readonly [K in keyof S]: FieldInput<S[K]> };
+type RequiredKeys<S extends Schema> = {
+  [K in keyof S]: S[K] extends Field<unknown, boolean, true> ? K : never;
+}[keyof S];
+/**
+ * The options type a schema validates, inferred from it: required fields' keys are required, the others optional;
+ * each option's doc comment is its field's. Extend it with an interface to name it (`interface GuardOptions
+ * extends InputOf<typeof GUARD_FIELDS> {}`).
+ */
+export type InputOf<S extends Schema> = Pick<Inputs<S>, RequiredKeys<S>> &
+  Partial<Pick<Inputs<S>, Exclude<keyof S, RequiredKeys<S>>>>;
+
 /**
  * Ties a schema to an options type: a missing or an extra key, or a field of the wrong type, is a compile error.
- * Use: `const schema = schemaFor<GuardOptions>()({ leaseMs: integer({ min: 1, default: 30_000 }), … })`.
+ * Use: `const schema = schemaFor<MemoryStoreOptions>()({ maxResultBytes: integer({ min: 1 }) })`.
  */
 export function schemaFor<T extends object>() {
   return <S extends { readonly [K in keyof T]-?: Field<FieldType<T[K]>, boolean> }>(

@@ -87,7 +87,7 @@ export interface ForgetOptions {
 }
 
 /**
- * The guard's default clockSkewMs (min(1000, leaseMs / 10), src/core/guard.ts) for its default lease, and the largest
+ * The guard's default clockSkewMs (min(1000, leaseMs / 10), src/core/guard-options.ts) for its default lease, and the largest
  * it is for any lease. A guard configured with a larger clockSkewMs needs the same value here.
  */
 export const FORGET_CLOCK_SKEW_MS = 1000;

@@ -10,12 +10,13 @@ export interface Lane<T> {
   stopOnFailure: boolean;
 }
 
-export async function runLanes<T>(
+/** Not async itself: the workers' Promise.all is what the caller awaits (one frame less on every event's path). */
+export function runLanes<T>(
   lanes: readonly Lane<T>[],
   concurrency: number,
   run: (item: T) => Promise<boolean>,
   skip: (item: T) => void,
-): Promise<void> {
+): Promise<unknown> {
   let next = 0;
   const worker = async () => {
     while (next < lanes.length) {
@@ -31,7 +32,7 @@ export async function runLanes<T>(
       }
     }
   };
-  await Promise.all(Array.from({ length: Math.min(concurrency, lanes.length) }, worker));
+  return Promise.all(Array.from({ length: Math.min(concurrency, lanes.length) }, worker));
 }
 
 /** Groups items into lanes by key, keeping first-seen order within and across lanes. */

@@ -7,14 +7,16 @@ import type { Delivery, MessageEvent, S3ObjectEvent } from "../core/event.js";
 import {
   type ApplyContext,
   createGuard,
-  GUARD_OPTIONS,
   GUARD_PASS_THROUGH_KEYS,
+  GUARD_PASS_THROUGH_OPTIONS,
   type Guard,
   type GuardContext,
   type GuardOptions,
+  type GuardPassThroughKey,
 } from "../core/guard.js";
 import * as opt from "../core/options.js";
 import { PARSE_OPTIONS } from "../sources/options.js";
+import type { ResolvedParseOptions } from "../sources/types.js";
 import {
   type ResolvedVisibilityHeartbeatOptions,
   resolveVisibilityHeartbeatOptions,
@@ -73,52 +75,76 @@ export type OptionsOf<M extends WrapperMode> = M extends "apply"
  */
 export type PositionValue = number | bigint | Date | string;
 
-/** The options of mode `run` (the default). The guard's options pass through unchanged (see GuardOptions for each). */
-export interface EffectivelyOnceOptions extends Pick<GuardOptions, GuardPassThroughKey> {
-  /** `run` (default): claim, run the handler under a lease, commit. */
-  mode?: "run";
+const DERIVES = { expected: "a function of (message, delivery)" };
+
+/**
+ * The wrappers' options, declared once: the guard's pass-through fields as they are, and the adapter's own. Each
+ * field is the option's type (inferred: `EffectivelyOnceOptions`), its validation and default, and, in its doc
+ * comment, its API reference.
+ */
+export const EFFECTIVELY_ONCE_OPTIONS = {
+  ...GUARD_PASS_THROUGH_OPTIONS,
+  /** `run` (default): claim, run the handler under a lease, commit. `apply`: see EffectivelyOnceApplyOptions. */
+  mode: opt.oneOf(["run", "apply"] as const, { default: "run" }),
   /** Metric dimension `pipeline` and a field on every log line. Default: the Lambda function name. */
-  pipeline?: string;
+  pipeline: opt.string(),
   /**
    * S3 events: order them by sequencer within `bucket/key` (default true: an older event is skipped as stale once
    * a newer one is committed — right when the newest state wins, e.g. a thumbnail). false: deduplicate only —
    * every distinct event is processed once and none is skipped (e.g. one record per upload, re-uploads included).
    */
-  orderS3Events?: boolean;
-  /**
-   * Application messages (`messages: "accept"`): what order and exclusivity are scoped to, e.g. the order
-   * id. Default: the EventBridge id, SNS message id or SQS message id. S3 events always use `bucket/key`.
-   * A throw marks the message malformed.
-   */
-  subject?: (event: MessageEvent, delivery: Delivery) => string;
-  /**
-   * Application messages: what makes two deliveries the same event (an idempotency key). Default: the
-   * position when there is one (so a resend of the same version is a duplicate), else the default subject.
-   */
-  identity?: (event: MessageEvent, delivery: Delivery) => string;
-  /** Application messages: order within the subject (a version, a timestamp). Undefined: dedupe only. */
-  position?: (event: MessageEvent, delivery: Delivery) => PositionValue | undefined;
+  orderS3Events: opt.boolean({ default: true }),
   /**
    * Detect an identity reused for other content: `true` fingerprints the payload (a message's body; an S3 event's
    * ETag, size and version), or give a function of the event. A delivery whose identity was committed with
    * another fingerprint ends `conflict` (logged, counted, not acknowledged: retried, then dead-lettered) instead
    * of being replayed as a duplicate. Default off.
    */
-  payloadFingerprint?: boolean | ((event: HandledEvent) => string);
-  logger?: Logger;
-  metrics?: Metrics;
+  payloadFingerprint: opt.custom<boolean | ((event: HandledEvent) => string)>(
+    "a boolean or a function of the event",
+    (v) => typeof v === "boolean" || typeof v === "function",
+  ),
+  /**
+   * Application messages (`messages: "accept"`): what order and exclusivity are scoped to, e.g. the order
+   * id. Default: the EventBridge id, SNS message id or SQS message id. S3 events always use `bucket/key`.
+   * A throw marks the message malformed.
+   */
+  subject: opt.func<(event: MessageEvent, delivery: Delivery) => string>(DERIVES),
+  /**
+   * Application messages: what makes two deliveries the same event (an idempotency key). Default: the
+   * position when there is one (so a resend of the same version is a duplicate), else the default subject.
+   */
+  identity: opt.func<(event: MessageEvent, delivery: Delivery) => string>(DERIVES),
+  /** Application messages: order within the subject (a version, a timestamp). Undefined: dedupe only. */
+  position: opt.func<(event: MessageEvent, delivery: Delivery) => PositionValue | undefined>(DERIVES),
+  /** A Powertools Logger; default one with service POWERTOOLS_SERVICE_NAME or the pipeline. */
+  logger: opt.custom<Logger>("a Powertools Logger instance", isObject),
+  /** A Powertools Metrics instance; default namespace `EffectivelyOnce` (or POWERTOOLS_METRICS_NAMESPACE). */
+  metrics: opt.custom<Metrics>("a Powertools Metrics instance", isObject),
   /** Deliveries processed at once (SQS batches; FIFO: groups at once, each group in order). Default 10. */
-  concurrency?: number;
+  concurrency: opt.integer({ min: 1, default: 10 }),
   /** Extend SQS visibility while records are in progress. Default off. */
-  visibilityHeartbeat?: VisibilityHeartbeatOptions | false;
+  visibilityHeartbeat: opt.custom<VisibilityHeartbeatOptions | false>(
+    "an object or false",
+    (v) => v === false || isObject(v),
+  ),
   /** Client for the visibility heartbeat. Default: a new SQSClient (loaded on first use). */
-  sqsClient?: SqsSender;
-  /** SQS message attribute whose value becomes the correlation id when present. */
-  correlationAttribute?: string;
+  sqsClient: opt.custom<SqsSender>(
+    "an SQSClient",
+    (v) => typeof (v as SqsSender | null)?.send === "function",
+  ),
   /** Non-S3 SQS bodies and EventBridge events: `accept` as MessageEvents, or `reject` as malformed. Default reject. */
-  messages?: "accept" | "reject";
+  messages: PARSE_OPTIONS.messages,
+  /** SQS message attribute whose value becomes the correlation id when present. */
+  correlationAttribute: PARSE_OPTIONS.correlationAttribute,
   /** The handler's signal aborts, and waiting stops, this long before the Lambda times out. Default 1 000. */
-  deadlineMarginMs?: number;
+  deadlineMarginMs: opt.integer({ min: 0, default: 1000 }),
+};
+
+/** The options of mode `run` (the default). The guard's options pass through unchanged (see GuardOptions for each). */
+export interface EffectivelyOnceOptions extends Omit<opt.InputOf<typeof EFFECTIVELY_ONCE_OPTIONS>, "mode"> {
+  /** `run` (default): claim, run the handler under a lease, commit. */
+  mode?: "run";
 }
 
 /**
@@ -136,61 +162,22 @@ export interface EffectivelyOnceApplyOptions
 /** Either mode's options. */
 export type WrapperOptions = EffectivelyOnceOptions | EffectivelyOnceApplyOptions;
 
-/** Either mode's options as one shape, for the schema (the rules between mode and the rest follow it). */
-type AnyModeOptions = Omit<EffectivelyOnceOptions, "mode"> & { mode?: WrapperMode };
-
-type GuardPassThroughKey = (typeof GUARD_PASS_THROUGH_KEYS)[number];
-const DERIVES = { expected: "a function of (message, delivery)" };
-
-/** The wrappers' options: the guard's fields, and the adapter's own. */
-export const EFFECTIVELY_ONCE_OPTIONS = opt.schemaFor<AnyModeOptions>()({
-  ...opt.pickFields(GUARD_OPTIONS, GUARD_PASS_THROUGH_KEYS),
-  mode: opt.oneOf(["run", "apply"], { default: "run" }),
-  pipeline: opt.string(),
-  orderS3Events: opt.boolean({ default: true }),
-  payloadFingerprint: opt.custom<boolean | ((event: HandledEvent) => string)>(
-    "a boolean or a function of the event",
-    (v) => typeof v === "boolean" || typeof v === "function",
-  ),
-  subject: opt.func<NonNullable<EffectivelyOnceOptions["subject"]>>(DERIVES),
-  identity: opt.func<NonNullable<EffectivelyOnceOptions["identity"]>>(DERIVES),
-  position: opt.func<NonNullable<EffectivelyOnceOptions["position"]>>(DERIVES),
-  logger: opt.custom<Logger>("a Powertools Logger instance", isObject),
-  metrics: opt.custom<Metrics>("a Powertools Metrics instance", isObject),
-  concurrency: opt.integer({ min: 1, default: 10 }),
-  visibilityHeartbeat: opt.custom<VisibilityHeartbeatOptions | false>(
-    "an object or false",
-    (v) => v === false || isObject(v),
-  ),
-  sqsClient: opt.custom<SqsSender>(
-    "an SQSClient",
-    (v) => typeof (v as SqsSender | null)?.send === "function",
-  ),
-  ...PARSE_OPTIONS,
-  deadlineMarginMs: opt.integer({ min: 0, default: 1000 }),
-});
-
 function isObject(value: unknown): boolean {
   return typeof value === "object" && value !== null;
 }
 
-export interface ResolvedOptions {
+/** The wrapper's own options after validation (the guard's are resolved into its one guard). */
+type OwnResolved = Omit<
+  opt.Resolved<typeof EFFECTIVELY_ONCE_OPTIONS>,
+  GuardPassThroughKey | "payloadFingerprint" | "visibilityHeartbeat" | "messages" | "correlationAttribute"
+>;
+
+export interface ResolvedOptions extends OwnResolved {
   /** Built once per wrapper; each event is observed through its call's `onEvent`. */
   guard: Guard;
-  mode: WrapperMode;
-  pipeline: string | undefined;
-  orderS3Events: boolean;
-  subject: EffectivelyOnceOptions["subject"];
-  identity: EffectivelyOnceOptions["identity"];
-  position: EffectivelyOnceOptions["position"];
   payloadFingerprint: ((event: HandledEvent) => string) | undefined;
-  logger: Logger | undefined;
-  metrics: Metrics | undefined;
-  concurrency: number;
   visibilityHeartbeat: ResolvedVisibilityHeartbeatOptions | undefined;
-  sqsClient: SqsSender | undefined;
-  parse: { messages: "accept" | "reject"; correlationAttribute?: string };
-  deadlineMarginMs: number;
+  parse: ResolvedParseOptions;
 }
 
 /** What only a handler running under a lease uses: refused in mode `apply`, where nothing holds a lease. */

@@ -146,6 +146,11 @@ export class DeliveryObserver {
 
   /** Logs one line with the correlation id and the pipeline. */
   log(level: "debug" | "info" | "warn" | "error", message: string, fields: Fields = {}): void {
+    this.#inv.logger[level](message, Object.assign(this.#lineBase(), fields));
+  }
+
+  /** The fields every line about this delivery starts with (a new object: the line's own). */
+  #lineBase(): Fields {
     const d = this.delivery;
     const base: Fields = {
       [CORRELATION_ID_KEY]: d.correlationId,
@@ -158,7 +163,7 @@ export class DeliveryObserver {
       base.receiveCount = d.sqs.receiveCount;
       if (d.sqs.messageGroupId !== undefined) base.messageGroupId = d.sqs.messageGroupId;
     }
-    this.#inv.logger[level](message, { ...base, ...fields });
+    return base;
   }
 
   /** SQS: the receive count as a metric (alarm on its maximum) and a debug line. */
@@ -269,14 +274,13 @@ export class DeliveryObserver {
     if (info.counter !== undefined) this.#inv.metrics.count(info.counter);
     if (outcome.status === "failed") errorToLocalRun(outcome.error);
     const [message, details] = describeOutcome(event.subject, outcome, claims);
-    const fields: Fields = {
-      subject: event.subject,
-      identity: event.identity,
-      status: outcome.status,
-      durationMs: Math.round(durationMs),
-    };
-    if (event.position !== undefined) fields.position = event.position;
-    this.log(info.level, message, { ...fields, ...details });
+    const line = this.#lineBase();
+    line.subject = event.subject;
+    line.identity = event.identity;
+    line.status = outcome.status;
+    line.durationMs = Math.round(durationMs);
+    if (event.position !== undefined) line.position = event.position;
+    this.#inv.logger[info.level](message, Object.assign(line, details));
   }
 }
 

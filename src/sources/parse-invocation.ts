@@ -24,7 +24,11 @@ const KNOWN_SHAPES =
  * and invalid options throw OptionsError.
  */
 export function parseInvocation(input: unknown, options?: ParseOptions): DeliveryUnit[] {
-  const resolved = resolveParseOptions(options);
+  return parseResolved(input, resolveParseOptions(options));
+}
+
+/** `parseInvocation` with options resolved once (the wrappers resolve theirs when they are built). */
+export function parseResolved(input: unknown, resolved: ResolvedParseOptions): DeliveryUnit[] {
   if (!isObject(input)) {
     throw new MalformedEventError(`invocation is ${describe(input)}, not an object; ${KNOWN_SHAPES}`, "");
   }

@@ -3,7 +3,7 @@ import type { Delivery } from "../core/event.js";
 import { describe, index, isObject, join } from "./fields.js";
 import { parseSqsBody } from "./payload.js";
 import { sqsMetadata } from "./sqs-metadata.js";
-import type { DeliveryUnit, ResolvedParseOptions } from "./types.js";
+import type { DeliveryUnit, RecoveredSqsFields, ResolvedParseOptions } from "./types.js";
 import { finishUnit } from "./unit.js";
 
 /**
@@ -28,6 +28,27 @@ export function parseSqsRecord(
     return finishUnit(delivery, payload.events, payload.error, payload.correlationId, options);
   } catch (e) {
     if (!(e instanceof MalformedEventError)) throw e;
-    return finishUnit(delivery, [], e, undefined, options);
+    const unit = finishUnit(delivery, [], e, undefined, options);
+    if (!delivery.sqs) unit.recovered = recoveredFields(record);
+    return unit;
   }
+}
+
+/** A record with broken metadata: its id, group and queue, read leniently (a record that lost its group would leave its group's order). */
+function recoveredFields(record: unknown): RecoveredSqsFields {
+  const out: RecoveredSqsFields = {};
+  if (!isObject(record)) return out;
+  const messageId = ownString(record, "messageId");
+  const group = ownString(record.attributes, "MessageGroupId");
+  const arn = ownString(record, "eventSourceARN");
+  if (messageId !== undefined) out.messageId = messageId;
+  if (group !== undefined) out.messageGroupId = group;
+  if (arn !== undefined) out.eventSourceArn = arn;
+  return out;
+}
+
+function ownString(value: unknown, name: string): string | undefined {
+  if (!isObject(value) || !Object.hasOwn(value, name)) return undefined;
+  const field = value[name];
+  return typeof field === "string" && field.length > 0 ? field : undefined;
 }

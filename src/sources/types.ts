@@ -13,6 +13,18 @@ export interface DeliveryUnit {
   delivery: Delivery;
   events: NormalizedEvent[];
   error?: MalformedEventError;
+  /**
+   * An SQS record whose metadata failed validation (no `delivery.sqs`): what could still be read of it, leniently,
+   * while parsing: its message id (for the batch response) and its FIFO group and queue (for its group's order).
+   */
+  recovered?: RecoveredSqsFields;
+}
+
+/** The fields of an SQS record read leniently when its metadata is broken; each only when a non-empty string. */
+export interface RecoveredSqsFields {
+  messageId?: string;
+  messageGroupId?: string;
+  eventSourceArn?: string;
 }
 
 /** The options of `parseInvocation`; unknown keys throw `OptionsError`. */

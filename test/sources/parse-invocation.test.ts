@@ -350,6 +350,23 @@ describe("SQS", () => {
     expect(s3Event(units[2] as DeliveryUnit).key).toBe("ok");
   });
 
+  it("a record with broken metadata keeps its id, group and queue as read leniently (recovered)", () => {
+    const broken = {
+      ...sqsRecord("{}", { messageId: "m-9", groupId: "g-1" }),
+      receiptHandle: 7,
+      eventSourceARN: "arn:aws:sqs:us-east-1:1:q.fifo",
+    };
+    const [unit] = parseInvocation(sqsEvent(broken));
+    expect(unit?.delivery.sqs).toBeUndefined();
+    expect(unit?.recovered).toEqual({
+      messageId: "m-9",
+      messageGroupId: "g-1",
+      eventSourceArn: "arn:aws:sqs:us-east-1:1:q.fifo",
+    });
+    const body = sqsRecord("{}", { messageId: "m-10" });
+    expect(only(parseInvocation(sqsEvent(body))).recovered).toBeUndefined();
+  });
+
   it("a body with several records keeps the good ones and reports the first bad one", () => {
     const body = s3Notification(
       s3Record({ encodedKey: "good", requestId: "R-good" }),
