@@ -4,14 +4,15 @@ import type { StateStatus } from "../../core/state.js";
 import { FORGET_OPTIONS } from "../../core/state-admin.js";
 import type { EngineConnection } from "../../engines/connection.js";
 import { AWS_CONNECTION_FIELDS } from "../../engines/dynamodb/connection.js";
-import { engine, STORE_NAMES, type StoreName } from "../../engines/registry.js";
+import { ADMIN_STORE_NAMES, engine, type StoreName } from "../../engines/registry.js";
 import type { FlagSpec } from "../options.js";
 
-/** The store kinds `eonce state` connects to: every engine (src/engines/registry.ts) but the in-process memory store. */
+/**
+ * The store kinds `eonce state` connects to: every engine with an admin (src/engines/registry.ts), not the
+ * in-process memory store. Live: an engine registered later joins it.
+ */
 export type StateStoreKind = Exclude<StoreName, "memory">;
-export const STATE_STORE_KINDS: readonly StateStoreKind[] = STORE_NAMES.filter(
-  (n): n is StateStoreKind => n !== "memory",
-);
+export const STATE_STORE_KINDS: readonly StateStoreKind[] = ADMIN_STORE_NAMES as readonly StateStoreKind[];
 
 /**
  * Where the state is: the store kind and how to reach it (src/engines/connection.ts). Each kind takes only the
