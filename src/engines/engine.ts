@@ -1,6 +1,8 @@
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { RowAuditOptions, TableAuditReport } from "../audit/table-audit.js";
 import type { InlineRowMapping, StateAdmin } from "../core/state-admin.js";
+import type { StateStore } from "../core/store.js";
+import type { LocalRuntime } from "../local/runtime.js";
 import type { Backend } from "../sim/backend.js";
 import type { Chooser } from "../sim/chooser.js";
 import type { ConnectionKey, EngineConnection } from "./connection.js";
@@ -52,6 +54,16 @@ export interface AuditTableRequest extends RowAuditOptions {
   /** Parallel Scan segments, consistent reads: refused for another engine before the audit is asked for. */
   segments?: number;
   consistentRead?: boolean;
+}
+
+/**
+ * Where `eonce demo --state-store <engine>` keeps its guarded runs' state: one store per run, named after it (a
+ * table, a schema's table, a file, a key prefix), on a server of the demo's own unless the engine's variable names one.
+ */
+export interface DemoStates {
+  /** A new store for the run `name` (`[a-z0-9-]`). */
+  open(runtime: LocalRuntime, name: string): Promise<StateStore>;
+  close(): Promise<void>;
 }
 
 /**
@@ -118,6 +130,11 @@ export interface Engine {
   prepareRunState?(c: EngineConnection, dynamodbEndpoint: string): Promise<void>;
   /** A server of `eonce run`'s own where the run names none (src/cli/run/local-state.ts). */
   readonly localServer?: LocalServerRole;
+  /**
+   * `eonce demo --state-store <name>`'s stores (undefined: the demo's default, the runtime's DynamoDB Local); no
+   * such function: the demo does not offer the engine (inline engines need the user's rows).
+   */
+  openDemoStates?(): Promise<DemoStates | undefined>;
   /** The simulator's environment for a run (`npm run chaos -- --store <name>`). */
   openSimEnv(o: { endpoint?: string }): Promise<SimEnv>;
   /** `eonce audit table --engine <name>`: the duplicated effects of a table of the engine's (src/audit/table-audit.ts). */
@@ -126,6 +143,12 @@ export interface Engine {
     o: AuditTableRequest,
     context: OpenAdminContext,
   ): Promise<TableAuditReport>;
+  /** The options of `eonce audit table` only this engine's audit takes (its `--segments`): refused for another. */
+  readonly auditOptions?: readonly string[];
+  /** `eonce audit table`'s lines on how the table was read and what it cost, in the engine's terms. */
+  auditCost?(r: TableAuditReport, pace: string): string[];
+  /** What failed, before an error's message (a server's error code), where the client's error name does not say. */
+  errorPrefix?(error: Error): string | undefined;
   /** How a connection is named in reports: `postgres public.eonce_state`. */
   where(c: EngineConnection): string;
 }

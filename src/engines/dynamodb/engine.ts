@@ -1,4 +1,6 @@
 import { randomUUID } from "node:crypto";
+import { kilobytes, round } from "../../audit/report-units.js";
+import type { TableAuditReport } from "../../audit/table-audit.js";
 import type { EngineConnection } from "../connection.js";
 import type { Engine, OpenAdminContext, SimEnv } from "../engine.js";
 import { DYNAMODB_MAX_RESULT_BYTES, DYNAMODB_MAX_TRANSACTION_ACTIONS } from "./limits.js";
@@ -90,10 +92,28 @@ function dynamodb(inline: boolean) {
   } satisfies Omit<Engine, "name">;
 }
 
+/** `eonce audit table`'s cost lines: the Scan's segments and read units, and what DescribeTable says. */
+function auditCost(r: TableAuditReport, pace: string): string[] {
+  const units =
+    r.consumedReadUnits === null
+      ? "read units not returned"
+      : `${round(r.consumedReadUnits)} read units consumed`;
+  return [
+    `scanned ${r.scannedCount} rows in ${r.segments} segments, ${pace}; ${units} ` +
+      `(${r.consistentRead ? "strongly" : "eventually"} consistent)`,
+    `table size ${kilobytes(r.tableSizeBytes ?? 0)} (DescribeTable, updated about every 6 hours): a scan reads ` +
+      `about ${r.estimatedReadUnits} read units`,
+  ];
+}
+
 /** DynamoDB with a state table of its own. */
 export const dynamodbEngine = {
   name: "dynamodb",
   ...dynamodb(false),
+  // The demo's default: the runtime's DynamoDB Local.
+  openDemoStates: async () => undefined,
+  auditOptions: ["segments", "consistentRead"],
+  auditCost,
   auditTable: async (c, o) => {
     const { dynamoDBClientFor } = await import("./connection.js");
     const { auditTable } = await import("./audit-rows.js");

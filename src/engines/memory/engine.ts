@@ -15,6 +15,10 @@ export const memoryEngine = {
   durable: true,
   serverFaults: [],
   // No openAdmin: there is nothing to connect to (`eonce state` does not offer it).
+  openDemoStates: async () => {
+    const { MemoryStore } = await import("./store.js");
+    return { open: async () => new MemoryStore(), close: async () => {} };
+  },
   openSimEnv: async () => {
     const { memoryBackend } = await import("./sim-backend.js");
     return {

@@ -1,3 +1,4 @@
+import { kilobytes } from "../../audit/report-units.js";
 import type { EngineConnection } from "../connection.js";
 import type { Engine, OpenAdminContext } from "../engine.js";
 import { POSTGRES_LIMITS } from "./limits.js";
@@ -86,6 +87,17 @@ function postgres(inline: boolean) {
 export const postgresEngine = {
   name: "postgres",
   ...postgres(false),
+  openDemoStates: async () => (await import("./demo-states.js")).postgresDemoStates(),
+  auditCost: (r, pace) => [
+    `read ${r.scannedCount} rows through one cursor in one snapshot (repeatable read, read only), ${pace}`,
+    `table size ${r.tableSizeBytes === null ? "unknown (not a table)" : kilobytes(r.tableSizeBytes)} ` +
+      `(pg_table_size), about ${r.estimatedRows} rows (pg_class.reltuples, as of the last ANALYZE)`,
+  ],
+  // node-postgres names every server error "error": its SQLSTATE says what failed.
+  errorPrefix: (error) => {
+    const code = (error as { code?: unknown }).code;
+    return error.name === "error" && typeof code === "string" ? `PostgreSQL ${code}: ` : undefined;
+  },
   auditTable: async (c, o, context) => {
     const { openPostgresPool } = await import("./connection.js");
     const { auditPostgresTable } = await import("./audit-rows.js");

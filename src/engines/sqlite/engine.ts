@@ -43,10 +43,25 @@ export const sqliteEngine = {
   durable: true,
   serverFaults: [],
   openAdmin,
+  // A file per run in a temp folder, removed at the end.
+  openDemoStates: async () => {
+    const [{ mkdtempSync, rmSync }, { tmpdir }, { join }] = await Promise.all([
+      import("node:fs"),
+      import("node:os"),
+      import("node:path"),
+    ]);
+    const { SqliteStore } = await import("./store.js");
+    const dir = mkdtempSync(join(tmpdir(), "eonce-demo-sqlite-"));
+    return {
+      open: async (_, name) => new SqliteStore({ filename: join(dir, `${name}.db`) }),
+      close: async () => rmSync(dir, { recursive: true, force: true }),
+    };
+  },
   openSimEnv: async () => {
     const { sqliteBackend } = await import("./sim-backend.js");
     return { backend: () => sqliteBackend(), close: async () => {} };
   },
+  auditCost: (r, pace) => [`read ${r.scannedCount} rows in one statement (one snapshot, read-only), ${pace}`],
   auditTable: async (c, o) => {
     const { auditSqliteTable } = await import("./audit-rows.js");
     const { segments: _segments, consistentRead: _consistent, ...rows } = o;

@@ -70,6 +70,7 @@ export const valkeyEngine = {
   serverFaults: ["failover", "wait-timeout"],
   openAdmin,
   localServer: { option: "url", start: startLocal },
+  openDemoStates: async () => (await import("./demo-states.js")).valkeyDemoStates(),
   openSimEnv: async () => (await import("./sim-backend.js")).valkeySimEnv(),
   where: (c) => `valkey ${shown(urlOf(c))} ${c.keyPrefix ?? "eonce:"}`,
 } as const satisfies Engine;
