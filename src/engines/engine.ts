@@ -149,7 +149,7 @@ export interface Engine {
   auditCost?(r: TableAuditReport, pace: string): string[];
   /** What failed, before an error's message (a server's error code), where the client's error name does not say. */
   errorPrefix?(error: Error): string | undefined;
-  /** How a connection is named in reports: `postgres public.eonce_state`. */
+  /** How a connection is named in reports: the engine's name and where (`<name> <schema>.<table>`). */
   where(c: EngineConnection): string;
 }
 

@@ -36,7 +36,7 @@ export interface CampaignOptions {
   rowKey?: (stateKey: string) => string;
   /** Deliver through the Lambda wrappers in SQS batches (wrapper-history.ts) instead of calling the guard. */
   wrappers?: boolean;
-  /** A failover to a lagging replica in each history (engines whose backend has `serverFaults`: Valkey). */
+  /** A failover to a lagging replica in each history (engines whose `serverFaults` name it, src/engines/engine.ts). */
   failover?: { waitForReplicas: boolean };
   /** Durable histories (src/sim/durable-history.ts) instead of the guard's: dispatcher, executions, guarded steps. */
   durable?: boolean;
