@@ -2,6 +2,8 @@ import { defineConfig } from "vitest/config";
 import { BaseSequencer, type TestSpecification } from "vitest/node";
 import { ENGINES, SERVER_STORE_NAMES, STORE_NAMES, type StoreName } from "./src/engines/registry.js";
 import { wantsStore } from "./test/kit/store-names.js";
+// The test suite's own engines (the toy of test/engines/toy): in the lists below as the package's are.
+import "./test/kit/test-engines.js";
 
 /**
  * Two projects, one run:
@@ -66,6 +68,8 @@ const INTEGRATION = [
   "test/local/servers.test.ts",
   "test/local/test-servers.test.ts",
   "test/local/run-local-state.test.ts",
+  // eonce run on the test suite's toy engine (the rest of its tests run in unit).
+  "test/engines/toy/run.test.ts",
   "test/local/sqs-event-source.test.ts",
   "test/examples/**/*.test.ts",
   // Durable functions on DynamoDB Local (the dispatcher's and the step effects' unit tests run in unit).

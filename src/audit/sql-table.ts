@@ -46,7 +46,8 @@ export interface SqlTableFacts {
 
 /** A SQL engine's part of the audit. */
 export interface SqlTable {
-  readonly engine: "postgres" | "sqlite";
+  /** The engine's name (src/engines/registry.ts). */
+  readonly engine: string;
   /** Throws TableAuditSourceError when the table does not exist. */
   describe(): Promise<SqlTableFacts>;
   /** Reads the `columns` of every row in one snapshot, handing on each page of values as it is read. */

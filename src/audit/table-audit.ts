@@ -3,12 +3,12 @@ import * as opt from "../core/options.js";
 import { DuplicateTally, type TallySummary } from "./duplicate-tally.js";
 
 /**
- * `eonce audit table` on any engine: a row source reads the table (each engine's `audit-rows.ts`: DynamoDB a
- * segmented Scan; PostgreSQL a cursor and SQLite one statement, both through sql-table.ts) and this file tallies its
- * rows and writes the report. Only the row source knows the engine.
+ * `eonce audit table` on any engine: a row source reads the table (each engine's `audit-rows.ts`: a segmented Scan,
+ * a cursor, one statement; the SQL ones through sql-table.ts) and this file tallies its rows and writes the report.
+ * Only the row source knows the engine.
  */
-export type AuditEngine = "dynamodb" | "postgres" | "sqlite";
-export const AUDIT_ENGINES: readonly AuditEngine[] = ["dynamodb", "postgres", "sqlite"];
+/** The name of the audited table's engine (src/engines/registry.ts: those with an `auditTable`). */
+export type AuditEngine = string;
 
 /** One row holding the key, as the tally reads it: key text, group text (undefined: none), primary key text. */
 export type AuditRow = readonly [key: string, group: string | undefined, primaryKey: string];
@@ -88,7 +88,7 @@ export const ROW_AUDIT_FIELDS = {
   }),
   pageLimit: opt.integer({
     min: 1,
-    doc: "rows per page: the Scan's Limit (default up to 1 MB a page); on SQL default 1000 (a FETCH on PostgreSQL)",
+    doc: "rows per page: the Scan's Limit (default up to 1 MB a page); on SQL default 1000 (a FETCH with a cursor)",
   }),
   examples: opt.integer({ min: 0, default: 10, doc: "duplicated effects to show, most rows first" }),
   keysPerEffect: opt.integer({

@@ -1,5 +1,6 @@
 import type { DuplicateExample, DuplicateGroup } from "../audit/duplicate-tally.js";
-import type { TableAuditReport } from "../engines/dynamodb/audit-rows.js";
+import type { TableAuditReport } from "../audit/table-audit.js";
+import { engine, isStoreName } from "../engines/registry.js";
 
 /** `eonce audit table`'s human report: the figures, then the most duplicated effects and groups, then the verdict. */
 export function formatTableAudit(r: TableAuditReport): string {
@@ -29,33 +30,13 @@ function figures(r: TableAuditReport): string[] {
   ];
 }
 
-/** How the table was read and what it cost, in the engine's terms. */
+/** How the table was read and what it cost, in the engine's terms (its `auditCost`). */
 function cost(r: TableAuditReport): string[] {
   const seconds = r.wallMs / 1000;
   const rate = seconds > 0 ? Math.round(r.scannedCount / seconds) : r.scannedCount;
   const pace = `${count(r.pages, "page")}, ${seconds.toFixed(1)} s (${rate} rows/s)`;
-  switch (r.engine) {
-    case "dynamodb": {
-      const units =
-        r.consumedReadUnits === null
-          ? "read units not returned"
-          : `${round(r.consumedReadUnits)} read units consumed`;
-      return [
-        `scanned ${r.scannedCount} rows in ${r.segments} segments, ${pace}; ${units} ` +
-          `(${r.consistentRead ? "strongly" : "eventually"} consistent)`,
-        `table size ${kilobytes(r.tableSizeBytes ?? 0)} (DescribeTable, updated about every 6 hours): a scan reads ` +
-          `about ${r.estimatedReadUnits} read units`,
-      ];
-    }
-    case "postgres":
-      return [
-        `read ${r.scannedCount} rows through one cursor in one snapshot (repeatable read, read only), ${pace}`,
-        `table size ${r.tableSizeBytes === null ? "unknown (not a table)" : kilobytes(r.tableSizeBytes)} ` +
-          `(pg_table_size), about ${r.estimatedRows} rows (pg_class.reltuples, as of the last ANALYZE)`,
-      ];
-    case "sqlite":
-      return [`read ${r.scannedCount} rows in one statement (one snapshot, read-only), ${pace}`];
-  }
+  const lines = isStoreName(r.engine) ? engine(r.engine).auditCost?.(r, pace) : undefined;
+  return lines ?? [`read ${r.scannedCount} rows, ${pace}`];
 }
 
 function examples(r: TableAuditReport): string[] {
@@ -104,12 +85,4 @@ function show(value: unknown): string {
 
 function percent(share: number): string {
   return `${(share * 100).toFixed(2)} %`;
-}
-
-function kilobytes(bytes: number): string {
-  return bytes >= 1024 * 1024 ? `${(bytes / 1024 / 1024).toFixed(1)} MB` : `${Math.ceil(bytes / 1024)} KB`;
-}
-
-function round(n: number): number {
-  return Math.round(n * 10) / 10;
 }

@@ -2,11 +2,8 @@ import cliProgress from "cli-progress";
 import type { Command } from "commander";
 import type { TableScanProgress } from "../audit/table-audit.js";
 import { OptionsError } from "../core/errors.js";
-import { auditTable, TABLE_AUDIT_OPTIONS, type TableAuditOptions } from "../engines/dynamodb/audit-rows.js";
-import { dynamoDBClientFor } from "../engines/dynamodb/connection.js";
-import { auditPostgresTable } from "../engines/postgres/audit-rows.js";
-import { openPostgresPool } from "../engines/postgres/connection.js";
-import { auditSqliteTable } from "../engines/sqlite/audit-rows.js";
+import { TABLE_AUDIT_OPTIONS, type TableAuditOptions } from "../engines/dynamodb/audit-rows.js";
+import { AUDIT_STORE_NAMES, engine, isStoreName } from "../engines/registry.js";
 import {
   AUDIT_CONNECTION_FLAGS,
   AUDIT_CONNECTION_OPTIONS,
@@ -43,15 +40,14 @@ interface Invocation {
 
 /**
  * `eonce audit table <table> --key <attr>`: reads an existing table and reports the effects held by more than one
- * row (see src/audit/table-audit.ts and docs/cli-audit-table.md). DynamoDB (a parallel segmented Scan; region,
- * credentials and retries from the SDK's usual configuration, `--endpoint` and `--region` on top), PostgreSQL (a
- * cursor; `--database-url`, else DATABASE_URL, else PG*) or SQLite (`--file`).
+ * row (see src/audit/table-audit.ts and docs/cli-audit-table.md), on every engine with a table audit (its
+ * `auditTable`, src/engines/engine.ts), reached by its connection flags.
  */
 export function registerAuditTable(audit: Command): Command {
   const command = audit
     .command("table")
     .description(
-      "read a DynamoDB, PostgreSQL or SQLite table and report the effects held by more than one row (duplicates)",
+      `read a table (${AUDIT_STORE_NAMES.join(", ")}) and report the effects held by more than one row (duplicates)`,
     )
     .argument("<table>", "table name");
   const auditOptions = addSchemaOptions(command, TABLE_AUDIT_OPTIONS, FLAGS);
@@ -86,8 +82,10 @@ export function registerAuditTable(audit: Command): Command {
 
 async function runAuditTable(run: Invocation): Promise<AuditTableExitCode> {
   const bar = progressBar(run.flags.progress ?? (process.stderr.isTTY === true && !run.flags.json));
+  let engineName = "";
   try {
     const c = resolveAuditConnection("eonce audit table", run.connection, run.given);
+    engineName = c.engine;
     const options = {
       ...run.options,
       keyAttribute: run.options.keyAttribute as string,
@@ -100,7 +98,7 @@ async function runAuditTable(run: Invocation): Promise<AuditTableExitCode> {
   } catch (error) {
     bar.stop();
     process.stderr.write(
-      `eonce audit table: cannot audit ${run.table}: ${errorName(error)}${oneLine(error)}\n`,
+      `eonce audit table: cannot audit ${run.table}: ${errorName(error, engineName)}${oneLine(error)}\n`,
     );
     return 2;
   }
@@ -108,45 +106,29 @@ async function runAuditTable(run: Invocation): Promise<AuditTableExitCode> {
 
 type CommonOptions = Omit<TableAuditOptions, "client" | "tableName">;
 
-/** The audit on the engine asked for; the connection is closed however it ends. */
+/** The audit on the engine asked for (its `auditTable`); the engine closes its connection however it ends. */
 async function auditOn(table: string, c: ResolvedAuditConnection, options: CommonOptions) {
-  // Segments and consistent reads are DynamoDB's (resolveAuditConnection refused them given for another engine).
-  const { segments: _segments, consistentRead: _consistent, ...rowOptions } = options;
-  switch (c.engine) {
-    case "dynamodb": {
-      const client = dynamoDBClientFor(c);
-      try {
-        return await auditTable({ ...options, client, tableName: table });
-      } finally {
-        client.destroy();
-      }
-    }
-    case "postgres": {
-      // One connection: one cursor.
-      const pool = await openPostgresPool(c, {
-        max: 1,
-        missingPeer: (cause) =>
-          new OptionsError("--engine postgres needs node-postgres: npm i pg", { cause }),
-      });
-      try {
-        return await auditPostgresTable({ ...rowOptions, pool, schema: c.schema, tableName: table });
-      } finally {
-        await pool.end();
-      }
-    }
-    case "sqlite":
-      return auditSqliteTable({ ...rowOptions, file: c.file as string, tableName: table });
-  }
+  const e = engine(c.engine);
+  if (!e.auditTable) throw new OptionsError(`--engine ${c.engine} has no table audit`);
+  return e.auditTable(
+    c,
+    { ...options, tableName: table },
+    {
+      missingPeer: (peer, cause) =>
+        new OptionsError(`--engine ${c.engine} needs ${peer}: npm i ${peer}`, { cause }),
+      usage: (message) => new OptionsError(message),
+    },
+  );
 }
 
 /**
- * What failed, before the message: the SDK's error name (ResourceNotFoundException, UnrecognizedClientException),
- * PostgreSQL's SQLSTATE (node-postgres names every server error "error"); nothing for usage errors.
+ * What failed, before the message: the SDK's error name (ResourceNotFoundException, UnrecognizedClientException), or
+ * what the engine says (`errorPrefix`: a server's error code); nothing for usage errors.
  */
-function errorName(error: unknown): string {
+function errorName(error: unknown, engineName: string): string {
   if (!(error instanceof Error) || error instanceof OptionsError) return "";
-  const code = (error as { code?: unknown }).code;
-  if (error.name === "error" && typeof code === "string") return `PostgreSQL ${code}: `;
+  const prefix = isStoreName(engineName) ? engine(engineName).errorPrefix?.(error) : undefined;
+  if (prefix !== undefined) return prefix;
   return error.name === "Error" || error.name === "TableAuditSourceError" ? "" : `${error.name}: `;
 }
 

@@ -4,7 +4,13 @@ import { fileURLToPath } from "node:url";
 import cliProgress from "cli-progress";
 import { Command, CommanderError, InvalidArgumentError } from "commander";
 import type { StoreName } from "../engines/registry.js";
-import { INLINE_STORE_NAMES, isStoreName, STORE_NAMES } from "../engines/registry.js";
+import {
+  ENGINES,
+  INLINE_STORE_NAMES,
+  isStoreName,
+  SERVER_STORE_NAMES,
+  STORE_NAMES,
+} from "../engines/registry.js";
 import { BROKEN_ROW_KEYS, BROKEN_STEPS, BROKEN_STORES, BROKEN_WRITE_CHECKS } from "../sim/broken.js";
 import { type CampaignSummary, replay, runCampaign } from "../sim/campaign.js";
 import { EXHAUSTIVE_CASES, explore, replayPath } from "../sim/exhaustive.js";
@@ -42,7 +48,7 @@ export function registerChaos(program: Command): void {
     .option("--seed <n>", "seed of the first history (history i has seed + i)", integer, 1)
     .option(
       "--store <name>",
-      "memory, sqlite, dynamodb or dynamodb-inline (inline state in the user's rows; both start DynamoDB Local themselves), or postgres or postgres-inline (EONCE_POSTGRES_URL, default the local server)",
+      `${STORE_NAMES.join(", ")} (src/engines/registry.ts); ${SERVER_STORE_NAMES.join(", ")} run on a server: their own, or their test server's URL (docs/store-authors.md)`,
       storeName,
       "memory",
     )
@@ -52,7 +58,7 @@ export function registerChaos(program: Command): void {
     .option("--replay-path <case:choices>", "replay one exhaustive history (as printed for its violations)")
     .option(
       "--break <name>",
-      `wrap the store in a deliberately broken one: ${Object.keys(BROKEN_STORES).join(", ")}; or, on the inline stores, map rows with a broken mapping: ${Object.keys(BROKEN_ROW_KEYS).join(", ")}; or, with --durable, key steps otherwise: ${Object.keys(BROKEN_STEPS).join(", ")}; or encode keys lossily: ${Object.keys(BROKEN_KEYS).join(", ")}; or, on valkey, weaken the pre-write check: ${Object.keys(BROKEN_WRITE_CHECKS).join(", ")}`,
+      `wrap the store in a deliberately broken one: ${Object.keys(BROKEN_STORES).join(", ")}; or, on the inline stores, map rows with a broken mapping: ${Object.keys(BROKEN_ROW_KEYS).join(", ")}; or, with --durable, key steps otherwise: ${Object.keys(BROKEN_STEPS).join(", ")}; or encode keys lossily: ${Object.keys(BROKEN_KEYS).join(", ")}; or, on an engine whose writes meet foreign values, weaken the pre-write check: ${Object.keys(BROKEN_WRITE_CHECKS).join(", ")}`,
     )
     .option(
       "--unfenced-sink",
@@ -60,12 +66,12 @@ export function registerChaos(program: Command): void {
     )
     .option(
       "--failover",
-      "valkey: each history's server fails over once to a replica that lacks the last acknowledged writes (docs/valkey.md)",
+      `${enginesWith((e) => e.serverFaults.includes("failover"))}: each history's server fails over once to a replica that lacks the last acknowledged writes`,
     )
     .option("--wait-for-replicas", "with --failover: the store WAITs for the replica after each step")
     .option(
       "--durable",
-      "durable histories: the dispatcher, executions replayed in any order, crashing steps, repeated step names, stop (memory, sqlite, postgres, valkey, dynamodb)",
+      `durable histories: the dispatcher, executions replayed in any order, crashing steps, repeated step names, stop (${enginesWith((e) => e.durable)})`,
     )
     .option(
       "--wrappers",
@@ -74,7 +80,7 @@ export function registerChaos(program: Command): void {
     .option("--dynamodb-endpoint <url>", "use this running DynamoDB Local instead of starting one")
     .option(
       "--concurrency <n>",
-      "histories on a server store (dynamodb, inline, postgres, postgres-inline) in parallel (default 12)",
+      `histories on a server store (${SERVER_STORE_NAMES.join(", ")}) in parallel (default 12)`,
       integer,
     )
     .action(async (options: ChaosOptions) => {
@@ -86,6 +92,13 @@ export function registerChaos(program: Command): void {
         process.exitCode = 2;
       }
     });
+}
+
+/** The engines `has` holds for, for the help. */
+function enginesWith(has: (e: (typeof ENGINES)[number]) => boolean): string {
+  return ENGINES.filter(has)
+    .map((e) => e.name)
+    .join(", ");
 }
 
 function common(o: ChaosOptions) {

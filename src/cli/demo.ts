@@ -1,6 +1,7 @@
 import { writeFile } from "node:fs/promises";
 import { type Command, InvalidArgumentError } from "commander";
 import { pickFields } from "../core/options.js";
+import { engine } from "../engines/registry.js";
 import { localPackagesFor, requireLocalPackages } from "../local/emulators/requirements.js";
 import { LOCAL_RUNTIME_OPTIONS, LocalRuntime } from "../local/runtime.js";
 import { loadScenarios } from "./demo/load-scenarios.js";
@@ -46,7 +47,7 @@ export function registerDemo(program: Command): void {
     .option("--scale <x>", "multiply the scenarios' sizes", positiveNumber, 1)
     .option(
       "--state-store <kind>",
-      `where the guard keeps its state: ${DEMO_STATE_STORES.join(", ")} (postgres and valkey: a server of the demo's own unless DATABASE_URL or VALKEY_URL is set)`,
+      `where the guard keeps its state: ${DEMO_STATE_STORES.join(", ")} (a server of the demo's own unless its variable is set: ${demoServerVariables()})`,
       stateStoreKind,
       "dynamodb",
     );
@@ -126,6 +127,13 @@ function list(value: string, previous: string[] | undefined): string[] {
       .map((s) => s.trim())
       .filter(Boolean),
   ];
+}
+
+/** Each demo engine with a server of its own, and the variable that names a running one instead. */
+function demoServerVariables(): string {
+  return DEMO_STATE_STORES.map(engine)
+    .flatMap((e) => (e.localServer ? [`${e.name} ${e.env[e.localServer.option] ?? ""}`] : []))
+    .join(", ");
 }
 
 function stateStoreKind(value: string): DemoStateStoreKind {

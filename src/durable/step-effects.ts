@@ -79,8 +79,8 @@ export type ExecutionRef = DispatchedPayload | DispatchedExecution;
  * with the step's marker (keyed by execution and the step's SDK identity) and the subject's execution fence. A step that runs again
  * (a crash after its effects and before the durable SDK's checkpoint, a retry, a second execution of the event) finds
  * its marker and gets its stored result; a step of an execution superseded by a newer position, or stopped, is
- * refused (`stale`). One request per guarded step. Made by an engine: `DynamoDBStepEffects`, `PostgresStepEffects`,
- * `SqliteStepEffects`, `ValkeyStepEffects`.
+ * refused (`stale`). One request per guarded step. Made by an engine (its `step-effects.ts`, exported by
+ * `effectively-once/durable`).
  */
 export class StepEffects<W extends AtomicWrite = AtomicWrite> {
   readonly #engine: StepEffectsEngine<W>;
@@ -191,7 +191,7 @@ export class StepEffects<W extends AtomicWrite = AtomicWrite> {
       stepName,
       markerKey,
       fence,
-      result: serializeStepResult(result),
+      result: serializeStepResult(result, this.#engine.maxResultBytes),
       nowMs,
       expiresAtSeconds: Math.ceil(nowMs / 1000) + this.#markerSeconds,
       writes,

@@ -30,7 +30,7 @@ export type StepCommitAnswer =
 
 /**
  * An engine's part of guarded steps (`src/engines/<engine>/step-effects.ts`): the effects, the marker and the
- * fence in one atomic request of that engine (a DynamoDB transaction, a SQL transaction, a Valkey script), and the
+ * fence in one atomic request of that engine (a transaction, a script), and the
  * fence move as a write the dispatcher's commit folds. `StepEffects` does the rest, the same on every engine.
  */
 export interface StepEffectsEngine<W extends AtomicWrite> {
@@ -47,8 +47,13 @@ export interface StepEffectsEngine<W extends AtomicWrite> {
    * `OptionsError` for a step it cannot key (thrown outside the step).
    */
   markerKey?(execution: DispatchedExecution, step: StepRef): string;
-  /** The most writes a step may fold (a `TransactionLimitError` above it). */
+  /** The most writes a step may fold (a `TransactionLimitError` above it): the engine's `limits.maxWritesPerCommit`. */
   readonly maxWrites: number;
+  /**
+   * The largest result a step may return (UTF-8 bytes of JSON; a `ResultSerializationError` above it): what the
+   * engine's marker holds, its `limits.maxResultBytes`.
+   */
+  readonly maxResultBytes: number;
   /** One atomic request; store failures throw `StoreError`s. */
   commit(step: StepCommit<W>): Promise<StepCommitAnswer>;
   /** Marks the fence stopped for `execution`: `stale` when a newer execution holds it. One request. */

@@ -31,3 +31,22 @@ export interface EngineConnection {
 }
 
 export type ConnectionKey = keyof EngineConnection;
+
+/** Every connection option once (a missing or unknown key fails to compile). */
+const EVERY_KEY: Record<ConnectionKey, true> = {
+  table: true,
+  endpoint: true,
+  region: true,
+  keyAttribute: true,
+  keyColumn: true,
+  databaseUrl: true,
+  schema: true,
+  file: true,
+  url: true,
+  keyPrefix: true,
+  rowKey: true,
+  rowKeyInverse: true,
+};
+
+/** Every connection option, for checks at run time (an engine's lists, src/engines/registry.ts). */
+export const CONNECTION_KEYS: readonly ConnectionKey[] = Object.keys(EVERY_KEY) as ConnectionKey[];

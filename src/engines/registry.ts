@@ -1,116 +1,130 @@
 /**
  * The engines: the one list that the simulator (`npm run chaos -- --store`), `eonce state --store`, `eonce run
- * --state-store`, the test kit (`EONCE_STORES`) and vitest.config.ts read. Adding an engine is one entry here and a
- * folder of its own (docs/store-authors.md).
+ * --state-store`, `eonce audit table --engine`, the test kit (`EONCE_STORES`) and vitest.config.ts read. Adding an
+ * engine is a folder of its own with its `Engine` (`engine.ts`) and one entry here (docs/store-authors.md); an engine
+ * defined elsewhere (a test's, a plugin's) joins with `registerEngine`.
  *
- * An entry is data and a loader: nothing of an engine is imported until its kit is asked for, so the CLI and the
- * test config load this file without loading any engine or its client library.
+ * An `Engine` is data and factories that load its modules when called: this file loads no engine module and no
+ * client library, so the CLI and the test config read it freely.
  */
-import type { ConnectionKey } from "./connection.js";
-import type { EngineKit } from "./kit.js";
+import { EffectivelyOnceError } from "../core/errors.js";
+import { CONNECTION_KEYS } from "./connection.js";
+import { dynamodbEngine, dynamodbInlineEngine } from "./dynamodb/engine.js";
+import type { Engine } from "./engine.js";
+import { memoryEngine } from "./memory/engine.js";
+import { postgresEngine, postgresInlineEngine } from "./postgres/engine.js";
+import { sqliteEngine } from "./sqlite/engine.js";
+import { valkeyEngine } from "./valkey/engine.js";
 
-export interface EngineEntry {
-  readonly name: string;
-  /** Behind a server (DynamoDB Local, PostgreSQL, …): integration tests, the simulator's small profile, lanes. */
-  readonly server: boolean;
-  /** The guard's state in the user's own rows (src/core/state-key.ts `inlineRowKey`). */
-  readonly inline: boolean;
-  /** The connection options this engine takes (src/engines/connection.ts), and those it cannot do without. */
-  readonly connection: readonly ConnectionKey[];
-  readonly requires: readonly ConnectionKey[];
-  readonly kit: () => Promise<EngineKit>;
-  /** Its folder under src/engines and test/engines (the inline engines share their engine's). */
-  readonly folder: string;
-}
+/** The engines of this package. */
+const BUILT_IN = [
+  dynamodbEngine,
+  dynamodbInlineEngine,
+  memoryEngine,
+  postgresEngine,
+  postgresInlineEngine,
+  sqliteEngine,
+  valkeyEngine,
+] as const satisfies readonly Engine[];
 
-const ROW_MAPPING = ["rowKey", "rowKeyInverse"] as const;
+/** @deprecated An engine of the registry: its `Engine`. */
+export type EngineEntry = Engine;
 
-export const ENGINES = [
-  {
-    name: "dynamodb",
-    folder: "dynamodb",
-    server: true,
-    inline: false,
-    connection: ["endpoint", "region"],
-    requires: ["table"],
-    kit: async () => (await import("./dynamodb/kit.js")).dynamodbKit,
-  },
-  {
-    name: "dynamodb-inline",
-    folder: "dynamodb",
-    server: true,
-    inline: true,
-    connection: ["endpoint", "region", "keyAttribute", ...ROW_MAPPING],
-    requires: ["table"],
-    kit: async () => (await import("./dynamodb/kit.js")).dynamodbInlineKit,
-  },
-  {
-    name: "memory",
-    folder: "memory",
-    server: false,
-    inline: false,
-    connection: [],
-    requires: [],
-    kit: async () => (await import("./memory/kit.js")).memoryKit,
-  },
-  {
-    name: "postgres",
-    folder: "postgres",
-    server: true,
-    inline: false,
-    connection: ["databaseUrl", "schema"],
-    requires: [],
-    kit: async () => (await import("./postgres/kit.js")).postgresKit,
-  },
-  {
-    name: "postgres-inline",
-    folder: "postgres",
-    server: true,
-    inline: true,
-    connection: ["databaseUrl", "schema", "keyColumn", ...ROW_MAPPING],
-    requires: ["table"],
-    kit: async () => (await import("./postgres/kit.js")).postgresInlineKit,
-  },
-  {
-    name: "sqlite",
-    folder: "sqlite",
-    server: false,
-    inline: false,
-    connection: ["file"],
-    requires: ["file"],
-    kit: async () => (await import("./sqlite/kit.js")).sqliteKit,
-  },
-  {
-    name: "valkey",
-    folder: "valkey",
-    server: true,
-    inline: false,
-    connection: ["url", "keyPrefix"],
-    requires: [],
-    kit: async () => (await import("./valkey/kit.js")).valkeyKit,
-  },
-] as const satisfies readonly EngineEntry[];
+/** The name of an engine of this package. */
+export type BuiltInStoreName = (typeof BUILT_IN)[number]["name"];
 
-export type StoreName = (typeof ENGINES)[number]["name"];
+/** An engine's name: one of this package's, or one `registerEngine` added. */
+export type StoreName = BuiltInStoreName | (string & {});
 
+/** Every engine, in registration order (this package's first). Grows with `registerEngine`. */
+export const ENGINES: readonly Engine[] = [...BUILT_IN];
+
+/** The names of every engine. Live: `registerEngine` adds to it (the CLI's option checks read it when they run). */
 export const STORE_NAMES: readonly StoreName[] = ENGINES.map((e) => e.name);
 
-/** The inline engines. */
+/** The inline engines (live, as STORE_NAMES). */
 export const INLINE_STORE_NAMES: readonly StoreName[] = ENGINES.filter((e) => e.inline).map((e) => e.name);
 
-/** The engines behind a server. */
+/** The engines behind a server (live, as STORE_NAMES). */
 export const SERVER_STORE_NAMES: readonly StoreName[] = ENGINES.filter((e) => e.server).map((e) => e.name);
 
+/** The engines with an admin: what `eonce state --store` and `eonce run --state-store` take (live). */
+export const ADMIN_STORE_NAMES: readonly StoreName[] = ENGINES.filter((e) => e.openAdmin).map((e) => e.name);
+
+/** The engines `eonce audit table --engine` reads (live). */
+export const AUDIT_STORE_NAMES: readonly StoreName[] = ENGINES.filter((e) => e.auditTable).map((e) => e.name);
+
 export function isStoreName(value: string): value is StoreName {
-  return (STORE_NAMES as readonly string[]).includes(value);
+  return STORE_NAMES.includes(value);
 }
 
-/** The registry entry of `name`. */
-export function engine(name: StoreName): EngineEntry {
-  return ENGINES.find((e) => e.name === name) as EngineEntry;
+/** An engine `registerEngine` refused: `problems` says why, one line each. */
+export class EngineRegistrationError extends EffectivelyOnceError {
+  constructor(
+    readonly problems: readonly string[],
+    options?: ErrorOptions,
+  ) {
+    super(`registerEngine: ${problems.join("; ")}`, options);
+  }
 }
 
-/** The kit of `name`: its modules are loaded now. */
-export function engineKit(name: StoreName): Promise<EngineKit> {
-  return engine(name).kit();
+const NAME = /^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$/;
+const FACTORIES = ["openAdmin", "prepareRunState", "openSimEnv", "auditTable", "where"] as const;
+
+/** What is wrong with `e` as an engine; none when it can join. */
+function problemsOf(e: Engine): string[] {
+  const problems: string[] = [];
+  if (typeof e?.name !== "string" || !NAME.test(e.name))
+    problems.push(`name ${JSON.stringify(e?.name)} is not lowercase letters, digits and dashes`);
+  else if (STORE_NAMES.includes(e.name)) problems.push(`an engine named ${e.name} is already registered`);
+  if (typeof e?.folder !== "string" || !NAME.test(e.folder))
+    problems.push(`folder ${JSON.stringify(e?.folder)} is not lowercase letters, digits and dashes`);
+  for (const flag of ["server", "inline", "durable"] as const)
+    if (typeof e?.[flag] !== "boolean") problems.push(`${flag} must be a boolean`);
+  for (const list of ["connection", "requires"] as const)
+    for (const key of Array.isArray(e?.[list]) ? e[list] : [`(${list} is not a list)`])
+      if (!CONNECTION_KEYS.includes(key)) problems.push(`${list}: ${key} is not a connection option`);
+  for (const key of Array.isArray(e?.requires) ? e.requires : [])
+    if (key !== "table" && !e.connection?.includes(key)) problems.push(`requires ${key}, not in connection`);
+  for (const [key, variable] of Object.entries(e?.env ?? {}))
+    if (!CONNECTION_KEYS.includes(key as never) || !/^[A-Z_][A-Z0-9_]*$/.test(String(variable)))
+      problems.push(`env: ${key} → ${String(variable)} is not a connection option and a variable name`);
+  const limits = e?.limits;
+  if (!(limits?.maxResultBytes >= 1) || !(limits?.maxWritesPerCommit >= 1))
+    problems.push("limits.maxResultBytes and limits.maxWritesPerCommit must be at least 1");
+  if (!Array.isArray(e?.serverFaults)) problems.push("serverFaults must be a list");
+  for (const f of FACTORIES)
+    if (e?.[f] !== undefined && typeof e[f] !== "function") problems.push(`${f} must be a function`);
+  if (typeof e?.openSimEnv !== "function" || typeof e?.where !== "function")
+    problems.push("openSimEnv and where are required");
+  return problems;
+}
+
+/**
+ * Adds an engine defined outside this package's folders: from then on the CLI, the simulator and the test kit take
+ * its name as they take this package's. Throws an `EngineRegistrationError` for an engine that is malformed or whose
+ * name is taken. Register before building a CLI program: its help lists the names it saw.
+ */
+export function registerEngine(e: Engine): Engine {
+  const problems = problemsOf(e);
+  if (problems.length > 0) throw new EngineRegistrationError(problems);
+  (ENGINES as Engine[]).push(e);
+  (STORE_NAMES as StoreName[]).push(e.name);
+  if (e.inline) (INLINE_STORE_NAMES as StoreName[]).push(e.name);
+  if (e.server) (SERVER_STORE_NAMES as StoreName[]).push(e.name);
+  if (e.openAdmin) (ADMIN_STORE_NAMES as StoreName[]).push(e.name);
+  if (e.auditTable) (AUDIT_STORE_NAMES as StoreName[]).push(e.name);
+  return e;
+}
+
+/** The engine named `name`; an `EngineRegistrationError` for a name no engine has. */
+export function engine(name: StoreName): Engine {
+  const found = ENGINES.find((e) => e.name === name);
+  if (!found) throw new EngineRegistrationError([`no engine named ${name} (${STORE_NAMES.join(", ")})`]);
+  return found;
+}
+
+/** @deprecated The engine itself: `engine(name)`. */
+export async function engineKit(name: StoreName): Promise<Engine> {
+  return engine(name);
 }

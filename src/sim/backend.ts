@@ -55,7 +55,8 @@ export interface Backend {
    */
   holdReader?(ms: number): Promise<() => Promise<void>>;
   /**
-   * Servers that acknowledge a write before their replicas have it (Valkey, when the run asks for `failover`):
+   * Servers that acknowledge a write before their replicas have it (engines whose `serverFaults` say so, when the
+   * run asks for `failover`):
    * called after every step, everything quiescent. The server may have failed over to a replica that lacks the
    * last writes; returns the faults since the last call, for the run's counts and the trace.
    */

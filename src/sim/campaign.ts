@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
-import type { SimEnv } from "../engines/kit.js";
-import { engine, engineKit, type StoreName } from "../engines/registry.js";
+import type { SimEnv } from "../engines/engine.js";
+import { engine, type StoreName } from "../engines/registry.js";
 import { randomChooser } from "./chooser.js";
 import { type Profile, randomConfig } from "./config.js";
 import { runDurableHistory } from "./durable-history.js";
@@ -36,7 +36,7 @@ export interface CampaignOptions {
   rowKey?: (stateKey: string) => string;
   /** Deliver through the Lambda wrappers in SQS batches (wrapper-history.ts) instead of calling the guard. */
   wrappers?: boolean;
-  /** A failover to a lagging replica in each history (engines whose backend has `serverFaults`: Valkey). */
+  /** A failover to a lagging replica in each history (engines whose `serverFaults` name it, src/engines/engine.ts). */
   failover?: { waitForReplicas: boolean };
   /** Durable histories (src/sim/durable-history.ts) instead of the guard's: dispatcher, executions, guarded steps. */
   durable?: boolean;
@@ -103,9 +103,9 @@ function isServer(store: StoreName): boolean {
   return engine(store).server;
 }
 
-/** A run's environment on its engine (src/engines/kit.ts): tables, a schema, or nothing for in-process engines. */
+/** A run's environment on its engine (src/engines/engine.ts): tables, a schema, or nothing for in-process engines. */
 async function simEnv(o: Pick<CampaignOptions, "store" | "endpoint">): Promise<SimEnv> {
-  return (await engineKit(o.store)).openSimEnv(o.endpoint ? { endpoint: o.endpoint } : {});
+  return engine(o.store).openSimEnv(o.endpoint ? { endpoint: o.endpoint } : {});
 }
 
 /**

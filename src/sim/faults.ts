@@ -34,9 +34,9 @@ export type FaultKind =
   | "cold-start"
   /** SQL servers: a long transaction holds a lock on the live table while a cold start runs. */
   | "reader"
-  /** Valkey (`--failover`): the server fails over to a replica that lacks the last acknowledged writes. */
+  /** `--failover` (engines whose `serverFaults` name it): the server fails over to a replica that lacks the last acknowledged writes. */
   | "failover"
-  /** Valkey (`--failover --wait-for-replicas`): WAIT timed out, the step landed on the primary only. */
+  /** `--failover --wait-for-replicas`: the wait for a replica timed out, the step landed on the primary only. */
   | "wait-timeout"
   /** Someone else wrote an effect target before the history (foreign-values.ts). */
   | "foreign-value";

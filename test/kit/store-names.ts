@@ -1,5 +1,7 @@
 /** The store engines the store and guard suites run on, and the `EONCE_STORES` filter: the engines' one list. */
 import { STORE_NAMES, type StoreName } from "../../src/engines/registry.js";
+// The test suite's own engines join the list first (registerEngine).
+import "./test-engines.js";
 
 export { STORE_NAMES, type StoreName };
 

@@ -1,25 +1,11 @@
-import { randomUUID } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { DeleteItemCommand, type DynamoDBClient, GetItemCommand } from "@aws-sdk/client-dynamodb";
-import Database from "better-sqlite3";
+import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { afterAll, beforeAll } from "vitest";
 import { StoreError } from "../../src/core/errors.js";
 import type { AtomicWrite, StateStore } from "../../src/core/store.js";
-import { InlineDynamoDBStore } from "../../src/engines/dynamodb/inline-store.js";
-import { dynamoItemBytes } from "../../src/engines/dynamodb/limits.js";
-import { createStateTable, createTableIfMissing } from "../../src/engines/dynamodb/schema.js";
-import { DynamoDBFencedSink } from "../../src/engines/dynamodb/sink.js";
-import { DynamoDBStore } from "../../src/engines/dynamodb/store.js";
-import { type MemoryAtomicWrite, MemoryStore } from "../../src/engines/memory/store.js";
-import { SqliteFencedSink, SqliteStore } from "../../src/engines/sqlite/index.js";
-import { countRequests, type RequestCounter } from "../../src/observe/request-counter.js";
-import { valkeyStoreUnderTest } from "../engines/valkey/store-under-test.js";
-import { localDynamoDB } from "./dynamodb.js";
-import { inlineRows } from "./inline-rows.js";
-import { postgresInlineStoreUnderTest, postgresStoreUnderTest } from "./postgres-store.js";
+import { ENGINES } from "../../src/engines/registry.js";
+import type { RequestCounter } from "../../src/observe/request-counter.js";
 import { type StoreName, selectStoreNames } from "./store-names.js";
+import "./test-engines.js";
 
 /** A fenced target row that can be written atomically with a commit, per engine. */
 export interface TestSink {
@@ -64,201 +50,32 @@ export interface StoreUnderTest {
 
 export type StoreFactory = { name: StoreName; make(): Promise<StoreUnderTest> };
 
-/** Every store the contract suite runs against. Add a new engine here and it runs the whole suite. */
-export const ALL_STORES: StoreFactory[] = [
-  {
-    name: "dynamodb",
-    async make() {
-      const client = localDynamoDB();
-      const suffix = randomUUID().slice(0, 8);
-      const tableName = `state-${suffix}`;
-      const sinkTable = `sink-${suffix}`;
-      await createStateTable(client, { tableName });
-      await createTableIfMissing(client, sinkTable, "pk");
-      const requests = countRequests(client);
-      const lost = loseResponses(client);
-      const sink = new DynamoDBFencedSink({ client, tableName: sinkTable });
-      return {
-        name: "dynamodb",
-        store: new DynamoDBStore({ client, tableName }),
-        requests,
-        sink: {
-          atomic: (ctx, key, value) => sink.atomicPut(ctx, { pk: key, value }),
-          put: (ctx, key, value) => sink.put(ctx, { pk: key, value }),
-          rowFor: (stateKey) => `row-${stateKey}`,
-          read: async (key) => {
-            const row = await sink.get(key);
-            return row
-              ? { value: String(row.value), srcPos: String(row.srcPos), srcFence: Number(row.srcFence) }
-              : undefined;
-          },
-        },
-        forget: async (key) => {
-          await client.send(new DeleteItemCommand({ TableName: tableName, Key: { pk: { S: key } } }));
-        },
-        loseResponses: (count) => lost.lose(count),
-        rawItem: async (key) => {
-          const out = await client.send(
-            new GetItemCommand({ TableName: tableName, Key: { pk: { S: key } }, ConsistentRead: true }),
-          );
-          if (!out.Item) return undefined;
-          return { attributes: Object.keys(out.Item).sort(), bytes: dynamoItemBytes(out.Item) };
-        },
-        close: async () => client.destroy(),
-      };
-    },
+/** A folder's factories: test/engines/<folder>/under-test.ts `storesUnderTest`, by engine name. */
+type UnderTestModule = { storesUnderTest?: Record<string, () => Promise<StoreUnderTest>> };
+
+/**
+ * Every engine of the registry (src/engines/registry.ts, with the test suite's own: test-engines.ts), each made by
+ * the `storesUnderTest` of its folder's test/engines/<folder>/under-test.ts, loaded when the suite needs it. An
+ * engine without one fails every store suite at once.
+ */
+export const ALL_STORES: StoreFactory[] = ENGINES.map((e) => ({
+  name: e.name,
+  async make() {
+    const module = (await import(`../engines/${e.folder}/under-test.ts`)) as UnderTestModule;
+    const make = module.storesUnderTest?.[e.name];
+    if (!make)
+      throw new Error(
+        `engine ${e.name} (src/engines/registry.ts) has no factory in test/engines/${e.folder}/under-test.ts storesUnderTest`,
+      );
+    return make();
   },
-  {
-    name: "dynamodb-inline",
-    async make() {
-      const client = localDynamoDB();
-      const tableName = `inline-${randomUUID().slice(0, 8)}`;
-      await createTableIfMissing(client, tableName, "pk");
-      const requests = countRequests(client);
-      const lost = loseResponses(client);
-      const store = new InlineDynamoDBStore({ client, tableName });
-      // The sink hooks are row writes: the test's value with the writing claim's position and fence, as the fenced
-      // sink stores them, so a read shows which claim's write landed. A test's row name is the state key's row
-      // (`rowFor`), mapped back for the write (inline-rows.ts).
-      const { rowFor, stateKeyOf } = inlineRows((k) => store.rowKeyOf(k));
-      const attributes = (ctx: { position: string | undefined; fence: number }, value: string) => ({
-        value,
-        srcPos: ctx.position ?? "",
-        srcFence: ctx.fence,
-      });
-      const rowOf = (row: string) =>
-        client.send(
-          new GetItemCommand({ TableName: tableName, Key: { pk: { S: row } }, ConsistentRead: true }),
-        );
-      return {
-        name: "dynamodb-inline",
-        store,
-        requests,
-        sink: {
-          rowPerStateKey: true,
-          rowFor,
-          atomic: (ctx, row, value) => store.row({ stateKey: stateKeyOf(row) }, attributes(ctx, value)),
-          put: (ctx, row, value) =>
-            store.putRow({ stateKey: stateKeyOf(row), fence: ctx.fence }, attributes(ctx, value)),
-          read: async (row) => {
-            const item = (await rowOf(row)).Item;
-            // The row also holds the state: no user value means no row write landed.
-            if (item?.value?.S === undefined) return undefined;
-            return { value: item.value.S, srcPos: item.srcPos?.S ?? "", srcFence: Number(item.srcFence?.N) };
-          },
-        },
-        forget: async (key) => {
-          await client.send(
-            new DeleteItemCommand({ TableName: tableName, Key: { pk: { S: store.rowKeyOf(key) } } }),
-          );
-        },
-        loseResponses: (count) => lost.lose(count),
-        rawItem: async (key) => {
-          const out = await rowOf(store.rowKeyOf(key));
-          if (!out.Item) return undefined;
-          return { attributes: Object.keys(out.Item).sort(), bytes: dynamoItemBytes(out.Item) };
-        },
-        close: async () => client.destroy(),
-      };
-    },
-  },
-  {
-    name: "memory",
-    async make() {
-      const rows = new Map<string, { value: string; srcPos: string; srcFence: number }>();
-      const memory = new MemoryStore();
-      const fencedPut = (
-        ctx: { position: string | undefined; fence: number },
-        key: string,
-        value: string,
-      ) => {
-        const pos = ctx.position ?? "";
-        const old = rows.get(key);
-        if (old && (old.srcPos > pos || (old.srcPos === pos && old.srcFence >= ctx.fence))) return false;
-        rows.set(key, { value, srcPos: pos, srcFence: ctx.fence });
-        return true;
-      };
-      const { store, lose } = losingResponses(memory);
-      return {
-        name: "memory",
-        store,
-        forget: async (key) => memory.forget(key),
-        loseResponses: lose,
-        rawItem: async (key) => {
-          const r = await memory.read(key);
-          return r
-            ? { attributes: Object.keys(r).sort(), bytes: Buffer.byteLength(JSON.stringify(r)) }
-            : undefined;
-        },
-        sink: {
-          atomic: (ctx, key, value): MemoryAtomicWrite => ({
-            engine: "memory",
-            description: `put ${key}`,
-            apply: () => fencedPut(ctx, key, value),
-          }),
-          put: async (ctx, key, value) => (fencedPut(ctx, key, value) ? "applied" : "stale"),
-          read: async (key) => rows.get(key),
-          rowFor: (stateKey) => `row-${stateKey}`,
-        },
-        close: async () => {},
-      };
-    },
-  },
-  { name: "postgres", make: postgresStoreUnderTest },
-  { name: "postgres-inline", make: postgresInlineStoreUnderTest },
-  {
-    name: "sqlite",
-    async make() {
-      // A database file per suite (WAL, as in use), removed after. `normal`: no fsync per step, which would block
-      // the event loop (the driver is synchronous) and upset the guard suites' timing on a loaded machine.
-      const dir = mkdtempSync(join(tmpdir(), "eonce-sqlite-"));
-      const filename = join(dir, "state.db");
-      const sqlite = new SqliteStore({ filename, synchronous: "normal" });
-      const sink = new SqliteFencedSink({ store: sqlite, tableName: "sink" });
-      // A second connection to the same file: what the harness does to rows, another process could do.
-      const raw = new Database(filename);
-      const { store, lose } = losingResponses(sqlite);
-      return {
-        name: "sqlite",
-        store,
-        sink: {
-          atomic: (ctx, key, value) => sink.atomicPut(ctx, { key, value }),
-          put: (ctx, key, value) => sink.put(ctx, { key, value }),
-          read: async (key) => {
-            const row = await sink.get(key);
-            return row ? { value: String(row.value), srcPos: row.srcPos, srcFence: row.srcFence } : undefined;
-          },
-          rowFor: (stateKey) => `row-${stateKey}`,
-        },
-        forget: async (key) => {
-          raw.prepare("DELETE FROM eonce_state WHERE state_key = ?").run(key);
-        },
-        loseResponses: lose,
-        rawItem: async (key) => {
-          const row = raw.prepare("SELECT * FROM eonce_state WHERE state_key = ?").get(key) as
-            | Record<string, unknown>
-            | undefined;
-          if (!row) return undefined;
-          const present = Object.entries(row).filter(([, v]) => v !== null);
-          const bytes = present.reduce((n, [, v]) => n + Buffer.byteLength(String(v)), 0);
-          return { attributes: present.map(([k]) => k).sort(), bytes };
-        },
-        close: async () => {
-          raw.close();
-          sqlite.close();
-          rmSync(dir, { recursive: true, force: true });
-        },
-      };
-    },
-  },
-  { name: "valkey", make: valkeyStoreUnderTest },
-];
+}));
 
 /**
  * `store` with lost responses on demand: the next `count` steps land, then the caller sees a retryable StoreError,
  * as when a response is lost (the guard retries). For stores without an SDK retry loop to inject into.
  */
-function losingResponses<S extends StateStore>(inner: S): { store: S; lose(count: number): void } {
+export function losingResponses<S extends StateStore>(inner: S): { store: S; lose(count: number): void } {
   let toLose = 0;
   const store = new Proxy(inner, {
     get(target, prop) {
@@ -297,12 +114,6 @@ export const STORES: StoreFactory[] = selectStores(
 
 export function selectStores(wanted: string | undefined, allowed: string | undefined): StoreFactory[] {
   const names = selectStoreNames(wanted, allowed);
-  // An engine of the registry (src/engines/registry.ts) without a factory here would silently skip every suite.
-  for (const name of names)
-    if (!ALL_STORES.some((s) => s.name === name))
-      throw new Error(
-        `engine ${name} (src/engines/registry.ts) has no factory in test/kit/stores.ts ALL_STORES`,
-      );
   return ALL_STORES.filter((s) => names.includes(s.name));
 }
 

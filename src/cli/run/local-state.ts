@@ -1,53 +1,65 @@
 import { engine } from "../../engines/registry.js";
-import { startPostgresLocal } from "../../local/emulators/postgres-local.js";
-import { startValkeyLocal, valkeyServerBinary } from "../../local/emulators/valkey-local.js";
-import type { ResolvedRunOptions, RunHandlerOptions } from "./options.js";
+import { type ResolvedRunOptions, RUN_CONNECTION_FIELDS, type RunHandlerOptions } from "./options.js";
 
 /**
- * The state server `eonce run` starts itself when the run names a server engine and no server: `--state-store
- * postgres` (or `postgres-inline`) without `--database-url` or DATABASE_URL starts a PostgreSQL of the run's own
- * (src/local/emulators/postgres-local.ts), `--state-store valkey` without `--state-url` or VALKEY_URL a Valkey or
- * Redis from this machine's binary where there is one (else the handler's default, this machine's port 6379), as
- * `dynamodb` starts DynamoDB Local. The run then goes on as if its URL had been given; the server is stopped, its
- * data gone, when the run ends.
+ * The state server `eonce run` starts itself when the run names an engine with a `localServer` (src/engines/engine.ts)
+ * and no server: `--state-store postgres` (or `postgres-inline`) without `--database-url` or DATABASE_URL starts a
+ * PostgreSQL of the run's own (src/local/emulators/postgres-local.ts), `--state-store valkey` without `--state-url` or
+ * VALKEY_URL a Valkey or Redis from this machine's binary where there is one (else the handler's default, this
+ * machine's port 6379), as `dynamodb` starts DynamoDB Local. The run then goes on as if its URL had been given; the
+ * server is stopped, its data gone, when the run ends.
  */
 export interface LocalStateServer {
   /** The run's options with the started server's URL (the given ones when nothing was started). */
   options: RunHandlerOptions;
-  /** `DATABASE_URL` or `VALKEY_URL` → the started server's URL, for `--keep`'s list of endpoints. */
+  /** The handler's variable of the URL (`DATABASE_URL`, `VALKEY_URL`) → the started server's URL, for `--keep`. */
   endpoints: Record<string, string>;
   stop(): Promise<void>;
 }
 
 /** Whether the handler would find its server's URL by itself: a flag, `--env`, or this process's environment. */
-function given(o: ResolvedRunOptions, variable: string, flag: string | undefined): boolean {
-  return flag !== undefined || o.env?.[variable] !== undefined || process.env[variable] !== undefined;
+function given(o: ResolvedRunOptions, variable: string | undefined, flag: unknown): boolean {
+  if (flag !== undefined) return true;
+  return variable !== undefined && (o.env?.[variable] !== undefined || process.env[variable] !== undefined);
 }
 
 export async function startLocalState(
   options: RunHandlerOptions,
   o: ResolvedRunOptions,
 ): Promise<LocalStateServer> {
-  const connection = o.state ? engine(o.state.store).connection : [];
   const none = { options, endpoints: {}, stop: async () => {} };
-  if (connection.includes("databaseUrl") && !given(o, "DATABASE_URL", o.databaseUrl)) {
-    const server = await startPostgresLocal();
-    const endpoints = { DATABASE_URL: server.url };
-    const stop = () => ignoringDisconnects(() => server.stop());
-    return { options: { ...options, databaseUrl: server.url }, endpoints, stop };
+  const e = o.state ? engine(o.state.store) : undefined;
+  const local = e?.localServer;
+  if (!e || !local || !o.state) return none;
+  const variable = e.env[local.option];
+  if (given(o, variable, o.state[local.option])) return none;
+  const server = await local.start();
+  if (!server) return none;
+  const field = RUN_CONNECTION_FIELDS[local.option as keyof typeof RUN_CONNECTION_FIELDS];
+  return {
+    options: { ...options, [field]: server.url },
+    endpoints: variable ? { [variable]: server.url } : {},
+    stop: () => ignoringDisconnects(() => server.stop()),
+  };
+}
+
+/** The handler's variables the state's connection sets (`Engine.env`; `table` is STATE_TABLE on every engine). */
+export function stateEnvironment(o: ResolvedRunOptions): Record<string, string> {
+  if (!o.state) return {};
+  const c = o.state;
+  const variables: Record<string, string | undefined> = { table: "STATE_TABLE", ...engine(c.store).env };
+  const env: Record<string, string> = {};
+  for (const [key, variable] of Object.entries(variables)) {
+    const value = c[key as keyof typeof c];
+    if (variable !== undefined && value !== undefined) env[variable] = String(value);
   }
-  if (connection.includes("url") && !given(o, "VALKEY_URL", o.stateUrl) && valkeyServerBinary()) {
-    const server = await startValkeyLocal();
-    const endpoints = { VALKEY_URL: server.url };
-    return { options: { ...options, stateUrl: server.url }, endpoints, stop: () => server.stop() };
-  }
-  return none;
+  return env;
 }
 
 /**
  * Whether the run needs DynamoDB: its state or inline rows are there, it creates tables or counts effects in one,
  * it reuses one (`--dynamodb-endpoint`), or it does not say where the state is (the handler's default). A run on
- * PostgreSQL, SQLite or Valkey alone starts no DynamoDB Local (no Java).
+ * an engine without the `endpoint` option alone starts no DynamoDB Local (no Java).
  */
 export function needsDynamoDB(o: ResolvedRunOptions): boolean {
   if (!o.state || o.dynamodbEndpoint !== undefined || o.effects !== undefined || o.durable !== undefined)
@@ -55,7 +67,7 @@ export function needsDynamoDB(o: ResolvedRunOptions): boolean {
   return (o.tables?.length ?? 0) > 0 || engine(o.state.store).connection.includes("endpoint");
 }
 
-/** A connection closed by the server's shutdown: PostgreSQL's 57P01, or the socket's end. */
+/** A connection closed by the server's shutdown: SQLSTATE 57P01 (admin shutdown), or the socket's end. */
 function isDisconnect(error: unknown): boolean {
   const e = error as { code?: unknown; message?: unknown } | null;
   return (

@@ -60,8 +60,9 @@ export interface RunHandlerOptions {
   /** Where the handler keeps the guard's state; default `dynamodb` when any state option is given. */
   stateStore?: StateStoreKind;
   /**
-   * The state's connection, as `eonce state` takes it (src/cli/state/options.ts). For the handler, `databaseUrl`
-   * sets DATABASE_URL, `schema` STATE_SCHEMA and `stateFile` (SQLite) STATE_FILE, unless `env` has them.
+   * The state's connection, as `eonce state` takes it (src/cli/state/options.ts). For the handler, each sets the
+   * variable its engine names (`Engine.env`: `databaseUrl` DATABASE_URL, `schema` STATE_SCHEMA, `stateFile`
+   * STATE_FILE), unless `env` has it.
    */
   keyAttribute?: StateConnectionOptions["keyAttribute"];
   keyColumn?: StateConnectionOptions["keyColumn"];
@@ -71,10 +72,9 @@ export interface RunHandlerOptions {
   rowKey?: StateConnectionOptions["rowKey"];
   rowKeyInverse?: StateConnectionOptions["rowKeyInverse"];
   /**
-   * A state server's URL (Valkey: sets the handler's VALKEY_URL unless `env` has it). Without it (and without
-   * VALKEY_URL), `--state-store valkey` starts a Valkey of the run's own where a server binary is on the PATH; without
-   * `databaseUrl` (and DATABASE_URL), `postgres` and `postgres-inline` start a PostgreSQL of the run's own
-   * (local-state.ts).
+   * A state server's URL (Valkey: sets the handler's VALKEY_URL unless `env` has it). Without a server's URL (nor
+   * its variable), an engine with a `localServer` starts one of the run's own: `--state-store valkey` a Valkey where
+   * a server binary is on the PATH, `postgres` and `postgres-inline` a PostgreSQL (local-state.ts).
    */
   stateUrl?: StateConnectionOptions["url"];
   /** Valkey's key prefix: sets the handler's STATE_KEY_PREFIX unless `env` has it. */
@@ -247,21 +247,27 @@ export function resolveRunOptions(options: RunHandlerOptions): ResolvedRunOption
   return { ...o, visibilityTimeoutS: o.visibilityTimeoutS ?? timeoutS + 1, state: stateConnection(o) };
 }
 
+/** The run's option of each connection option (the rest are named alike). */
+export const RUN_CONNECTION_FIELDS = {
+  table: "stateTable",
+  keyAttribute: "keyAttribute",
+  keyColumn: "keyColumn",
+  databaseUrl: "databaseUrl",
+  schema: "schema",
+  file: "stateFile",
+  rowKey: "rowKey",
+  rowKeyInverse: "rowKeyInverse",
+  url: "stateUrl",
+  keyPrefix: "keyPrefix",
+} as const satisfies Partial<Record<keyof StateConnectionOptions, keyof RunHandlerOptions>>;
+
 /** The state's connection, checked as `eonce state` checks it, with `eonce run`'s flag names in its messages. */
 function stateConnection(o: Resolved<typeof RUN_OPTIONS>): ResolvedConnection | undefined {
-  const given = {
-    table: o.stateTable,
-    keyAttribute: o.keyAttribute,
-    keyColumn: o.keyColumn,
-    databaseUrl: o.databaseUrl,
-    schema: o.schema,
-    file: o.stateFile,
-    rowKey: o.rowKey,
-    rowKeyInverse: o.rowKeyInverse,
-    url: o.stateUrl,
-    keyPrefix: o.keyPrefix,
-  };
-  const options = Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined));
+  const options = Object.fromEntries(
+    Object.entries(RUN_CONNECTION_FIELDS)
+      .map(([key, field]) => [key, o[field]])
+      .filter(([, v]) => v !== undefined),
+  );
   if (o.stateStore === undefined && Object.keys(options).length === 0) return undefined;
   return resolveConnection("eonce run", { store: o.stateStore, ...options }, RUN_STATE_FLAG_NAMES);
 }

@@ -20,7 +20,7 @@ import { describeLoadError } from "./errors.js";
 import { type Inputs, readInputs } from "./inputs.js";
 import { checkInvariants } from "./invariants.js";
 import { handlerPath, loadHandler } from "./load-handler.js";
-import { needsDynamoDB, startLocalState } from "./local-state.js";
+import { needsDynamoDB, startLocalState, stateEnvironment } from "./local-state.js";
 import { effectKeys } from "./messages.js";
 import { type ResolvedRunOptions, type RunHandlerOptions, resolveRunOptions } from "./options.js";
 import { classify, type RunCapture } from "./outcomes.js";
@@ -55,7 +55,7 @@ export async function runHandler(options: RunHandlerOptions, hooks: RunHooks = {
   // The Lambda endpoint always (in-process, no package): a durable dispatcher's Invoke must never reach AWS.
   const services = { sqs: viaSqs, s3: true, dynamodb: needsDynamoDB(given), lambda: true };
   LocalRuntime.preflight({ services, javaPath: given.javaPath, dynamodbEndpoint: given.dynamodbEndpoint });
-  // A PostgreSQL or Valkey of the run's own where the state store names no server (local-state.ts).
+  // A state server of the run's own where the state store names none (local-state.ts).
   const local = await startLocalState(options, given);
   try {
     const o = local.options === options ? given : resolveRunOptions(local.options);
@@ -142,12 +142,7 @@ function handlerEnvironment(o: ResolvedRunOptions, ports: Ports): Record<string,
     env.POWERTOOLS_LOG_LEVEL = "SILENT";
     env.POWERTOOLS_METRICS_DISABLED = "true";
   }
-  if (o.stateTable) env.STATE_TABLE = o.stateTable;
-  if (o.schema) env.STATE_SCHEMA = o.schema;
-  if (o.stateFile) env.STATE_FILE = o.stateFile;
-  if (o.databaseUrl) env.DATABASE_URL = o.databaseUrl;
-  if (o.stateUrl) env.VALKEY_URL = o.stateUrl;
-  if (o.keyPrefix) env.STATE_KEY_PREFIX = o.keyPrefix;
+  Object.assign(env, stateEnvironment(o));
   if (o.outputBucket) env.OUTPUT_BUCKET = o.outputBucket;
   return {
     ...LocalRuntime.envFor({

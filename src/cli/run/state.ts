@@ -1,6 +1,6 @@
 import type { StateRecord } from "../../core/state.js";
 import type { StateAdmin } from "../../core/state-admin.js";
-import { engine, engineKit } from "../../engines/registry.js";
+import { engine } from "../../engines/registry.js";
 import { dynamoDBClient } from "../../local/emulators/dynamodb-local.js";
 import { oneLine } from "../errors.js";
 import { openAdmin } from "../state/connect.js";
@@ -28,20 +28,20 @@ export const RUN_STATE_LIMIT = 1_000_000;
 
 /** The kind and table (or file) the state is in, for the report. */
 export async function stateWhere(c: ResolvedConnection): Promise<string> {
-  return (await engineKit(c.store)).where(c);
+  return engine(c.store).where(c);
 }
 
 /**
  * Creates what the handler expects to find where the run owns the engine's server (its DynamoDB Local: the state
- * table, or the inline state's table with its hash key). PostgreSQL and SQLite are the user's: the handler creates
- * its tables, as on a cold start (`migrate`, `migrateInline`; SqliteStore makes its own).
+ * table, or the inline state's table with its hash key): the engine's `prepareRunState`. Engines without one leave
+ * it to the handler, which creates its tables as on a cold start.
  */
 export async function prepareState(
   c: ResolvedConnection | undefined,
   dynamodbEndpoint: string,
 ): Promise<void> {
   if (!c) return;
-  await (await engineKit(c.store)).prepareRunState?.(c, dynamodbEndpoint);
+  await engine(c.store).prepareRunState?.(c, dynamodbEndpoint);
 }
 
 /** Lists every record of the state through its admin (DynamoDB: the run's own, with the runtime's key pair). */

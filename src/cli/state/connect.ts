@@ -1,12 +1,12 @@
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { InlineRowMapping, StateAdmin } from "../../core/state-admin.js";
-import { engine, engineKit } from "../../engines/registry.js";
+import { engine } from "../../engines/registry.js";
 import { loadExport } from "../load-export.js";
 import { StateUsageError } from "./errors.js";
 import { type ConnectionFlagNames, type ResolvedConnection, STATE_FLAG_NAMES } from "./options.js";
 
 /**
- * What the command already has (the engine kit's OpenAdminContext is built from it): a DynamoDB client (the admin
+ * What the command already has (the engine's OpenAdminContext is built from it): a DynamoDB client (the admin
  * owns it: `close` destroys it), its flags' names.
  */
 export interface CommandAdminContext {
@@ -17,7 +17,7 @@ export interface CommandAdminContext {
 }
 
 /**
- * The admin of the store the options name, through its engine's kit (src/engines/kit.ts). DynamoDB takes the AWS
+ * The admin of the store the options name, through its engine (src/engines/engine.ts). DynamoDB takes the AWS
  * SDK's standard configuration (credentials from the environment or the profile) with the endpoint and region given;
  * a client library that is an optional peer (node-postgres) is loaded only when asked for. A custom row mapping
  * (`--row-key`) is loaded here. Nothing is sent yet: a bad connection shows on the first request.
@@ -27,9 +27,11 @@ export async function openAdmin(
   context: CommandAdminContext = {},
 ): Promise<StateAdmin> {
   const flags = context.flags ?? STATE_FLAG_NAMES;
-  const mapping = engine(o.store).inline ? await loadRowMapping(o, flags) : undefined;
-  const kit = await engineKit(o.store);
-  return kit.openAdmin(o, {
+  const e = engine(o.store);
+  // The options' check refused an engine without an admin (`STATE_STORE_KINDS`).
+  if (!e.openAdmin) throw new StateUsageError(`${flags.store} ${o.store}: the engine has no admin`);
+  const mapping = e.inline ? await loadRowMapping(o, flags) : undefined;
+  return e.openAdmin(o, {
     ...(context.dynamodb ? { dynamodb: context.dynamodb } : {}),
     ...(mapping ? { mapping } : {}),
     missingPeer: (peer, cause) =>

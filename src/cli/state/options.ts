@@ -4,14 +4,15 @@ import type { StateStatus } from "../../core/state.js";
 import { FORGET_OPTIONS } from "../../core/state-admin.js";
 import type { EngineConnection } from "../../engines/connection.js";
 import { AWS_CONNECTION_FIELDS } from "../../engines/dynamodb/connection.js";
-import { engine, STORE_NAMES, type StoreName } from "../../engines/registry.js";
+import { ADMIN_STORE_NAMES, ENGINES, engine, type StoreName } from "../../engines/registry.js";
 import type { FlagSpec } from "../options.js";
 
-/** The store kinds `eonce state` connects to: every engine (src/engines/registry.ts) but the in-process memory store. */
+/**
+ * The store kinds `eonce state` connects to: every engine with an admin (src/engines/registry.ts), not the
+ * in-process memory store. Live: an engine registered later joins it.
+ */
 export type StateStoreKind = Exclude<StoreName, "memory">;
-export const STATE_STORE_KINDS: readonly StateStoreKind[] = STORE_NAMES.filter(
-  (n): n is StateStoreKind => n !== "memory",
-);
+export const STATE_STORE_KINDS: readonly StateStoreKind[] = ADMIN_STORE_NAMES as readonly StateStoreKind[];
 
 /**
  * Where the state is: the store kind and how to reach it (src/engines/connection.ts). Each kind takes only the
@@ -21,6 +22,12 @@ export interface StateConnectionOptions extends EngineConnection {
   /** Default `dynamodb`. */
   store?: StateStoreKind;
 }
+
+/** The engines that take connection option `key`, for its flag's help: `postgres, postgres-inline`. */
+const takers = (key: keyof EngineConnection) =>
+  ENGINES.filter((e) => (e.connection as readonly string[]).includes(key))
+    .map((e) => e.name)
+    .join(", ");
 
 /** A function export, `path:export`. */
 const exportSpec = (doc: string) =>
@@ -32,13 +39,13 @@ export const STATE_CONNECTION_OPTIONS = opt.schemaFor<StateConnectionOptions>()(
     doc: "state table (DynamoDB: required; inline kinds: your table, required; SQL: default eonce_state)",
   }),
   ...AWS_CONNECTION_FIELDS,
-  keyAttribute: opt.string({ doc: "dynamodb-inline: the table's hash key attribute (default pk)" }),
-  keyColumn: opt.string({ doc: "postgres-inline: the table's key column (default pk)" }),
+  keyAttribute: opt.string({ doc: `${takers("keyAttribute")}: the table's hash key attribute (default pk)` }),
+  keyColumn: opt.string({ doc: `${takers("keyColumn")}: the table's key column (default pk)` }),
   databaseUrl: opt.string({
-    doc: "PostgreSQL connection string (default: DATABASE_URL, then the PG* environment variables)",
+    doc: `${takers("databaseUrl")}: the connection string (default: DATABASE_URL, then the PG* environment variables)`,
   }),
-  schema: opt.string({ doc: "PostgreSQL schema (default public)" }),
-  file: opt.string({ doc: "SQLite database file" }),
+  schema: opt.string({ doc: `${takers("schema")}: the schema (default public)` }),
+  file: opt.string({ doc: `${takers("file")}: the database file` }),
   url: opt.string({
     pattern: /^\S+:\/\/\S*$/,
     expected: "a URL",

@@ -13,9 +13,9 @@ import type { StepCommit, StepCommitAnswer, StepEffectsEngine } from "../../dura
 import { fenceHolder, fenceKey, positionOf, stoppedExec } from "../../durable/step-keys.js";
 import { STEP_EFFECTS_FIELDS, type StepEffectsCommonOptions } from "../../durable/step-options.js";
 import { type DynamoDBAtomicWrite, isDynamoDBAtomicWrite } from "./atomic-write.js";
+import { dynamodbEngine } from "./engine.js";
 import { storeError } from "./expressions.js";
 import { sendFolded } from "./folded-transaction.js";
-import { DYNAMODB_MAX_TRANSACTION_ACTIONS } from "./limits.js";
 import { DYNAMODB_TABLE_FIELDS } from "./options.js";
 
 const WHAT = "DynamoDBStepEffects";
@@ -55,7 +55,8 @@ const N = (n: number): AttributeValue => ({ N: String(n) });
 
 class DynamoDBStepEngine implements StepEffectsEngine<DynamoDBAtomicWrite> {
   readonly what = WHAT;
-  readonly maxWrites = DYNAMODB_MAX_TRANSACTION_ACTIONS - 2;
+  readonly maxWrites = dynamodbEngine.limits.maxWritesPerCommit;
+  readonly maxResultBytes = dynamodbEngine.limits.maxResultBytes;
   constructor(
     private readonly client: DynamoDBClient,
     private readonly table: string,

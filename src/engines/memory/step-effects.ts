@@ -4,6 +4,7 @@ import { StepEffects } from "../../durable/step-effects.js";
 import type { StepCommit, StepCommitAnswer, StepEffectsEngine } from "../../durable/step-engine.js";
 import { fenceHolder, fenceKey, positionOf, stoppedExec } from "../../durable/step-keys.js";
 import type { StepEffectsCommonOptions } from "../../durable/step-options.js";
+import { memoryEngine } from "./engine.js";
 import type { MemoryAtomicWrite } from "./store.js";
 
 /**
@@ -25,7 +26,8 @@ interface Fence {
 class MemoryStepEngine implements StepEffectsEngine<MemoryAtomicWrite> {
   readonly what = "MemoryStepEffects";
   readonly engine = "memory";
-  readonly maxWrites = 1000;
+  readonly maxWrites = memoryEngine.limits.maxWritesPerCommit;
+  readonly maxResultBytes = memoryEngine.limits.maxResultBytes;
   readonly #markers = new Map<string, { fence: number; result: string | undefined }>();
   readonly #fences = new Map<string, Fence>();
 

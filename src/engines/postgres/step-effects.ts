@@ -8,6 +8,7 @@ import { fenceHolder, fenceKey, positionOf, stoppedExec } from "../../durable/st
 import { STEP_EFFECTS_FIELDS, type StepEffectsCommonOptions } from "../../durable/step-options.js";
 import { applyWrites, isPostgresAtomicWrite, type PostgresAtomicWrite } from "./atomic-write.js";
 import { isRetryablePostgresError, postgresStoreError } from "./errors.js";
+import { POSTGRES_LIMITS } from "./limits.js";
 import { lockTimeoutField, migrationOptions } from "./migration.js";
 import type { PostgresClient, PostgresPool } from "./pool.js";
 import { DEFAULT_SCHEMA, identifier, migrateTable, poolField, qualified, quote } from "./schema.js";
@@ -16,13 +17,6 @@ const WHAT = "PostgresStepEffects";
 
 /** The table of step markers and execution fences, unless `tableName` says otherwise. */
 export const DEFAULT_STEP_EFFECTS_TABLE = "eonce_step_effects";
-
-/**
- * The most writes a step folds. PostgreSQL has no transaction limit, but each write is a round trip while the step
- * holds the subject's fence row (the subject's other steps and the dispatcher's commit wait): 1000 keeps that under
- * a second at LAN latency and stops a runaway loop with a clear error instead of a long lock.
- */
-const MAX_WRITES = 1000;
 
 /**
  * How many times a step's transaction runs when its COMMIT failed retryably (the answer lost: it may have landed).
@@ -158,7 +152,8 @@ type Lost = { kind: "lost"; error: unknown };
 
 class PostgresStepEngine implements StepEffectsEngine<PostgresAtomicWrite> {
   readonly what = WHAT;
-  readonly maxWrites = MAX_WRITES;
+  readonly maxWrites = POSTGRES_LIMITS.maxWritesPerCommit;
+  readonly maxResultBytes = POSTGRES_LIMITS.maxResultBytes;
   readonly #sql: ReturnType<typeof stepSql>;
 
   constructor(

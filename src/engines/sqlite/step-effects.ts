@@ -7,6 +7,7 @@ import { fenceHolder, fenceKey, positionOf, stoppedExec } from "../../durable/st
 import { STEP_EFFECTS_FIELDS, type StepEffectsCommonOptions } from "../../durable/step-options.js";
 import { applyWrites, isSqliteAtomicWrite, type SqliteAtomicWrite } from "./atomic-write.js";
 import { type SqlParams, type Statements, sqliteError } from "./connection.js";
+import { sqliteEngine } from "./engine.js";
 import { SQL_IDENTIFIER } from "./schema.js";
 import { SqliteStore, statementsOf } from "./store.js";
 
@@ -14,12 +15,6 @@ const WHAT = "SqliteStepEffects";
 
 /** The table of step markers and execution fences, unless `tableName` says otherwise. */
 export const DEFAULT_SQLITE_STEP_EFFECTS_TABLE = "eonce_step_effects";
-
-/**
- * The most writes a step folds. SQLite has no limit, but the step holds the database's write lock while they run
- * (every writer of the file waits): 1000 statements stay within milliseconds, and a runaway loop fails clearly.
- */
-const MAX_WRITES = 1000;
 
 /** The options of `SqliteStepEffects`. */
 export interface SqliteStepEffectsOptions extends StepEffectsCommonOptions {
@@ -110,7 +105,8 @@ class RolledBack {
 
 class SqliteStepEngine implements StepEffectsEngine<SqliteAtomicWrite> {
   readonly what = WHAT;
-  readonly maxWrites = MAX_WRITES;
+  readonly maxWrites = sqliteEngine.limits.maxWritesPerCommit;
+  readonly maxResultBytes = sqliteEngine.limits.maxResultBytes;
   readonly #sql: ReturnType<typeof stepSql>;
   #created = false;
 

@@ -4,7 +4,7 @@ import { stateKey } from "../../core/state-key.js";
 import { type Backend, counterWrite, type EffectTarget, sinkDescription } from "../../sim/backend.js";
 import type { TaggedWrite } from "../../sim/faulty-store.js";
 import { quiet } from "../../sim/quiet.js";
-import type { SimBackendOptions, SimEnv } from "../kit.js";
+import type { SimBackendOptions, SimEnv } from "../engine.js";
 import type { ValkeyAtomicWrite } from "./atomic-write.js";
 import { TEST_VALKEY_URL } from "./client.js";
 import { valkeyHashTag } from "./keys.js";

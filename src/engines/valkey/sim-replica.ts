@@ -3,7 +3,7 @@ import type { ClaimRequest } from "../../core/state.js";
 import type * as Store from "../../core/store.js";
 import type { ServerFault } from "../../sim/backend.js";
 import type { Chooser } from "../../sim/chooser.js";
-import type { FailoverOptions } from "../kit.js";
+import type { FailoverOptions } from "../engine.js";
 import type { ValkeyClient } from "./client.js";
 
 /** Share of write steps after which the replica has caught up by itself (replication is asynchronous). */

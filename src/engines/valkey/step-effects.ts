@@ -21,6 +21,7 @@ import {
   writeParams,
 } from "./atomic-write.js";
 import type { ValkeyClient } from "./client.js";
+import { valkeyEngine } from "./engine.js";
 import { valkeyStoreError } from "./errors.js";
 import { escapeTag, fenceRedisKey, markerRedisKey, valkeyHashTag } from "./keys.js";
 import { VALKEY_STORE_OPTIONS } from "./options.js";
@@ -86,7 +87,8 @@ type StepReply =
 class ValkeyStepEngine implements StepEffectsEngine<ValkeyAtomicWrite> {
   readonly what = WHAT;
   // As the store's commit: a script takes any number of keys (the server runs nothing else meanwhile).
-  readonly maxWrites = Number.POSITIVE_INFINITY;
+  readonly maxWrites = valkeyEngine.limits.maxWritesPerCommit;
+  readonly maxResultBytes = valkeyEngine.limits.maxResultBytes;
   readonly #client: ValkeyClient;
   readonly #prefix: string;
   readonly #runner: ScriptRunner;

@@ -12,7 +12,7 @@ import { quietLogger, quietMetrics } from "../harness.js";
 import type { StepEngineUnderTest } from "./under-test.js";
 
 /** DynamoDB Local: an effects table, a state table, a counters table and a fenced sink table per suite. */
-export const dynamodbSteps: StepEngineUnderTest = {
+export const stepsUnderTest: StepEngineUnderTest = {
   name: "dynamodb",
   async open() {
     const client = localDynamoDB();

@@ -9,7 +9,7 @@ import { quietLogger, quietMetrics } from "../harness.js";
 import type { StepEngineUnderTest } from "./under-test.js";
 
 /** PostgreSQL (the run's server, test/kit/postgres.ts): a schema per suite with the step, state, counters and sink tables. */
-export const postgresSteps: StepEngineUnderTest = {
+export const stepsUnderTest: StepEngineUnderTest = {
   name: "postgres",
   async open() {
     const db = await testDatabase("steps");

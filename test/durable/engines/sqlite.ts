@@ -9,7 +9,7 @@ import { quietLogger, quietMetrics } from "../harness.js";
 import type { StepEngineUnderTest } from "./under-test.js";
 
 /** SQLite: a database file per suite in a temporary directory, with the counters and fenced sink tables. */
-export const sqliteSteps: StepEngineUnderTest = {
+export const stepsUnderTest: StepEngineUnderTest = {
   name: "sqlite",
   async open() {
     const dir = mkdtempSync(join(tmpdir(), "eonce-steps-"));

@@ -15,7 +15,7 @@ import type { StepEngineUnderTest } from "./under-test.js";
  * (`effects.hashTag`): events without a position have one state key, so one slot, each, and a subject's row is then
  * one key per event; the adapter remembers the keys it wrote to read a row back.
  */
-export const valkeySteps: StepEngineUnderTest = {
+export const stepsUnderTest: StepEngineUnderTest = {
   name: "valkey",
   async open() {
     const client = testClient();

@@ -20,7 +20,7 @@ interface Run {
 
 /**
  * `eonce state … --store valkey --url … --key-prefix …` in this process (test/kit/cli.ts), as an operator runs it:
- * the command opens its own client (src/engines/valkey/kit.ts). The io is the test's: a failed command must not
+ * the command opens its own client (src/engines/valkey/engine.ts). The io is the test's: a failed command must not
  * end the test process (the real one exits soon after a failure).
  */
 async function state(prefix: string, ...args: string[]): Promise<Run> {

@@ -49,3 +49,6 @@ export async function valkeyStoreUnderTest(): Promise<StoreUnderTest> {
     },
   };
 }
+
+/** The valkey engine of the store and guard suites (test/kit/stores.ts). */
+export const storesUnderTest = { valkey: valkeyStoreUnderTest };
