@@ -63,7 +63,7 @@ beforeAll(async () => {
             scenarios: byName(name),
             seed,
             scale: SCALE,
-            ...(states ? { states } : {}),
+            ...(states && kind ? { states, stateStore: kind } : {}),
           }),
         );
       } finally {

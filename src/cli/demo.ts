@@ -88,6 +88,7 @@ async function demo(options: DemoOptions): Promise<number> {
       scale: options.scale,
       onProgress: bar.update,
       ...(states ? { states } : {}),
+      stateStore: options.stateStore,
     });
   } finally {
     bar.stop();

@@ -49,6 +49,8 @@ export interface RunDemoOptions {
   scale?: number;
   /** Where the guard's state is kept; default the runtime's DynamoDB Local. */
   states?: DemoStates;
+  /** The engine of `states`, for the report; default `dynamodb`. */
+  stateStore?: DemoStateStoreKind;
   /** Which modes, default both (off first). */
   guards?: ("off" | "on")[];
   onProgress?: (p: DemoProgress) => void;
@@ -116,7 +118,7 @@ async function runOne(
     staleResults: result.measured.staleResults,
     lostEvents: result.measured.lostEvents,
     durationMs,
-    ...(guard === "on" ? { stateStore: options.states?.kind ?? "dynamodb" } : {}),
+    ...(guard === "on" ? { stateStore: options.stateStore ?? "dynamodb" } : {}),
     title: scenario.title,
     description: scenario.description,
     details: result.details,
