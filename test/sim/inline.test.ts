@@ -26,6 +26,19 @@ describe("fault simulator: seeded histories on inline state (InlineDynamoDBStore
       expect(s.faults[k], k).toBeGreaterThan(3);
   }, 180_000);
 
+  it("TTL of a zombie's claim leaves the row's write stamp: an older event after it is stale (seed 20266855)", async () => {
+    // The zombie's direct row write (position 2) landed, then its expired claim was deleted; the older event's
+    // write (position 1) then found no stamp when the simulator's TTL also removed eo_wpos/eo_wfence: I2.
+    const s = await runCampaign({
+      histories: 1,
+      seed: 20266855,
+      store: "dynamodb-inline",
+      endpoint: inject("dynamodbEndpoint"),
+    });
+    expect(s.faults["ttl-delete"]).toBe(1);
+    expect(s.violations, JSON.stringify(s.failures)).toBe(0);
+  }, 60_000);
+
   // The checks hold on this backend too: a broken inline store is caught (its effects live in the user's row).
   it.each([
     ["forgets-tokens", "I6"],

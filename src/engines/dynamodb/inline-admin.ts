@@ -15,10 +15,10 @@ import {
 } from "../../core/state-admin.js";
 import { type Item, storeError } from "./expressions.js";
 import {
+  FORGOTTEN_NAMES,
   hasState,
   InlineDynamoDBStore,
   type InlineDynamoDBStoreOptions,
-  NAMES,
   toInlineRecord,
 } from "./inline-store.js";
 import { FORGET_CONDITION, forgetValues, scanState } from "./scan-state.js";
@@ -49,7 +49,7 @@ export class InlineDynamoDBStateAdmin extends StoreAdmin<InlineDynamoDBStore> {
 
   async list(query: StateQuery): Promise<StateRecord[]> {
     const key = this.store.keyAttribute;
-    const { "#wpos": _wpos, "#wfence": _wfence, ...names } = NAMES;
+    const names = FORGOTTEN_NAMES;
     try {
       return await scanState(
         {
@@ -72,7 +72,7 @@ export class InlineDynamoDBStateAdmin extends StoreAdmin<InlineDynamoDBStore> {
   }
 
   async forget(key: string, options: ForgetOptions): Promise<ForgetResult> {
-    const { "#wpos": _wpos, "#wfence": _wfence, ...state } = NAMES;
+    const state = FORGOTTEN_NAMES;
     const values = forgetValues(options); // checked before the request: a bad option is no store error
     try {
       const out = await this.#client.send(

@@ -3,7 +3,7 @@ import { INLINE_RESERVED_PREFIX } from "../../core/inline-prefix.js";
 import { stateKey } from "../../core/state-key.js";
 import type { Backend, EffectTarget } from "../../sim/backend.js";
 import type { TaggedWrite } from "../../sim/faulty-store.js";
-import { INLINE_STATE_ATTRIBUTES, InlineDynamoDBStore } from "./inline-store.js";
+import { FORGOTTEN_NAMES, InlineDynamoDBStore } from "./inline-store.js";
 import { dynamoItemBytes } from "./limits.js";
 import type { DynamoDBTables } from "./sim-backend.js";
 
@@ -75,9 +75,13 @@ export function inlineBackend(t: DynamoDBTables, rowKey?: (stateKey: string) => 
   };
 }
 
-/** The state goes, the user's attributes stay (as when something else rewrites the row without them). */
+/**
+ * The state goes, the user's attributes and the row write's stamp stay, as the operator's forget leaves them
+ * (`FORGOTTEN_NAMES`): the stamp describes the row, as a fenced sink's stamp does beside a state table, which TTL
+ * leaves too. (A real TTL on `eo_exp` would delete the whole row: docs/inline-state.md, "No TTL by default".)
+ */
 async function removeState(t: DynamoDBTables, row: string): Promise<void> {
-  const names = Object.fromEntries(INLINE_STATE_ATTRIBUTES.map((a, i) => [`#a${i}`, a]));
+  const names = Object.fromEntries(Object.values(FORGOTTEN_NAMES).map((a, i) => [`#a${i}`, a]));
   await t.client.send(
     new UpdateItemCommand({
       TableName: t.inline,

@@ -62,6 +62,13 @@ export const NAMES = {
 /** The reserved attribute names, for documentation and checks. */
 export const INLINE_STATE_ATTRIBUTES: readonly string[] = Object.values(NAMES);
 
+/**
+ * The state's attributes less the row write's stamp (`eo_wpos`, `eo_wfence`): what forgetting a state key removes.
+ * The stamp describes the user's attributes, not the state, so an older event still cannot replace them after it.
+ */
+const { "#wpos": _wpos, "#wfence": _wfence, ...forgotten } = NAMES;
+export const FORGOTTEN_NAMES: Readonly<Record<string, string>> = forgotten;
+
 /** The options of `InlineDynamoDBStore`. */
 export interface InlineDynamoDBStoreOptions {
   client: DynamoDBClient;

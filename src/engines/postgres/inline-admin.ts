@@ -23,6 +23,11 @@ export type InlinePostgresStateAdminOptions = InlinePostgresStoreOptions &
 /** The row write's stamp describes the user's columns, not the state: forget keeps it. */
 const WRITE_STAMP: readonly string[] = ["eo_wpos", "eo_wfence"];
 
+/** What forgetting a state key clears: the state's columns less the write stamp. */
+export const FORGOTTEN_COLUMNS: readonly string[] = INLINE_COLUMN_NAMES.filter(
+  (c) => !WRITE_STAMP.includes(c),
+);
+
 /** A listing needs neither the stored result nor the write stamp. */
 const LISTED = INLINE_COLUMN_NAMES.filter((c) => c !== "eo_res" && !WRITE_STAMP.includes(c)).join(", ");
 
@@ -86,7 +91,7 @@ export class InlinePostgresStateAdmin extends StoreAdmin<InlinePostgresStore> {
   async forget(key: string, options: ForgetOptions): Promise<ForgetResult> {
     const table = this.store.tableName;
     const boundMs = forgetLeaseBoundMs(options); // checked before the statement: a bad option is no store error
-    const cleared = INLINE_COLUMN_NAMES.filter((c) => !WRITE_STAMP.includes(c)).map((c) => `${c} = NULL`);
+    const cleared = FORGOTTEN_COLUMNS.map((c) => `${c} = NULL`);
     try {
       const out = await this.#pool.query(
         `WITH old AS (${this.#sql.read()} FOR UPDATE),

@@ -3,10 +3,11 @@ import { INLINE_RESERVED_PREFIX } from "../../core/inline-prefix.js";
 import { stateKey } from "../../core/state-key.js";
 import type { Backend, EffectTarget } from "../../sim/backend.js";
 import type { TaggedWrite } from "../../sim/faulty-store.js";
+import { FORGOTTEN_COLUMNS } from "./inline-admin.js";
 import { inlineFunctions } from "./inline-functions.js";
 import { migrateInline } from "./inline-schema.js";
 import { InlineStatements } from "./inline-sql.js";
-import { INLINE_POSTGRES_COLUMNS, InlinePostgresStore } from "./inline-store.js";
+import { InlinePostgresStore } from "./inline-store.js";
 import { qualified, quote } from "./schema.js";
 import { COLD_START_LOCK_TIMEOUT_MS, coldStarts, holdReader } from "./sim-cold-start.js";
 import type { PostgresChaosEnv } from "./sim-env.js";
@@ -99,7 +100,8 @@ export function postgresInlineBackend(env: PostgresChaosEnv, rowKey?: (stateKey:
     },
     // The state goes, the user's columns stay (as when something else rewrites the row without it).
     forget: async (key) => {
-      const clear = INLINE_POSTGRES_COLUMNS.map((c) => `${c} = NULL`).join(", ");
+      // The state goes, the row's write stamp stays, as the operator's forget leaves it (FORGOTTEN_COLUMNS).
+      const clear = FORGOTTEN_COLUMNS.map((c) => `${c} = NULL`).join(", ");
       await pool.query(`UPDATE ${qualified(schema, ROWS)} SET ${clear} WHERE pk = $1`, [store.rowKeyOf(key)]);
     },
     coldStart: (workers) => inlineColdStart(env, workers),
