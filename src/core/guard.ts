@@ -35,15 +35,7 @@ export {
   type ResolvedGuardOptions,
   resolveGuardOptions,
 } from "./guard-options.js";
-export type {
-  ApplyContext,
-  GuardContext,
-  GuardedEvent,
-  GuardHandler,
-  GuardOutcome,
-  GuardTrace,
-  RunOptions,
-} from "./guard-types.js";
+export type * from "./guard-types.js";
 export type { GuardOutcomeStatus } from "./outcomes.js";
 
 /** Exactly-once, in-order processing of events over one state store (`createGuard`). */
