@@ -42,34 +42,46 @@ async function startDynamoDB(port: number | undefined): Promise<Started> {
   };
 }
 
-async function startPostgres(): Promise<Started> {
-  const { startPostgresLocal } = await import("../local/emulators/postgres-local.js");
-  const server = await startPostgresLocal();
+/** A server with a URL (PostgreSQL, Valkey): its variable, and the flags that take the URL. */
+async function startUrlServer(
+  server: Promise<{ url: string; stop(): Promise<void> }>,
+  label: string,
+  variable: string,
+  flags: string,
+): Promise<Started> {
+  const started = await server;
+  const { url } = started;
   return {
-    env: { DATABASE_URL: server.url },
-    lines: [`PostgreSQL      ${server.url}  (eonce run / eonce state --database-url ${server.url})`],
-    stop: () => server.stop(),
+    env: { [variable]: url },
+    lines: [`${label.padEnd(15)} ${url}  (${flags} ${url})`],
+    stop: () => started.stop(),
   };
 }
 
-async function startValkey(): Promise<Started> {
-  const { startValkeyLocal } = await import("../local/emulators/valkey-local.js");
-  const server = await startValkeyLocal();
-  return {
-    env: { VALKEY_URL: server.url },
-    lines: [
-      `Valkey          ${server.url}  (eonce run --state-url ${server.url}; eonce state --url ${server.url})`,
-    ],
-    stop: () => server.stop(),
-  };
-}
+/** The servers with a URL, each behind its flag: loaded only when asked for. */
+const URL_SERVERS = [
+  [
+    "postgres",
+    "PostgreSQL",
+    "DATABASE_URL",
+    "eonce run / eonce state --database-url",
+    () => import("../local/emulators/postgres-local.js").then((m) => m.startPostgresLocal()),
+  ],
+  [
+    "valkey",
+    "Valkey",
+    "VALKEY_URL",
+    "eonce run --state-url, eonce state --url",
+    () => import("../local/emulators/valkey-local.js").then((m) => m.startValkeyLocal()),
+  ],
+] as const;
 
 /** Starts the chosen servers; if one fails, those already started are stopped before the error is thrown. */
 export async function startLocalServers(o: LocalStartOptions): Promise<Started> {
   const starts: (() => Promise<Started>)[] = [];
   if (o.dynamodb) starts.push(() => startDynamoDB(o.dynamodbPort));
-  if (o.postgres) starts.push(startPostgres);
-  if (o.valkey) starts.push(startValkey);
+  for (const [option, label, variable, flags, start] of URL_SERVERS)
+    if (o[option]) starts.push(() => startUrlServer(start(), label, variable, flags));
   if (starts.length === 0) throw new Error("nothing to start: --no-dynamodb without --postgres or --valkey");
   const started: Started[] = [];
   const stop = async () => {
