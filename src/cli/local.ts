@@ -1,14 +1,9 @@
 import { writeFileSync } from "node:fs";
-import type { Command } from "commander";
+import { type Command, InvalidArgumentError } from "commander";
 import { LOCAL_CREDENTIALS, LOCAL_REGION } from "../local/aws-local.js";
 import { onShutdownSignal } from "../local/emulators/shutdown.js";
 import { exitSoon, oneLine } from "./errors.js";
 
-/**
- * `eonce local start`: the servers `eonce run` starts and drops, kept running until Ctrl-C, so that a user can run
- * `eonce run --dynamodb-endpoint` (or `DATABASE_URL` / `VALKEY_URL`) against them and count the effects in the
- * tables afterwards. Nothing is kept on disk: each server's data goes when it stops.
- */
 interface LocalStartOptions {
   dynamodb: boolean;
   postgres: boolean;
@@ -102,7 +97,8 @@ export async function startLocalServers(o: LocalStartOptions): Promise<Started> 
 
 function port(text: string): number {
   const n = Number(text);
-  if (!Number.isInteger(n) || n < 1 || n > 65_535) throw new Error(`not a port: ${text}`);
+  if (!Number.isInteger(n) || n < 1 || n > 65_535)
+    throw new InvalidArgumentError("expected a port (1 to 65535)");
   return n;
 }
 
@@ -116,9 +112,16 @@ async function localStart(o: LocalStartOptions): Promise<void> {
     exitSoon();
     return;
   }
-  onShutdownSignal(servers.stop);
   const env = Object.entries(servers.env).map(([k, v]) => `${k}=${v}`);
-  if (o.writeEnv) writeFileSync(o.writeEnv, `${env.join("\n")}\n`);
+  try {
+    if (o.writeEnv) writeFileSync(o.writeEnv, `${env.join("\n")}\n`);
+  } catch (error) {
+    await servers.stop();
+    process.stderr.write(`eonce local start: --write-env: ${oneLine(error)}\n`);
+    process.exitCode = 2;
+    return;
+  }
+  onShutdownSignal(servers.stop);
   process.stdout.write(
     `${servers.lines.join("\n")}\n\n` +
       `For your shell (the AWS SDK reads AWS_ENDPOINT_URL_DYNAMODB):\n` +
@@ -128,6 +131,11 @@ async function localStart(o: LocalStartOptions): Promise<void> {
   // The servers' child processes and sockets keep the event loop alive until the signal handler exits.
 }
 
+/**
+ * `eonce local start`: the servers `eonce run` starts and drops, kept running until Ctrl-C, so that a user can run
+ * `eonce run --dynamodb-endpoint` (or `DATABASE_URL` / `VALKEY_URL`) against them and count the effects in the
+ * tables afterwards. Nothing is kept on disk: each server's data goes when it stops.
+ */
 export function registerLocal(program: Command): void {
   const local = program
     .command("local")
