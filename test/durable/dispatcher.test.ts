@@ -11,7 +11,7 @@ import { MemoryStore } from "../../src/engines/memory/store.js";
 import { lambdaContext } from "../kit/context.js";
 import { s3Notification, s3Record, sqsEvent, sqsRecord } from "../kit/events.js";
 import { FakeDurableLambda } from "./fake-lambda.js";
-import { orderOptions, quietLogger, runHistory, violations } from "./harness.js";
+import { errorCollectingLogger, orderOptions, quietLogger, runHistory, violations } from "./harness.js";
 
 /** A store that counts the guard's requests to it. */
 function counted(store: StateStore) {
@@ -77,12 +77,7 @@ describe("durable dispatcher", () => {
   it("routes Lambda's name conflict (another payload) as a typed failure: released, retried, then dead-lettered", async () => {
     const lambda = new FakeDurableLambda();
     const lines: unknown[] = [];
-    const logger: Record<string, unknown> = {
-      ...quietLogger(),
-      error: (_m: string, f: unknown) => lines.push(f),
-    };
-    logger.createChild = () => logger;
-    const options = { lambda, functionName: "images:live", logger: logger as never };
+    const options = { lambda, functionName: "images:live", logger: errorCollectingLogger(lines) };
     await durableSqsDispatcher({ ...options, store: new MemoryStore() })(
       sqsEvent(sqsRecord(upload("0B", "e1"))),
       lambdaContext(),

@@ -46,6 +46,16 @@ export function quietLogger(): NonNullable<DurableDispatcherOptions["logger"]> {
   return logger as unknown as NonNullable<DurableDispatcherOptions["logger"]>;
 }
 
+/** A quiet logger that keeps the fields of every `error` line in `errors` (its children too). */
+export function errorCollectingLogger(errors: unknown[]): NonNullable<DurableDispatcherOptions["logger"]> {
+  const logger: Record<string, unknown> = {
+    ...quietLogger(),
+    error: (_message: string, fields: unknown) => errors.push(fields),
+  };
+  logger.createChild = () => logger;
+  return logger as unknown as NonNullable<DurableDispatcherOptions["logger"]>;
+}
+
 /** A Powertools-shaped Metrics that publishes nothing. */
 export function quietMetrics(): NonNullable<DurableDispatcherOptions["metrics"]> {
   const nothing = () => {};

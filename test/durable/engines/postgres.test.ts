@@ -20,7 +20,7 @@ import { lambdaContext } from "../../kit/context.js";
 import { s3Notification, s3Record, sqsEvent, sqsRecord } from "../../kit/events.js";
 import { createSinkTable, losingPool, type TestDatabase, testDatabase } from "../../kit/postgres.js";
 import { FakeDurableLambda } from "../fake-lambda.js";
-import { quietLogger, quietMetrics } from "../harness.js";
+import { errorCollectingLogger, quietLogger, quietMetrics } from "../harness.js";
 
 /**
  * What the contract (contract.test.ts, postgres.ts) does not cover of PostgresStepEffects: steps that overlap in
@@ -238,18 +238,13 @@ describe("PostgresStepEffects", () => {
   it("a dispatcher whose step effects' table is missing: refused before the Invoke, naming the call to make", async () => {
     const lambda = new FakeDurableLambda();
     const errors: unknown[] = [];
-    const logger: Record<string, unknown> = {
-      ...quietLogger(),
-      error: (_m: string, f: unknown) => errors.push(f),
-    };
-    logger.createChild = () => logger;
     const effects = effectsOn({ tableName: "missing_steps" });
     const handler = durableSqsDispatcher({
       store: new PostgresStore({ pool: db.pool, schema: db.schema }),
       stepEffects: effects,
       lambda,
       functionName: "orders:live",
-      logger: logger as never,
+      logger: errorCollectingLogger(errors),
       metrics: quietMetrics(),
     });
     const message = sqsRecord(s3Notification(s3Record({ key: "a.json", sequencer: "0A" })));
