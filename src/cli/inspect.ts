@@ -89,6 +89,29 @@ function eventLine(delivery: Delivery, event: NormalizedEvent): Record<string, u
       };
     case "message":
       return { ...common, messageId: event.messageId, body: event.body };
+    case "kinesis":
+      return {
+        ...common,
+        streamName: event.streamName,
+        shardId: delivery.stream?.shardId ?? null,
+        partitionKey: event.partitionKey,
+        sequenceNumber: event.sequenceNumber,
+        position: event.position,
+        dataBytes: event.data.length,
+        json: "json" in event,
+      };
+    case "dynamodb":
+      // Images hold sets, binaries and exact numbers, which JSON does not carry: the item and the change only.
+      return {
+        ...common,
+        eventName: event.eventName,
+        tableName: event.tableName,
+        item: event.item,
+        sequenceNumber: event.sequenceNumber,
+        position: event.position,
+        viewType: event.viewType,
+        ttlExpired: event.ttlExpired,
+      };
   }
 }
 
