@@ -57,8 +57,8 @@ function parseRecords(input: JsonObject, options: ResolvedParseOptions): Deliver
   const sources = records.map((r) => (isObject(r) ? (r.eventSource ?? r.EventSource) : undefined));
   const batchSource = sources.find((s) => s === "aws:sqs" || s === "aws:s3");
   if (batchSource === undefined) {
-    const stream = sources.find((s): s is keyof typeof STREAM_PARSERS =>
-      Object.hasOwn(STREAM_PARSERS, String(s)),
+    const stream = sources.find(
+      (s): s is keyof typeof STREAM_PARSERS => typeof s === "string" && Object.hasOwn(STREAM_PARSERS, s),
     );
     if (stream !== undefined) {
       refuseTumblingWindow(input);
