@@ -66,10 +66,10 @@ function kinesisLocalMain(): string {
 }
 
 export async function startKinesisServer(
-  options: { startTimeoutMs?: number } = {},
+  options: { port?: number; startTimeoutMs?: number } = {},
 ): Promise<LocalKinesisServer> {
   const main = kinesisLocalMain();
-  const [port, tlsPort] = [await freePort(), await freePort()];
+  const [port, tlsPort] = [options.port ?? (await freePort()), await freePort()];
   const server = await startServerProcess({
     what: "kinesis-local",
     command: process.execPath,
