@@ -443,7 +443,11 @@ export class LocalRuntime {
   }
 
   /** Starts reading a stream for `fn` (a Kinesis or DynamoDB Streams event source mapping). */
-  streamEventSource(fn: LocalFunction, reader: StreamReader, options: StreamEventSourceOptions = {}): StreamEventSource {
+  streamEventSource(
+    fn: LocalFunction,
+    reader: StreamReader,
+    options: StreamEventSourceOptions = {},
+  ): StreamEventSource {
     const source = new StreamEventSource(fn, reader, options, this.sim);
     this.#sources.push(source);
     source.start();
