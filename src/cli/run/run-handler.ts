@@ -212,14 +212,7 @@ async function drive(
   if (wiring.stream?.changes) sent = await labelStreamRecords(wiring.stream.reader, wiring.stream.changes);
   const stream = STREAM_SOURCES.includes(o.source);
 
-  // A stream's on-failure destination gets a discarded batch's metadata: its records are named in the trace.
-  const deadLettered = new Set(
-    stream
-      ? runtime.trace.events.flatMap((e) => (e.type === "dead-letter" ? e.records : []))
-      : wiring.dlqUrl
-        ? await runtime.drainMessageIds(wiring.dlqUrl)
-        : [],
-  );
+  const deadLettered = await deadLetteredIds(runtime, wiring, stream);
   const classified = classify(runtime.trace.events, capture, {
     ...(inputs.kind === "objects" ? { bucket: o.bucket } : { messages: sent }),
     deadLettered,
@@ -260,6 +253,16 @@ async function drive(
     startedMs,
   });
   return withDurable(report, durableFound);
+}
+
+/**
+ * The records that ended in a dead-letter queue: the SQS DLQ's messages, or the records of the batches a stream's
+ * event source discarded (its on-failure destination gets only their metadata: the trace names them).
+ */
+async function deadLetteredIds(runtime: LocalRuntime, wiring: Wiring, stream: boolean): Promise<Set<string>> {
+  if (stream)
+    return new Set(runtime.trace.events.flatMap((e) => (e.type === "dead-letter" ? e.records : [])));
+  return new Set(wiring.dlqUrl ? await runtime.drainMessageIds(wiring.dlqUrl) : []);
 }
 
 /** Creates the buckets, tables and queue, the function, and routes the source to it. */
