@@ -27,6 +27,7 @@ export const DELIVERIES: readonly DeliveryKind[] = [
 
 /** What a DynamoDB stream record holds of the changed item (`dynamodb-streams`, a table the construct creates). */
 export type StreamViewType = "NEW_AND_OLD_IMAGES" | "NEW_IMAGE" | "OLD_IMAGE" | "KEYS_ONLY";
+/** Every `StreamViewType`. */
 export const STREAM_VIEW_TYPES: readonly StreamViewType[] = [
   "NEW_AND_OLD_IMAGES",
   "NEW_IMAGE",
