@@ -94,7 +94,7 @@ export class EffectivelyOncePipeline extends Construct implements PipelineParts 
       this.recordsTable = this.#table("RecordsTable", undefined, p.recordsTable.keyAttribute);
     if (p.s3) this.inputBucket = this.#bucket("InputBucket", p.delivery === "s3-eventbridge");
     if (p.outputBucket) this.outputBucket = this.#bucket("OutputBucket");
-    if (p.kinesis) this.stream = p.kinesis.stream ?? this.#stream();
+    if (p.kinesis) this.stream = p.kinesis.stream ?? this.#stream(p.kinesis.shardCount);
     if (p.dynamodb) this.sourceTable = p.dynamodb.table ?? this.#sourceTable(p.dynamodb.viewType);
 
     // The function: its own role (no managed policies) and log group (retention, removal policy).
@@ -190,12 +190,14 @@ export class EffectivelyOncePipeline extends Construct implements PipelineParts 
   }
 
   /**
-   * The `kinesis` delivery's stream: on demand (no shard count to plan), encrypted with the aws/kinesis key, kept
-   * 7 days: the DLQ message of a failed batch names its records, so they must outlive maxRecordAge and a weekend.
+   * The `kinesis` delivery's stream: on demand (no shard count to plan) unless shardCount is given, encrypted with the
+   * aws/kinesis key, kept 7 days: the DLQ message of a failed batch names its records, so they must outlive
+   * maxRecordAge and a weekend.
    */
-  #stream(): kinesis.Stream {
+  #stream(shardCount: number | undefined): kinesis.Stream {
     return new kinesis.Stream(this, "Stream", {
-      streamMode: kinesis.StreamMode.ON_DEMAND,
+      streamMode: shardCount === undefined ? kinesis.StreamMode.ON_DEMAND : kinesis.StreamMode.PROVISIONED,
+      shardCount,
       encryption: kinesis.StreamEncryption.MANAGED,
       retentionPeriod: Duration.days(7),
       removalPolicy: this.#removalPolicy,

@@ -86,6 +86,11 @@ export interface EffectivelyOncePipelineProps {
   /** An existing stream to read (`kinesis`). Default: the construct creates one (on demand, encrypted, 7 days). */
   kinesisStream?: kinesis.IStream;
   /**
+   * Shards of the created stream in provisioned mode (`kinesis` without `kinesisStream`, 1–500). Default: on-demand
+   * mode (no shard count to plan; a fixed hourly price per stream, more than one provisioned shard's when idle).
+   */
+  shardCount?: number;
+  /**
    * An existing table whose stream to read (`dynamodb-streams`); its stream must be enabled. Default: the construct
    * creates one (hash key `pk`, a string) with a stream of `streamViewType`.
    */

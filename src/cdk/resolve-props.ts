@@ -84,6 +84,7 @@ export const PIPELINE_PROPS = schemaFor<EffectivelyOncePipelineProps>()({
   maxConcurrency: integer({ min: 2, max: 1000 }),
   fifo: boolean({ default: false }),
   kinesisStream: custom<kinesis.IStream>("a Kinesis stream (kinesis.IStream)", isStream),
+  shardCount: integer({ min: 1, max: 500 }),
   sourceTable: custom<dynamodb.ITable>("a DynamoDB table (dynamodb.ITable)", isTable),
   streamViewType: oneOf(STREAM_VIEW_TYPES),
   parallelizationFactor: integer({ min: 1, max: 10, default: 1 }),
@@ -201,9 +202,10 @@ export interface StreamSettings {
   readonly iteratorAgeAlarmSeconds: number;
 }
 
-/** The Kinesis stream to read: the user's, or undefined (the construct creates one). */
+/** The Kinesis stream to read: the user's, or undefined (the construct creates one, provisioned when shardCount). */
 export interface KinesisSettings extends StreamSettings {
   readonly stream: kinesis.IStream | undefined;
+  readonly shardCount: number | undefined;
 }
 
 /** The table whose stream to read: the user's, or undefined (the construct creates one with `viewType`). */
@@ -284,7 +286,7 @@ export function resolveProps(props: EffectivelyOncePipelineProps): ResolvedProps
     case "sqs":
       return { ...common, delivery: o.delivery, queue: queueSettings(o) };
     case "kinesis":
-      return { ...common, delivery: o.delivery, kinesis: { ...streamSettings(o), stream: o.kinesisStream } };
+      return { ...common, delivery: o.delivery, kinesis: kinesisSettings(o) };
     case "dynamodb-streams":
       return { ...common, delivery: o.delivery, dynamodb: dynamoDBStreamSettings(o) };
   }
@@ -312,6 +314,7 @@ const APPLIES_TO: readonly [keyof EffectivelyOncePipelineProps, readonly Deliver
   ["includeRemovals", FROM_S3, S3_ONLY],
   ["inputBucketRead", FROM_S3, S3_ONLY],
   ["kinesisStream", ["kinesis"], "the kinesis delivery only"],
+  ["shardCount", ["kinesis"], "the kinesis delivery only"],
   ["sourceTable", ["dynamodb-streams"], "the dynamodb-streams delivery only"],
   ["streamViewType", ["dynamodb-streams"], "the dynamodb-streams delivery only"],
   ["parallelizationFactor", STREAMS, STREAMS_ONLY],
@@ -418,6 +421,15 @@ function streamSettings(o: Fields, maxRecordAgeDefault = 24 * 3600): StreamSetti
     maxRecordAgeSeconds,
     iteratorAgeAlarmSeconds: o.iteratorAgeAlarmSeconds,
   };
+}
+
+function kinesisSettings(o: Fields): KinesisSettings {
+  optionsRule(
+    WHAT,
+    o.kinesisStream === undefined || o.shardCount === undefined,
+    "shardCount applies to the stream the construct creates: kinesisStream's shards are set on that stream",
+  );
+  return { ...streamSettings(o), stream: o.kinesisStream, shardCount: o.shardCount };
 }
 
 function dynamoDBStreamSettings(o: Fields): DynamoDBStreamSettings {

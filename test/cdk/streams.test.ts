@@ -103,6 +103,12 @@ describe("stream deliveries: the event source mapping", () => {
       MaximumRetryAttempts: 3,
       MaximumRecordAgeInSeconds: 3600,
     });
+    const provisioned = synth({ pipelineName: "p", delivery: "kinesis", shardCount: 2 });
+    provisioned.template.hasResourceProperties("AWS::Kinesis::Stream", {
+      ShardCount: 2,
+      StreamModeDetails: { StreamMode: "PROVISIONED" },
+      RetentionPeriodHours: 168,
+    });
     const d = synth({ pipelineName: "d", delivery: "dynamodb-streams", streamViewType: "KEYS_ONLY" });
     d.template.hasResourceProperties("AWS::DynamoDB::Table", {
       StreamSpecification: { StreamViewType: "KEYS_ONLY" },
@@ -267,6 +273,8 @@ describe("stream deliveries: options validated at construction", () => {
       { ...d, kinesisStream: {} },
       /kinesisStream applies to the kinesis delivery only|must be a Kinesis stream/,
     ],
+    [{ ...k, shardCount: 0 }, /shardCount must be an integer from 1 to 500/],
+    [{ ...d, shardCount: 1 }, /shardCount applies to the kinesis delivery only/],
     [{ ...k, visibilityTimeoutSeconds: 600 }, /applies to the s3-sqs and sqs/],
     [{ ...k, maxReceiveCount: 5 }, /applies to the s3-sqs and sqs/],
     [{ ...k, maxConcurrency: 5 }, /applies to the s3-sqs and sqs/],
@@ -299,6 +307,21 @@ describe("stream deliveries: options validated at construction", () => {
           streamViewType: "NEW_IMAGE",
         }),
     ).toThrow(/streamViewType applies to the table the construct creates/);
+  });
+
+  it("refuses a shard count with a given stream", () => {
+    const stack = new Stack(new App(), "T");
+    const stream = kinesis.Stream.fromStreamArn(stack, "S", "arn:aws:kinesis:eu-west-1:1:stream/s");
+    expect(
+      () =>
+        new EffectivelyOncePipeline(stack, "P", {
+          ...INLINE,
+          pipelineName: "p",
+          delivery: "kinesis",
+          kinesisStream: stream,
+          shardCount: 2,
+        }),
+    ).toThrow(/shardCount applies to the stream the construct creates/);
   });
 
   it("SQS defaults are unchanged by the stream defaults: batch size 10 on a queue", () => {
