@@ -272,6 +272,7 @@ const PUBLIC: Record<string, string[]> = {
     "SERVICE_DIMENSION",
     "STATE_KEY_ATTRIBUTE",
     "STATE_TABLE_ACTIONS",
+    "STREAM_VIEW_TYPES",
     "TTL_ATTRIBUTE",
     "VISIBILITY_TIMEOUT_FACTOR",
   ],

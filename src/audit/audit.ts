@@ -7,12 +7,24 @@ import { checkStateTableTtl } from "./rules/guard-table.js";
 import { checkS3GuardTable } from "./rules/s3-guard.js";
 import { checkRedrive } from "./rules/sqs-redrive.js";
 import { checkVisibility } from "./rules/sqs-visibility.js";
+import { checkStreamBisect } from "./rules/stream-bisect.js";
+import { checkStreamOnFailure } from "./rules/stream-on-failure.js";
+import { checkStreamRecordAge } from "./rules/stream-record-age.js";
+import { checkStreamRetries } from "./rules/stream-retries.js";
+import { checkStreamStartingPosition } from "./rules/stream-starting-position.js";
+import { checkStreamTumblingWindow } from "./rules/stream-tumbling-window.js";
 import type { TemplateModel } from "./template.js";
 
 const CHECKS = [
   checkVisibility,
   checkRedrive,
   checkBatchItemFailures,
+  checkStreamBisect,
+  checkStreamRetries,
+  checkStreamRecordAge,
+  checkStreamOnFailure,
+  checkStreamStartingPosition,
+  checkStreamTumblingWindow,
   checkFifo,
   checkS3GuardTable,
   checkAsyncOnFailure,

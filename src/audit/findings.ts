@@ -44,6 +44,36 @@ export const RULES = {
     why: "Without ReportBatchItemFailures one failed record fails the whole batch: every record in it is delivered again, so the records that had succeeded run their effects a second time (and a stream batch stalls its shard).",
     fix: "Add ReportBatchItemFailures to the mapping's FunctionResponseTypes and return batchItemFailures from the handler (the effectively-once adapters do).",
   },
+  "stream-bisect": {
+    severity: "error",
+    why: "When an invocation fails as a whole (a timeout, a crash before the handler answers) no item failure is reported: without BisectBatchOnFunctionError the whole batch is retried until its retries run out, and then every record of it goes to the on-failure destination, the good ones with the poison one.",
+    fix: "Set BisectBatchOnFunctionError: true: a failing batch is split in halves until the poison record is alone.",
+  },
+  "stream-unbounded-retries": {
+    severity: "error",
+    why: "A stream's shard is read in order: with MaximumRetryAttempts -1 (the default) a record that always fails is retried until the stream trims it (24 h to a year), and every later record of its shard waits behind it.",
+    fix: "Set MaximumRetryAttempts to a bound (the construct's default is 10) and an on-failure destination for what exhausts it.",
+  },
+  "stream-unbounded-record-age": {
+    severity: "error",
+    why: "With MaximumRecordAgeInSeconds -1 (the default) a record is retried until the stream trims it: a shard stuck for longer than the retention loses the record without a trace (the on-failure destination is never told).",
+    fix: "Set MaximumRecordAgeInSeconds under the stream's retention (the construct's default: 1 day for Kinesis, 12 hours for DynamoDB streams), with an on-failure destination.",
+  },
+  "stream-no-on-failure": {
+    severity: "error",
+    why: "A stream batch that exhausts its retries or its record age is skipped: without DestinationConfig.OnFailure nothing records which records were skipped, and they are lost silently.",
+    fix: "Add DestinationConfig.OnFailure with a Destination (an SQS queue or SNS topic; it receives the batch's shard and sequence numbers, read the records from the stream before its retention ends).",
+  },
+  "stream-starting-latest": {
+    severity: "warning",
+    why: "StartingPosition LATEST reads only what is written after the mapping starts: records written before it was created, or while it is re-created (a replacement on deploy), are never processed. A template cannot show whether that is meant.",
+    fix: "Use StartingPosition: TRIM_HORIZON (the guard drops the records already processed), or AT_TIMESTAMP when an earlier start is meant.",
+  },
+  "stream-tumbling-window": {
+    severity: "error",
+    why: "With TumblingWindowInSeconds Lambda carries state between invocations of a window and expects it back: the effectively-once stream wrappers refuse windowed events, so every batch fails and is retried, then skipped.",
+    fix: "Remove TumblingWindowInSeconds (aggregate in the handler's own store, under the guard), or keep this function out of the stream wrappers.",
+  },
   "fifo-content-dedup": {
     severity: "warning",
     why: "A FIFO queue drops a resent message only by its deduplication id: without ContentBasedDeduplication every producer must set MessageDeduplicationId itself, or a producer retry is delivered twice. The template cannot show what the producers send.",

@@ -39,7 +39,9 @@ export function batchSourceKind(model: TemplateModel, esm: Resource): BatchSourc
     if (r.resource.type === QUEUE) return "sqs";
     if (r.resource.type === "AWS::Kinesis::Stream" || r.resource.type === "AWS::Kinesis::StreamConsumer")
       return "kinesis";
-    if (TABLE_TYPES.includes(r.resource.type) && attributeOf(arn) === "StreamArn") return "dynamodb-streams";
+    // `!GetAtt Table.StreamArn`, or a literal stream ARN of a table of this template (`…:table/T/stream/…`).
+    const streamArn = attributeOf(arn) === "StreamArn" || (typeof arn === "string" && /\/stream\//.test(arn));
+    if (TABLE_TYPES.includes(r.resource.type) && streamArn) return "dynamodb-streams";
     return "other";
   }
   const text = typeof arn === "string" ? arn : JSON.stringify(arn);
@@ -48,6 +50,27 @@ export function batchSourceKind(model: TemplateModel, esm: Resource): BatchSourc
   if (/:dynamodb:.*\/stream\//.test(text)) return "dynamodb-streams";
   if (/:(kafka|mq|rds|docdb):/.test(text)) return "other";
   return undefined;
+}
+
+/** How a finding names each batch source. */
+export const BATCH_SOURCE_LABEL: Record<BatchSourceKind, string> = {
+  sqs: "SQS queue",
+  kinesis: "Kinesis stream",
+  "dynamodb-streams": "DynamoDB stream",
+};
+
+/** An event source mapping of a Kinesis stream or a DynamoDB stream, and which. */
+export interface StreamMapping {
+  esm: Resource;
+  kind: "kinesis" | "dynamodb-streams";
+}
+
+/** The mappings that poll a stream: by the source's type (a stream, a table's StreamArn) or its literal ARN. */
+export function streamMappings(model: TemplateModel): StreamMapping[] {
+  return model.ofType("AWS::Lambda::EventSourceMapping").flatMap((esm) => {
+    const kind = batchSourceKind(model, esm);
+    return kind === "kinesis" || kind === "dynamodb-streams" ? [{ esm, kind }] : [];
+  });
 }
 
 /** Where each notification configuration names its target: in a bucket's own property, and in CDK's custom resource. */

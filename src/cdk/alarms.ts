@@ -22,7 +22,9 @@ export function createAlarms(pipeline: PipelineParts, p: ResolvedProps): Pipelin
     }
     return alarm;
   };
+  const stream = p.kinesis ?? p.dynamodb;
   return {
+    // Also the stream mappings' on-failure messages: they go to the same queue.
     deadLetters: make(
       "DeadLettersAlarm",
       "deliveries in the dead-letter queue; inspect them, fix the cause, then redrive",
@@ -50,5 +52,19 @@ export function createAlarms(pipeline: PipelineParts, p: ResolvedProps): Pipelin
       pipeline.function.metricErrors({ period: Duration.minutes(5), statistic: "Sum" }),
       1,
     ),
+    ...(stream && {
+      iteratorAge: make(
+        "IteratorAgeAlarm",
+        `the oldest stream record waited ${stream.iteratorAgeAlarmSeconds} s or more: a shard is stuck or the ` +
+          `function falls behind; records older than ${stream.maxRecordAgeSeconds} s go to the DLQ unprocessed`,
+        iteratorAge(pipeline),
+        stream.iteratorAgeAlarmSeconds * 1000,
+      ),
+    }),
   };
+}
+
+/** Lambda's age of the last record of each batch, in milliseconds, at its worst (Maximum) per minute. */
+export function iteratorAge(pipeline: PipelineParts): cloudwatch.Metric {
+  return pipeline.function.metric("IteratorAge", { statistic: "Maximum", period: Duration.minutes(1) });
 }

@@ -1,6 +1,7 @@
 import { Duration, Stack, Token } from "aws-cdk-lib";
 import * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
 import { countersOf } from "../core/outcomes.js";
+import { iteratorAge } from "./alarms.js";
 import { HANDLER_DURATION_METRIC, type PipelineMetric, RECEIVE_COUNT_METRIC } from "./metrics.js";
 import type { PipelineParts } from "./pipeline-parts.js";
 import { CLEAN_STATUSES, GUARD_PROBLEM_STATUSES, INPUT_PROBLEM_STATUSES, queryString } from "./queries.js";
@@ -26,6 +27,16 @@ export function createDashboard(pipeline: PipelineParts, p: ResolvedProps): clou
   );
   dashboard.addWidgets(...outcomeWidgets(pipeline));
   dashboard.addWidgets(...deliveryWidgets(pipeline));
+  if (pipeline.alarms.iteratorAge) {
+    dashboard.addWidgets(
+      new cloudwatch.GraphWidget({
+        title: "Iterator age (ms, max): how far the function is behind the stream",
+        left: [iteratorAge(pipeline).with({ label: "iterator age" })],
+        leftAnnotations: [pipeline.alarms.iteratorAge.toAnnotation()],
+        width: 24,
+      }),
+    );
+  }
   dashboard.addWidgets(
     new cloudwatch.GraphWidget({
       title: "Function",

@@ -1,12 +1,15 @@
 import { Duration } from "aws-cdk-lib";
+import type * as dynamodb from "aws-cdk-lib/aws-dynamodb";
 import * as events from "aws-cdk-lib/aws-events";
 import * as targets from "aws-cdk-lib/aws-events-targets";
-import type * as lambda from "aws-cdk-lib/aws-lambda";
+import type * as kinesis from "aws-cdk-lib/aws-kinesis";
+import * as lambda from "aws-cdk-lib/aws-lambda";
+import * as sources from "aws-cdk-lib/aws-lambda-event-sources";
 import * as s3 from "aws-cdk-lib/aws-s3";
 import * as sqs from "aws-cdk-lib/aws-sqs";
 import { QUEUE_CONSUMER_ACTIONS } from "./constants.js";
 import type { PipelineParts } from "./pipeline-parts.js";
-import type { QueueSettings, S3Settings } from "./resolve-props.js";
+import type { QueueSettings, S3Settings, StreamSettings } from "./resolve-props.js";
 
 /** Async invokes (S3, EventBridge): Lambda retries twice, then the event goes to the DLQ, never lost. */
 export function configureAsyncInvoke(pipeline: PipelineParts): void {
@@ -80,6 +83,57 @@ export function sourceQueue(pipeline: PipelineParts, q: QueueSettings): sqs.Queu
     reportBatchItemFailures: true,
   });
   return queue;
+}
+
+/** The stream deliveries: the function polls the Kinesis stream's shards. */
+export function kinesisSource(pipeline: PipelineParts, stream: kinesis.IStream, s: StreamSettings): void {
+  // Grants the mapping's reads on this stream (and its key's Decrypt when it has a customer key).
+  pipeline.function.addEventSource(new sources.KinesisEventSource(stream, streamSourceProps(pipeline, s)));
+}
+
+/** The stream deliveries: the function polls the table's stream. */
+export function dynamoDBStreamSource(
+  pipeline: PipelineParts,
+  table: dynamodb.ITable,
+  s: StreamSettings,
+): void {
+  // Grants the mapping's reads on this table's stream, and dynamodb:ListStreams (which has no resource: `*`).
+  pipeline.function.addEventSource(new sources.DynamoEventSource(table, streamSourceProps(pipeline, s)));
+}
+
+/**
+ * The safe stream mapping, the same for both streams:
+ * - TRIM_HORIZON: LATEST would skip every record written before the mapping was created (or re-created);
+ * - reportBatchItemFailures: the wrappers name the first failed record; the ones before it are not re-run;
+ * - bisectBatchOnError: a batch that fails as a whole (timeout, crash) is split to isolate the poison record;
+ * - retryAttempts and maxRecordAge bounded: with -1 (infinite) a poison record blocks its shard until the stream
+ *   trims it, and then it is gone without a trace;
+ * - on failure the DLQ gets the failed batch's shard and sequence numbers (the records stay in the stream);
+ * - no tumblingWindow: the stream wrappers refuse windowed events.
+ */
+function streamSourceProps(pipeline: PipelineParts, s: StreamSettings): sources.StreamEventSourceProps {
+  return {
+    startingPosition: lambda.StartingPosition.TRIM_HORIZON,
+    batchSize: s.batchSize,
+    maxBatchingWindow: s.maxBatchingWindowSeconds ? Duration.seconds(s.maxBatchingWindowSeconds) : undefined,
+    parallelizationFactor: s.parallelizationFactor,
+    retryAttempts: s.retryAttempts,
+    maxRecordAge: Duration.seconds(s.maxRecordAgeSeconds),
+    bisectBatchOnError: true,
+    reportBatchItemFailures: true,
+    onFailure: sendOnlyDlq(pipeline),
+  };
+}
+
+/** The DLQ as the mapping's on-failure destination, granting only SendMessage (SqsDlq also grants reads). */
+function sendOnlyDlq(pipeline: PipelineParts): lambda.IEventSourceDlq {
+  const dlq = pipeline.deadLetterQueue;
+  return {
+    bind: (_mapping, fn) => {
+      dlq.grant(fn, "sqs:SendMessage");
+      return { destination: dlq.queueArn };
+    },
+  };
 }
 
 /** An EventBridge matcher for the object key; prefix and suffix together need a wildcard. */

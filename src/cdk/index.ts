@@ -26,7 +26,9 @@ export {
   type RecordsTableAction,
   type RecordsTableOptions,
   type Removal,
+  STREAM_VIEW_TYPES,
   type StateOptions,
+  type StreamViewType,
   type TableStateOptions,
   VISIBILITY_TIMEOUT_FACTOR,
 } from "./props.js";

@@ -37,6 +37,14 @@ function acknowledgeBuckets(pipeline: PipelineParts, p: ResolvedProps): void {
     objectArns.push(`<${id(inputBucket)}.Arn>/${p.s3.objectKeyPrefix ?? ""}*`);
   }
   if (outputBucket) objectArns.push(`<${id(outputBucket)}.Arn>/*`);
+  if (p.dynamodb) {
+    Validations.of(policy).acknowledge({
+      id: "AwsSolutions-IAM5[Resource::*]",
+      reason:
+        "dynamodb:ListStreams, which the DynamoDB stream's event source mapping calls, has no resource-level " +
+        "permission: IAM only accepts `*` for it. The stream's reads are granted on the source table's stream only.",
+    });
+  }
   for (const arn of objectArns) {
     Validations.of(policy).acknowledge({
       id: `AwsSolutions-IAM5[Resource::${arn}]`,
@@ -63,7 +71,8 @@ function acknowledgeFunction(pipeline: PipelineParts): void {
       id: "Serverless-LambdaDLQ",
       reason:
         "Failed async invokes go to the DLQ through an on-failure destination (it keeps the error and the " +
-        "request context, a function DLQ does not); queued deliveries dead-letter by the queue's redrive policy.",
+        "request context, a function DLQ does not); queued deliveries dead-letter by the queue's redrive policy, " +
+        "stream deliveries by their mapping's on-failure destination.",
     },
     {
       id: "Serverless-LambdaTracing",

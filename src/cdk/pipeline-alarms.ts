@@ -10,4 +10,9 @@ export interface PipelineAlarms {
   readonly failed: cloudwatch.Alarm;
   /** Invocations that failed as a whole (timeout, crash outside the per-record guard). */
   readonly functionErrors: cloudwatch.Alarm;
+  /**
+   * The oldest record of the stream waits too long (Lambda's IteratorAge, maximum): a shard is stuck or the
+   * function falls behind, and records will age out to the DLQ (stream deliveries only).
+   */
+  readonly iteratorAge?: cloudwatch.Alarm;
 }

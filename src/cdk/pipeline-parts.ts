@@ -1,6 +1,7 @@
 import type * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
 import type * as dynamodb from "aws-cdk-lib/aws-dynamodb";
 import type * as iam from "aws-cdk-lib/aws-iam";
+import type * as kinesis from "aws-cdk-lib/aws-kinesis";
 import type * as lambda from "aws-cdk-lib/aws-lambda";
 import type * as logs from "aws-cdk-lib/aws-logs";
 import type * as s3 from "aws-cdk-lib/aws-s3";
@@ -23,6 +24,8 @@ export interface PipelineParts extends Construct {
   readonly inputBucket?: s3.Bucket;
   readonly outputBucket?: s3.Bucket;
   readonly queue?: sqs.Queue;
+  readonly stream?: kinesis.IStream;
+  readonly sourceTable?: dynamodb.ITable;
   readonly deadLetterQueue: sqs.Queue;
   readonly alarms: PipelineAlarms;
   metric(name: PipelineMetric, props?: cloudwatch.MetricOptions): cloudwatch.Metric;

@@ -1,8 +1,9 @@
-import { Duration, RemovalPolicy } from "aws-cdk-lib";
+import { Duration, RemovalPolicy, Tags } from "aws-cdk-lib";
 import * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
 import * as dynamodb from "aws-cdk-lib/aws-dynamodb";
 import type * as events from "aws-cdk-lib/aws-events";
 import * as iam from "aws-cdk-lib/aws-iam";
+import * as kinesis from "aws-cdk-lib/aws-kinesis";
 import type * as lambda from "aws-cdk-lib/aws-lambda";
 import * as logs from "aws-cdk-lib/aws-logs";
 import * as s3 from "aws-cdk-lib/aws-s3";
@@ -12,7 +13,14 @@ import { Construct } from "constructs";
 import { createAlarms } from "./alarms.js";
 import { ENV, STATE_KEY_ATTRIBUTE, STATE_TABLE_ACTIONS, TTL_ATTRIBUTE } from "./constants.js";
 import { createDashboard } from "./dashboard.js";
-import { configureAsyncInvoke, notify, objectEventsRule, sourceQueue } from "./delivery.js";
+import {
+  configureAsyncInvoke,
+  dynamoDBStreamSource,
+  kinesisSource,
+  notify,
+  objectEventsRule,
+  sourceQueue,
+} from "./delivery.js";
 import { createFunction } from "./function.js";
 import { PIPELINE_DIMENSION, type PipelineMetric, SERVICE_DIMENSION } from "./metrics.js";
 import { acknowledgeNagFindings } from "./nag.js";
@@ -22,6 +30,7 @@ import type { EffectivelyOncePipelineProps } from "./props.js";
 import { createQueries } from "./queries.js";
 import { type ResolvedProps, resolveProps } from "./resolve-props.js";
 import { INLINE_STATE_ACTIONS } from "./resolve-state.js";
+import { ROLE_TAG, SOURCE_TABLE_ROLE } from "./state-kinds.js";
 
 /**
  * One effectively-once pipeline on AWS: the source (bucket and/or queue), the function, the state table,
@@ -39,6 +48,11 @@ export class EffectivelyOncePipeline extends Construct implements PipelineParts 
   readonly outputBucket?: s3.Bucket;
   /** The source queue (`s3-sqs`, `sqs`). */
   readonly queue?: sqs.Queue;
+  /** The Kinesis stream the function reads (`kinesis`): created, or the `kinesisStream` prop. */
+  readonly stream?: kinesis.IStream;
+  /** The table whose stream the function reads (`dynamodb-streams`): created, or the `sourceTable` prop. */
+  readonly sourceTable?: dynamodb.ITable;
+  /** Dead letters: the source queue's redrive target, or the on-failure destination of async invokes and streams. */
   readonly deadLetterQueue: sqs.Queue;
   /** The EventBridge rule (`s3-eventbridge`). */
   readonly rule?: events.Rule;
@@ -65,7 +79,8 @@ export class EffectivelyOncePipeline extends Construct implements PipelineParts 
     const serviceName = p.environment[ENV.serviceName] ?? p.pipelineName;
     this.#dimensions = { [PIPELINE_DIMENSION]: p.pipelineName, [SERVICE_DIMENSION]: serviceName };
 
-    // Dead letters: redrive target of the source queue, or the on-failure destination of async invokes.
+    // Dead letters: redrive target of the source queue, or the on-failure destination of async invokes and of the
+    // stream mappings (for a stream: the failed batch's shard and sequence numbers, not the records).
     this.deadLetterQueue = new sqs.Queue(this, "DeadLetterQueue", {
       fifo: p.queue?.fifo || undefined,
       retentionPeriod: Duration.days(14),
@@ -79,6 +94,8 @@ export class EffectivelyOncePipeline extends Construct implements PipelineParts 
       this.recordsTable = this.#table("RecordsTable", undefined, p.recordsTable.keyAttribute);
     if (p.s3) this.inputBucket = this.#bucket("InputBucket", p.delivery === "s3-eventbridge");
     if (p.outputBucket) this.outputBucket = this.#bucket("OutputBucket");
+    if (p.kinesis) this.stream = p.kinesis.stream ?? this.#stream(p.kinesis.shardCount);
+    if (p.dynamodb) this.sourceTable = p.dynamodb.table ?? this.#sourceTable(p.dynamodb.viewType);
 
     // The function: its own role (no managed policies) and log group (retention, removal policy).
     this.logGroup = new logs.LogGroup(this, "LogGroup", {
@@ -118,6 +135,12 @@ export class EffectivelyOncePipeline extends Construct implements PipelineParts 
       }
       case "sqs":
         return { queue: sourceQueue(this, p.queue) };
+      case "kinesis":
+        kinesisSource(this, required(this.stream, "Kinesis stream"), p.kinesis);
+        return {};
+      case "dynamodb-streams":
+        dynamoDBStreamSource(this, required(this.sourceTable, "source table"), p.dynamodb);
+        return {};
     }
   }
 
@@ -163,14 +186,41 @@ export class EffectivelyOncePipeline extends Construct implements PipelineParts 
 
   /** The S3 deliveries' bucket (created before the function, which names it in its environment). */
   #inputBucket(): s3.Bucket {
-    if (!this.inputBucket)
-      throw new Error("EffectivelyOncePipeline: an S3 delivery without its input bucket");
-    return this.inputBucket;
+    return required(this.inputBucket, "input bucket");
   }
 
-  #table(id: string, ttl?: string, key = STATE_KEY_ATTRIBUTE): dynamodb.Table {
+  /**
+   * The `kinesis` delivery's stream: on demand (no shard count to plan) unless shardCount is given, encrypted with the
+   * aws/kinesis key, kept 7 days: the DLQ message of a failed batch names its records, so they must outlive
+   * maxRecordAge and a weekend.
+   */
+  #stream(shardCount: number | undefined): kinesis.Stream {
+    return new kinesis.Stream(this, "Stream", {
+      streamMode: shardCount === undefined ? kinesis.StreamMode.ON_DEMAND : kinesis.StreamMode.PROVISIONED,
+      shardCount,
+      encryption: kinesis.StreamEncryption.MANAGED,
+      retentionPeriod: Duration.days(7),
+      removalPolicy: this.#removalPolicy,
+    });
+  }
+
+  /** The `dynamodb-streams` delivery's table: keyed like the records table, with its stream; tagged as a source. */
+  #sourceTable(viewType: keyof typeof dynamodb.StreamViewType): dynamodb.Table {
+    const table = this.#table("SourceTable", undefined, "pk", dynamodb.StreamViewType[viewType]);
+    // Keyed by pk like a state table: the tag tells `eonce audit template` it is not one.
+    Tags.of(table).add(ROLE_TAG, SOURCE_TABLE_ROLE);
+    return table;
+  }
+
+  #table(
+    id: string,
+    ttl?: string,
+    key = STATE_KEY_ATTRIBUTE,
+    stream?: dynamodb.StreamViewType,
+  ): dynamodb.Table {
     return new dynamodb.Table(this, id, {
       partitionKey: { name: key, type: dynamodb.AttributeType.STRING },
+      stream,
       billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
       timeToLiveAttribute: ttl,
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
@@ -196,4 +246,10 @@ export class EffectivelyOncePipeline extends Construct implements PipelineParts 
       autoDeleteObjects: this.#removalPolicy === RemovalPolicy.DESTROY,
     });
   }
+}
+
+/** A resource the construct made (or was given) before it is wired (resolveProps guarantees it). */
+function required<T>(resource: T | undefined, what: string): T {
+  if (resource === undefined) throw new Error(`EffectivelyOncePipeline: the ${what} is missing`);
+  return resource;
 }

@@ -1,5 +1,6 @@
 import type * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
 import type * as dynamodb from "aws-cdk-lib/aws-dynamodb";
+import type * as kinesis from "aws-cdk-lib/aws-kinesis";
 import type * as lambda from "aws-cdk-lib/aws-lambda";
 import type * as s3 from "aws-cdk-lib/aws-s3";
 
@@ -8,11 +9,31 @@ import type * as s3 from "aws-cdk-lib/aws-s3";
  * - `s3-direct`: S3 notifications invoke the function asynchronously (Lambda retries twice, then the DLQ);
  * - `s3-eventbridge`: the bucket sends to EventBridge, a rule invokes the function asynchronously;
  * - `s3-sqs`: S3 notifications go to a queue (with DLQ) polled by the function;
- * - `sqs`: a queue (with DLQ) that producers send messages to; no input bucket.
+ * - `sqs`: a queue (with DLQ) that producers send messages to; no input bucket;
+ * - `kinesis`: a Kinesis data stream (created encrypted, or `kinesisStream`) polled by the function;
+ * - `dynamodb-streams`: the stream of a DynamoDB table (created, or `sourceTable`) polled by the function.
+ * The stream deliveries send the batches they give up on to the DLQ (an on-failure destination).
  */
-export type DeliveryKind = "s3-direct" | "s3-eventbridge" | "s3-sqs" | "sqs";
+export type DeliveryKind = "s3-direct" | "s3-eventbridge" | "s3-sqs" | "sqs" | "kinesis" | "dynamodb-streams";
 /** Every `DeliveryKind`, in the order the docs list them. */
-export const DELIVERIES: readonly DeliveryKind[] = ["s3-direct", "s3-eventbridge", "s3-sqs", "sqs"];
+export const DELIVERIES: readonly DeliveryKind[] = [
+  "s3-direct",
+  "s3-eventbridge",
+  "s3-sqs",
+  "sqs",
+  "kinesis",
+  "dynamodb-streams",
+];
+
+/** What a DynamoDB stream record holds of the changed item (`dynamodb-streams`, a table the construct creates). */
+export type StreamViewType = "NEW_AND_OLD_IMAGES" | "NEW_IMAGE" | "OLD_IMAGE" | "KEYS_ONLY";
+/** Every `StreamViewType`. */
+export const STREAM_VIEW_TYPES: readonly StreamViewType[] = [
+  "NEW_AND_OLD_IMAGES",
+  "NEW_IMAGE",
+  "OLD_IMAGE",
+  "KEYS_ONLY",
+];
 
 /** What happens to the buckets, tables and log group when the stack is deleted. */
 export type Removal = "retain" | "destroy";
@@ -54,14 +75,42 @@ export interface EffectivelyOncePipelineProps {
   visibilityTimeoutSeconds?: number;
   /** Receives before a message goes to the DLQ. Default and minimum 5 (a throttled batch counts as a receive). */
   maxReceiveCount?: number;
-  /** Messages per invocation (`s3-sqs`, `sqs`). Default 10. */
+  /** Messages or records per invocation (queued and stream deliveries). Default 10 (SQS), 100 (streams). */
   batchSize?: number;
-  /** Wait up to this long to fill a batch. Default 0. Not with FIFO queues. */
+  /** Wait up to this long to fill a batch (queued and stream deliveries). Default 0. Not with FIFO queues. */
   maxBatchingWindowSeconds?: number;
   /** Most concurrent invocations the queue poller starts (2–1000). Default: unlimited. */
   maxConcurrency?: number;
   /** A FIFO source queue (`sqs` only): per-group order at the source. Default false. */
   fifo?: boolean;
+  /** An existing stream to read (`kinesis`). Default: the construct creates one (on demand, encrypted, 7 days). */
+  kinesisStream?: kinesis.IStream;
+  /**
+   * Shards of the created stream in provisioned mode (`kinesis` without `kinesisStream`, 1–500). Default: on-demand
+   * mode (no shard count to plan; a fixed hourly price per stream, more than one provisioned shard's when idle).
+   */
+  shardCount?: number;
+  /**
+   * An existing table whose stream to read (`dynamodb-streams`); its stream must be enabled. Default: the construct
+   * creates one (hash key `pk`, a string) with a stream of `streamViewType`.
+   */
+  sourceTable?: dynamodb.ITable;
+  /** The created source table's stream view (`dynamodb-streams` without `sourceTable`). Default `NEW_AND_OLD_IMAGES`. */
+  streamViewType?: StreamViewType;
+  /**
+   * Batches in flight per shard (stream deliveries, 1–10). Default 1. Order per partition key holds at any factor
+   * (records of one key stay in one batch lane), but more batches of the shard run at once.
+   */
+  parallelizationFactor?: number;
+  /** Retries of a failed batch before it goes to the DLQ (stream deliveries, 0–10000). Default 10. */
+  retryAttempts?: number;
+  /**
+   * Records older than this go to the DLQ unprocessed (stream deliveries, 60 s – 7 days; `dynamodb-streams` at most
+   * its 24 h retention). Default 1 day (`kinesis`), 12 hours (`dynamodb-streams`).
+   */
+  maxRecordAgeSeconds?: number;
+  /** Alarm when the oldest record waits this long (Lambda's IteratorAge; stream deliveries). Default 900. */
+  iteratorAgeAlarmSeconds?: number;
   /** Only objects under this key prefix (S3 deliveries). */
   objectKeyPrefix?: string;
   /** Only objects with this key suffix (S3 deliveries). */

@@ -1,4 +1,6 @@
 import type * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
+import type * as dynamodb from "aws-cdk-lib/aws-dynamodb";
+import type * as kinesis from "aws-cdk-lib/aws-kinesis";
 import type * as lambda from "aws-cdk-lib/aws-lambda";
 import type * as s3 from "aws-cdk-lib/aws-s3";
 import { OptionsError } from "../core/errors.js";
@@ -26,7 +28,9 @@ import {
   type RecordsTableAction,
   type RecordsTableOptions,
   type Removal,
+  STREAM_VIEW_TYPES,
   type StateOptions,
+  type StreamViewType,
   VISIBILITY_TIMEOUT_FACTOR,
 } from "./props.js";
 import { type ResolvedState, resolveState } from "./resolve-state.js";
@@ -35,11 +39,23 @@ const WHAT = "EffectivelyOncePipeline";
 /** Lambda and SQS limits. */
 const MAX_LAMBDA_TIMEOUT_SECONDS = 900;
 const MAX_VISIBILITY_TIMEOUT_SECONDS = 12 * 3600;
+/** Lambda's bound of MaximumRecordAgeInSeconds (besides -1, infinite, which the construct never sets). */
+const MAX_RECORD_AGE_SECONDS = 7 * 24 * 3600;
+/** A DynamoDB stream keeps records 24 hours: a longer record age never applies. */
+const DYNAMODB_STREAM_RETENTION_SECONDS = 24 * 3600;
 const LOG_RETENTION_DAYS = [
   1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653,
 ];
 
 const isObject = (v: unknown) => typeof v === "object" && v !== null && !Array.isArray(v);
+const isStream = (v: unknown) =>
+  isObject(v) &&
+  typeof (v as kinesis.IStream).streamArn === "string" &&
+  typeof (v as kinesis.IStream).grantRead === "function";
+const isTable = (v: unknown) =>
+  isObject(v) &&
+  typeof (v as dynamodb.ITable).tableArn === "string" &&
+  typeof (v as dynamodb.ITable).grantStreamRead === "function";
 const isPackageList = (v: unknown) =>
   Array.isArray(v) && v.every((m) => typeof m === "string" && /^(@[\w.-]+\/)?[\w.-]+$/.test(m));
 
@@ -62,10 +78,21 @@ export const PIPELINE_PROPS = schemaFor<EffectivelyOncePipelineProps>()({
   // Default: the minimum, computed from timeoutSeconds and maxBatchingWindowSeconds.
   visibilityTimeoutSeconds: integer({ min: 0, max: MAX_VISIBILITY_TIMEOUT_SECONDS }),
   maxReceiveCount: integer({ min: 1, max: 1000, default: MIN_MAX_RECEIVE_COUNT }),
-  batchSize: integer({ min: 1, max: 10_000, default: 10 }),
+  // Default per delivery: 10 (SQS), 100 (streams, Lambda's own default).
+  batchSize: integer({ min: 1, max: 10_000 }),
   maxBatchingWindowSeconds: integer({ min: 0, max: 300, default: 0 }),
   maxConcurrency: integer({ min: 2, max: 1000 }),
   fifo: boolean({ default: false }),
+  kinesisStream: custom<kinesis.IStream>("a Kinesis stream (kinesis.IStream)", isStream),
+  shardCount: integer({ min: 1, max: 500 }),
+  sourceTable: custom<dynamodb.ITable>("a DynamoDB table (dynamodb.ITable)", isTable),
+  streamViewType: oneOf(STREAM_VIEW_TYPES),
+  parallelizationFactor: integer({ min: 1, max: 10, default: 1 }),
+  // Never -1 (infinite): a poison batch would block its shard until the stream trims it.
+  retryAttempts: integer({ min: 0, max: 10_000, default: 10 }),
+  // Default per delivery (streamSettings).
+  maxRecordAgeSeconds: integer({ min: 60, max: MAX_RECORD_AGE_SECONDS }),
+  iteratorAgeAlarmSeconds: integer({ min: 1, max: MAX_RECORD_AGE_SECONDS, default: 900 }),
   objectKeyPrefix: string(),
   objectKeySuffix: string(),
   includeRemovals: boolean({ default: true }),
@@ -165,16 +192,63 @@ export interface QueueSettings {
   readonly fifo: boolean;
 }
 
+/** The stream and its event source mapping (stream deliveries). */
+export interface StreamSettings {
+  readonly batchSize: number;
+  readonly maxBatchingWindowSeconds: number;
+  readonly parallelizationFactor: number;
+  readonly retryAttempts: number;
+  readonly maxRecordAgeSeconds: number;
+  readonly iteratorAgeAlarmSeconds: number;
+}
+
+/** The Kinesis stream to read: the user's, or undefined (the construct creates one, provisioned when shardCount). */
+export interface KinesisSettings extends StreamSettings {
+  readonly stream: kinesis.IStream | undefined;
+  readonly shardCount: number | undefined;
+}
+
+/** The table whose stream to read: the user's, or undefined (the construct creates one with `viewType`). */
+export interface DynamoDBStreamSettings extends StreamSettings {
+  readonly table: dynamodb.ITable | undefined;
+  readonly viewType: StreamViewType;
+}
+
+interface NoStream {
+  readonly kinesis?: undefined;
+  readonly dynamodb?: undefined;
+}
+interface NoBucketNorQueue {
+  readonly s3?: undefined;
+  readonly queue?: undefined;
+}
+
 /** Props after validation, every default filled in: each delivery has the settings it uses and no others. */
 export type ResolvedProps =
-  | (CommonProps & { readonly delivery: "s3-direct"; readonly s3: S3Settings; readonly queue?: undefined })
-  | (CommonProps & {
-      readonly delivery: "s3-eventbridge";
-      readonly s3: S3Settings;
-      readonly queue?: undefined;
-    })
-  | (CommonProps & { readonly delivery: "s3-sqs"; readonly s3: S3Settings; readonly queue: QueueSettings })
-  | (CommonProps & { readonly delivery: "sqs"; readonly s3?: undefined; readonly queue: QueueSettings });
+  | (CommonProps &
+      NoStream & { readonly delivery: "s3-direct"; readonly s3: S3Settings; readonly queue?: undefined })
+  | (CommonProps &
+      NoStream & {
+        readonly delivery: "s3-eventbridge";
+        readonly s3: S3Settings;
+        readonly queue?: undefined;
+      })
+  | (CommonProps &
+      NoStream & { readonly delivery: "s3-sqs"; readonly s3: S3Settings; readonly queue: QueueSettings })
+  | (CommonProps &
+      NoStream & { readonly delivery: "sqs"; readonly s3?: undefined; readonly queue: QueueSettings })
+  | (CommonProps &
+      NoBucketNorQueue & {
+        readonly delivery: "kinesis";
+        readonly kinesis: KinesisSettings;
+        readonly dynamodb?: undefined;
+      })
+  | (CommonProps &
+      NoBucketNorQueue & {
+        readonly delivery: "dynamodb-streams";
+        readonly kinesis?: undefined;
+        readonly dynamodb: DynamoDBStreamSettings;
+      });
 
 type Fields = Resolved<typeof PIPELINE_PROPS>;
 
@@ -200,7 +274,7 @@ export function resolveProps(props: EffectivelyOncePipelineProps): ResolvedProps
   };
   optionsRule(
     WHAT,
-    o.accessLogsBucket === undefined || o.delivery !== "sqs" || o.outputBucket,
+    o.accessLogsBucket === undefined || FROM_S3.includes(o.delivery) || o.outputBucket,
     "accessLogsBucket is given but the pipeline has no bucket",
   );
   switch (o.delivery) {
@@ -211,19 +285,27 @@ export function resolveProps(props: EffectivelyOncePipelineProps): ResolvedProps
       return { ...common, delivery: o.delivery, s3: s3Settings(o), queue: queueSettings(o) };
     case "sqs":
       return { ...common, delivery: o.delivery, queue: queueSettings(o) };
+    case "kinesis":
+      return { ...common, delivery: o.delivery, kinesis: kinesisSettings(o) };
+    case "dynamodb-streams":
+      return { ...common, delivery: o.delivery, dynamodb: dynamoDBStreamSettings(o) };
   }
 }
 
 const QUEUED: readonly DeliveryKind[] = ["s3-sqs", "sqs"];
 const FROM_S3: readonly DeliveryKind[] = ["s3-direct", "s3-eventbridge", "s3-sqs"];
+const STREAMS: readonly DeliveryKind[] = ["kinesis", "dynamodb-streams"];
+const BATCHED: readonly DeliveryKind[] = [...QUEUED, ...STREAMS];
 const QUEUED_ONLY = "the s3-sqs and sqs deliveries only";
 const S3_ONLY = "the S3 deliveries only";
+const STREAMS_ONLY = "the kinesis and dynamodb-streams deliveries only";
+const BATCHED_ONLY = "the s3-sqs, sqs, kinesis and dynamodb-streams deliveries only";
 
 /** Props that only some deliveries use: given for another, they would be silently ignored. */
 const APPLIES_TO: readonly [keyof EffectivelyOncePipelineProps, readonly DeliveryKind[], string][] = [
   ["visibilityTimeoutSeconds", QUEUED, QUEUED_ONLY],
-  ["batchSize", QUEUED, QUEUED_ONLY],
-  ["maxBatchingWindowSeconds", QUEUED, QUEUED_ONLY],
+  ["batchSize", BATCHED, BATCHED_ONLY],
+  ["maxBatchingWindowSeconds", BATCHED, BATCHED_ONLY],
   ["maxConcurrency", QUEUED, QUEUED_ONLY],
   ["fifo", ["sqs"], "the sqs delivery only"],
   ["maxReceiveCount", QUEUED, `${QUEUED_ONLY} (async invokes retry twice)`],
@@ -231,6 +313,14 @@ const APPLIES_TO: readonly [keyof EffectivelyOncePipelineProps, readonly Deliver
   ["objectKeySuffix", FROM_S3, S3_ONLY],
   ["includeRemovals", FROM_S3, S3_ONLY],
   ["inputBucketRead", FROM_S3, S3_ONLY],
+  ["kinesisStream", ["kinesis"], "the kinesis delivery only"],
+  ["shardCount", ["kinesis"], "the kinesis delivery only"],
+  ["sourceTable", ["dynamodb-streams"], "the dynamodb-streams delivery only"],
+  ["streamViewType", ["dynamodb-streams"], "the dynamodb-streams delivery only"],
+  ["parallelizationFactor", STREAMS, STREAMS_ONLY],
+  ["retryAttempts", STREAMS, STREAMS_ONLY],
+  ["maxRecordAgeSeconds", STREAMS, STREAMS_ONLY],
+  ["iteratorAgeAlarmSeconds", STREAMS, STREAMS_ONLY],
 ];
 
 /** Checks the props as given (the resolved ones have defaults filled in). */
@@ -282,7 +372,8 @@ function s3Settings(o: Fields): S3Settings {
 }
 
 function queueSettings(o: Fields): QueueSettings {
-  const { fifo, batchSize, maxBatchingWindowSeconds: window, maxReceiveCount } = o;
+  const { fifo, maxBatchingWindowSeconds: window, maxReceiveCount } = o;
+  const batchSize = o.batchSize ?? 10;
   optionsRule(WHAT, !fifo || window === 0, "maxBatchingWindowSeconds is not supported with FIFO queues");
   optionsRule(
     WHAT,
@@ -307,6 +398,64 @@ function queueSettings(o: Fields): QueueSettings {
     maxBatchingWindowSeconds: window,
     maxConcurrency: o.maxConcurrency,
     fifo,
+  };
+}
+
+/**
+ * The stream's mapping. TRIM_HORIZON, bisection, item failures and the DLQ are not options (delivery.ts);
+ * tumbling windows are not offered (the stream wrappers refuse them).
+ */
+function streamSettings(o: Fields, maxRecordAgeDefault = 24 * 3600): StreamSettings {
+  const maxRecordAgeSeconds = o.maxRecordAgeSeconds ?? maxRecordAgeDefault;
+  optionsRule(
+    WHAT,
+    o.iteratorAgeAlarmSeconds < maxRecordAgeSeconds,
+    `iteratorAgeAlarmSeconds (${o.iteratorAgeAlarmSeconds}) must be under maxRecordAgeSeconds ` +
+      `(${maxRecordAgeSeconds}): the alarm must fire before records age out to the DLQ`,
+  );
+  return {
+    batchSize: o.batchSize ?? 100,
+    maxBatchingWindowSeconds: o.maxBatchingWindowSeconds,
+    parallelizationFactor: o.parallelizationFactor,
+    retryAttempts: o.retryAttempts,
+    maxRecordAgeSeconds,
+    iteratorAgeAlarmSeconds: o.iteratorAgeAlarmSeconds,
+  };
+}
+
+function kinesisSettings(o: Fields): KinesisSettings {
+  optionsRule(
+    WHAT,
+    o.kinesisStream === undefined || o.shardCount === undefined,
+    "shardCount applies to the stream the construct creates: kinesisStream's shards are set on that stream",
+  );
+  return { ...streamSettings(o), stream: o.kinesisStream, shardCount: o.shardCount };
+}
+
+function dynamoDBStreamSettings(o: Fields): DynamoDBStreamSettings {
+  optionsRule(
+    WHAT,
+    o.maxRecordAgeSeconds === undefined || o.maxRecordAgeSeconds <= DYNAMODB_STREAM_RETENTION_SECONDS,
+    `maxRecordAgeSeconds (${o.maxRecordAgeSeconds}) must be at most ${DYNAMODB_STREAM_RETENTION_SECONDS}: ` +
+      "a DynamoDB stream keeps records 24 hours",
+  );
+  const table = o.sourceTable;
+  optionsRule(
+    WHAT,
+    table === undefined || table.tableStreamArn !== undefined,
+    "sourceTable has no stream: enable its stream (stream: NEW_AND_OLD_IMAGES), or import it with tableStreamArn",
+  );
+  optionsRule(
+    WHAT,
+    table === undefined || o.streamViewType === undefined,
+    "streamViewType applies to the table the construct creates: sourceTable's stream is set on that table",
+  );
+  // Half the stream's 24 h: the DLQ message names the failed records (shard, sequence numbers), it does not hold
+  // them, so they must still be in the stream when someone reads it.
+  return {
+    ...streamSettings(o, 12 * 3600),
+    table,
+    viewType: o.streamViewType ?? "NEW_AND_OLD_IMAGES",
   };
 }
 

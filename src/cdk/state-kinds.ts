@@ -14,3 +14,11 @@ export const STATE_KINDS: readonly StateKind[] = ["table", "inline", "external"]
  * `external`). A template holding such a function has a guard, though it has no guard table.
  */
 export const STATE_TAG = "eonce:state";
+
+/**
+ * The tag that says what a table is to `eonce audit template` (src/audit/rules/guard-table.ts): `state-table` marks a
+ * guard table of any shape, any other value says a table keyed like one (`pk`) is not one.
+ */
+export const ROLE_TAG = "eonce:role";
+/** The role of the table whose stream a `dynamodb-streams` pipeline reads: its items are events, not guard state. */
+export const SOURCE_TABLE_ROLE = "source";

@@ -1,4 +1,6 @@
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { DynamoDBStreamsClient } from "@aws-sdk/client-dynamodb-streams";
+import type { KinesisClient } from "@aws-sdk/client-kinesis";
 import { CreateBucketCommand, type S3Client } from "@aws-sdk/client-s3";
 import {
   CreateQueueCommand,
@@ -27,7 +29,10 @@ import {
 } from "./delivery/lambda-runner.js";
 import { S3NotificationFactory } from "./delivery/s3-notifications.js";
 import { SqsEventSource, type SqsEventSourceOptions } from "./delivery/sqs-event-source.js";
+import { StreamEventSource, type StreamEventSourceOptions } from "./delivery/stream-event-source.js";
+import type { StreamReader } from "./delivery/stream-reader.js";
 import { type DynamoDBLocal, dynamoDBClient, startDynamoDBLocal } from "./emulators/dynamodb-local.js";
+import { type LocalKinesisServer, startKinesisServer } from "./emulators/kinesis-server.js";
 import { type LocalLambdaServer, startLambdaServer } from "./emulators/lambda-server.js";
 import { requireServers } from "./emulators/requirements.js";
 import { type LocalS3Server, startS3Server } from "./emulators/s3-server.js";
@@ -42,9 +47,10 @@ export interface LocalRuntimeOptions {
   dynamodbEndpoint?: string;
   /**
    * Which servers to start. Default DynamoDB, S3 and SQS; `lambda`, the local Lambda Invoke endpoint a durable
-   * dispatcher starts its executions at (emulators/lambda-server.ts), only when asked for.
+   * dispatcher starts its executions at (emulators/lambda-server.ts), and `kinesis` (kinesis-local), only when asked
+   * for. DynamoDB Streams come with DynamoDB.
    */
-  services?: { dynamodb?: boolean; s3?: boolean; sqs?: boolean; lambda?: boolean };
+  services?: { dynamodb?: boolean; s3?: boolean; sqs?: boolean; lambda?: boolean; kinesis?: boolean };
   /** Buckets to create at start. */
   buckets?: string[];
   /** Version ids in notifications (see S3NotificationFactory). Default false. */
@@ -52,7 +58,7 @@ export interface LocalRuntimeOptions {
   /** Stop cleanly on SIGINT/SIGTERM, then exit (130/143). Default false; the CLI turns it on. */
   handleSignals?: boolean;
   /** Ports to listen on (default: ones the OS picks), e.g. to set the handler's environment before start. */
-  ports?: { dynamodb?: number; s3?: number; sqs?: number; lambda?: number };
+  ports?: { dynamodb?: number; s3?: number; sqs?: number; lambda?: number; kinesis?: number };
   /** Java executable for DynamoDB Local. Default `java` on the PATH. */
   javaPath?: string;
   /**
@@ -66,14 +72,14 @@ const isObjectOf = (v: unknown, keys: readonly string[], is: (x: unknown) => boo
   typeof v === "object" &&
   v !== null &&
   Object.entries(v).every(([k, x]) => keys.includes(k) && (x === undefined || is(x)));
-const SERVICES = ["dynamodb", "s3", "sqs", "lambda"] as const;
+const SERVICES = ["dynamodb", "s3", "sqs", "lambda", "kinesis"] as const;
 
 /** The runtime's options, field by field; `doc` is the help line of the `eonce run` and `eonce demo` flag. */
 export const LOCAL_RUNTIME_OPTIONS = schemaFor<LocalRuntimeOptions>()({
   seed: integer({ default: 1, doc: "seed of every injected fault" }),
   dynamodbEndpoint: string({ doc: "use this running DynamoDB Local instead of starting one" }),
   services: custom<NonNullable<LocalRuntimeOptions["services"]>>(
-    "an object of booleans (dynamodb, s3, sqs, lambda)",
+    "an object of booleans (dynamodb, s3, sqs, lambda, kinesis)",
     (v) => isObjectOf(v, SERVICES, (x) => typeof x === "boolean"),
   ),
   buckets: custom<string[]>(
@@ -83,7 +89,7 @@ export const LOCAL_RUNTIME_OPTIONS = schemaFor<LocalRuntimeOptions>()({
   versioned: boolean({ default: false }),
   handleSignals: boolean({ default: false }),
   ports: custom<NonNullable<LocalRuntimeOptions["ports"]>>(
-    "an object of ports (dynamodb, s3, sqs, lambda)",
+    "an object of ports (dynamodb, s3, sqs, lambda, kinesis)",
     (v) =>
       isObjectOf(v, SERVICES, (x) => Number.isSafeInteger(x) && (x as number) >= 0 && (x as number) < 65536),
   ),
@@ -137,9 +143,11 @@ export class LocalRuntime {
   readonly sqs?: LocalSqsServer;
   /** The local Lambda Invoke endpoint (durable starts), when `services.lambda` asked for it. */
   readonly lambda?: LocalLambdaServer;
+  /** The local Kinesis, when `services.kinesis` asked for it. */
+  readonly kinesis?: LocalKinesisServer;
   readonly notifications?: BucketNotifications;
   readonly #functions: LocalFunction[] = [];
-  readonly #sources: SqsEventSource[] = [];
+  readonly #sources: (SqsEventSource | StreamEventSource)[] = [];
   readonly #clients: { destroy(): void }[] = [];
   readonly #crashedClaims: CrashedClaims;
   #removeSignalHandlers: (() => void) | undefined;
@@ -147,6 +155,8 @@ export class LocalRuntime {
   #ddbClient?: DynamoDBClient;
   #s3Client?: S3Client;
   #sqsClient?: SQSClient;
+  #kinesisClient?: KinesisClient;
+  #streamsClient?: DynamoDBStreamsClient;
 
   private constructor(
     sim: Simulation,
@@ -155,6 +165,7 @@ export class LocalRuntime {
       s3?: LocalS3Server;
       sqs?: LocalSqsServer;
       lambda?: LocalLambdaServer;
+      kinesis?: LocalKinesisServer;
       versioned: boolean;
       crashedClaims: CrashedClaims;
     },
@@ -166,6 +177,7 @@ export class LocalRuntime {
     this.s3 = parts.s3;
     this.sqs = parts.sqs;
     this.lambda = parts.lambda;
+    this.kinesis = parts.kinesis;
     if (parts.s3) {
       this.notifications = new BucketNotifications(
         {
@@ -184,12 +196,12 @@ export class LocalRuntime {
    */
   static async start(options: LocalRuntimeOptions = {}): Promise<LocalRuntime> {
     const o = resolveOptions("LocalRuntime", LOCAL_RUNTIME_OPTIONS, options);
-    const want = { dynamodb: true, s3: true, sqs: true, lambda: false, ...o.services };
+    const want = { dynamodb: true, s3: true, sqs: true, lambda: false, kinesis: false, ...o.services };
     const ports = o.ports ?? {};
     // The three start in parallel: DynamoDB Local (a JVM) dominates the start time. allSettled, not all:
     // a server that finishes starting after another one failed must be stopped too, or it keeps the
     // process alive (a JVM listening for ever).
-    const [ddb, s3, sqs, lambda] = await Promise.allSettled([
+    const [ddb, s3, sqs, lambda, kinesis] = await Promise.allSettled([
       want.dynamodb && !o.dynamodbEndpoint
         ? startDynamoDBLocal({
             ...(ports.dynamodb ? { port: ports.dynamodb } : {}),
@@ -201,8 +213,9 @@ export class LocalRuntime {
       want.lambda
         ? startLambdaServer({ seed: o.seed, ...(ports.lambda ? { port: ports.lambda } : {}) })
         : undefined,
+      want.kinesis ? startKinesisServer(ports.kinesis ? { port: ports.kinesis } : {}) : undefined,
     ]);
-    const results = [ddb, s3, sqs, lambda];
+    const results = [ddb, s3, sqs, lambda, kinesis];
     const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected");
     if (failed) {
       await Promise.allSettled(results.map((r) => (r.status === "fulfilled" ? r.value?.stop() : undefined)));
@@ -221,6 +234,7 @@ export class LocalRuntime {
       s3: value(s3),
       sqs: value(sqs),
       lambda: value(lambda),
+      kinesis: value(kinesis),
       versioned: o.versioned,
       crashedClaims: o.crashedClaims,
     });
@@ -234,6 +248,26 @@ export class LocalRuntime {
    */
   static preflight(options: LocalRuntimeOptions = {}): void {
     requireServers({ dynamodb: true, s3: true, sqs: true, ...options.services }, options);
+  }
+
+  /** The runtime's Kinesis client (HTTP/1.1: see kinesis-server.ts). */
+  kinesisClient(): KinesisClient {
+    if (!this.kinesis) throw new Error("Kinesis is not running in this runtime");
+    this.#kinesisClient ??= this.#own(this.kinesis.client());
+    return this.#kinesisClient;
+  }
+
+  /** The runtime's DynamoDB Streams client: DynamoDB Local serves the Streams API at its own endpoint. */
+  dynamodbStreamsClient(): DynamoDBStreamsClient {
+    if (!this.dynamodb) throw new Error("DynamoDB is not running in this runtime");
+    this.#streamsClient ??= this.#own(
+      new DynamoDBStreamsClient({
+        endpoint: this.dynamodb.endpoint,
+        region: LOCAL_REGION,
+        credentials: LOCAL_CREDENTIALS,
+      }),
+    );
+    return this.#streamsClient;
   }
 
   /** Shared clients for the runtime's own use (setup, measuring); destroyed by stop(). */
@@ -269,6 +303,7 @@ export class LocalRuntime {
       s3: this.s3?.endpoint,
       sqs: this.sqs?.endpoint,
       lambda: this.lambda?.endpoint,
+      kinesis: this.kinesis?.endpoint,
     });
   }
 
@@ -278,6 +313,7 @@ export class LocalRuntime {
     s3?: string;
     sqs?: string;
     lambda?: string;
+    kinesis?: string;
   }): Record<string, string> {
     const env: Record<string, string> = {
       AWS_REGION: LOCAL_REGION,
@@ -288,7 +324,11 @@ export class LocalRuntime {
       AWS_RESPONSE_CHECKSUM_VALIDATION: "WHEN_REQUIRED",
       AWS_EC2_METADATA_DISABLED: "true",
     };
-    if (endpoints.dynamodb) env.AWS_ENDPOINT_URL_DYNAMODB = endpoints.dynamodb;
+    if (endpoints.dynamodb) {
+      env.AWS_ENDPOINT_URL_DYNAMODB = endpoints.dynamodb;
+      env.AWS_ENDPOINT_URL_DYNAMODB_STREAMS = endpoints.dynamodb;
+    }
+    if (endpoints.kinesis) env.AWS_ENDPOINT_URL_KINESIS = endpoints.kinesis;
     if (endpoints.s3) env.AWS_ENDPOINT_URL_S3 = endpoints.s3;
     // Also what the visibility heartbeat addresses queues at (the queue URLs of fauxqs are under it).
     if (endpoints.sqs) env.AWS_ENDPOINT_URL_SQS = endpoints.sqs;
@@ -402,6 +442,18 @@ export class LocalRuntime {
     return source;
   }
 
+  /** Starts reading a stream for `fn` (a Kinesis or DynamoDB Streams event source mapping). */
+  streamEventSource(
+    fn: LocalFunction,
+    reader: StreamReader,
+    options: StreamEventSourceOptions = {},
+  ): StreamEventSource {
+    const source = new StreamEventSource(fn, reader, options, this.sim);
+    this.#sources.push(source);
+    source.start();
+    return source;
+  }
+
   /**
    * Resolves when everything started has settled: no delivery waiting, retrying or running, no zombie
    * still running, every polled queue empty. Crashed runs hang until stop() and do not count.
@@ -443,6 +495,7 @@ export class LocalRuntime {
         this.s3?.stop(),
         this.sqs?.stop(),
         this.lambda?.stop(),
+        this.kinesis?.stop(),
         this.dynamodb?.server?.stop(),
       ]);
     })();

@@ -39,7 +39,15 @@ export type FaultKind =
   /** `--failover --wait-for-replicas`: the wait for a replica timed out, the step landed on the primary only. */
   | "wait-timeout"
   /** Someone else wrote an effect target before the history (foreign-values.ts). */
-  | "foreign-value";
+  | "foreign-value"
+  /** Stream histories: a producer's retried put, one more record of an event under a new sequence number. */
+  | "producer-duplicate"
+  /** Stream histories: shard 0 split into two children mid-stream. */
+  | "split"
+  /** Stream histories: a batch's checkpoint was not saved after it succeeded, so its records come again. */
+  | "checkpoint-lost"
+  /** Stream histories: a failed invocation's batch halved before its retry. */
+  | "bisect";
 
 export type FaultCounts = Partial<Record<FaultKind, number>>;
 

@@ -18,6 +18,22 @@ const CASES: { file: string; exitCode: 0 | 1; findings: string[]; suppressed?: s
     exitCode: 1,
     findings: ["batch-item-failures ClicksSource", "batch-item-failures ProfilesSource"],
   },
+  {
+    file: "stream-defaults.yaml",
+    exitCode: 1,
+    findings: [
+      "stream-bisect ClicksSource",
+      "stream-no-on-failure ClicksSource",
+      "stream-starting-latest ClicksSource",
+      "stream-unbounded-record-age ClicksSource",
+      "stream-unbounded-retries ClicksSource",
+    ],
+  },
+  {
+    file: "dynamodb-stream-window.json",
+    exitCode: 1,
+    findings: ["stream-tumbling-window OrdersSource", "stream-unbounded-retries OrdersSource"],
+  },
   { file: "fifo-no-dedup.json", exitCode: 0, findings: ["fifo-content-dedup LedgerQueue"] },
   { file: "s3-no-guard-table.yaml", exitCode: 1, findings: ["s3-no-guard-table Uploads"] },
   {

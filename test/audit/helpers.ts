@@ -43,6 +43,34 @@ export const mapping = (
   },
 });
 
+/** The settings of a safe stream mapping (what EffectivelyOncePipeline sets), on-failure to the `Dlq` resource. */
+export const SAFE_STREAM = {
+  StartingPosition: "TRIM_HORIZON",
+  BisectBatchOnFunctionError: true,
+  MaximumRetryAttempts: 10,
+  MaximumRecordAgeInSeconds: 86_400,
+  DestinationConfig: { OnFailure: { Destination: { "Fn::GetAtt": ["Dlq", "Arn"] } } },
+};
+
+/** Kinesis → Lambda (`Kinesis`) and DynamoDB streams → Lambda (`Ddb`), every setting safe but `props`. */
+export function streamPipeline(props: Record<string, unknown> = {}): Resources {
+  return {
+    Dlq: queue(),
+    Stream: { Type: "AWS::Kinesis::Stream", Properties: { ShardCount: 1, Name: "clicks" } },
+    Table: {
+      Type: "AWS::DynamoDB::Table",
+      Properties: {
+        TableName: "profiles",
+        KeySchema: [{ AttributeName: "id", KeyType: "HASH" }],
+        StreamSpecification: { StreamViewType: "NEW_AND_OLD_IMAGES" },
+      },
+    },
+    Fn: fn(),
+    Kinesis: mapping({ "Fn::GetAtt": ["Stream", "Arn"] }, { Ref: "Fn" }, { ...SAFE_STREAM, ...props }),
+    Ddb: mapping({ "Fn::GetAtt": ["Table", "StreamArn"] }, { Ref: "Fn" }, { ...SAFE_STREAM, ...props }),
+  };
+}
+
 /** SQS → Lambda, every other setting safe: the visibility timeout and the function timeout vary. */
 export function sqsPipeline(visibility: unknown, timeout: unknown): Resources {
   const queueProps: Record<string, unknown> = { RedrivePolicy: redrive() };

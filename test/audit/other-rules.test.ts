@@ -1,17 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { audit, fn, guardTable, mapping, pairs, queue, type Resources } from "./helpers.js";
+import { audit, fn, guardTable, mapping, pairs, queue, type Resources, streamPipeline } from "./helpers.js";
 
 describe("batch-item-failures", () => {
-  const streams = (types: unknown): Resources => ({
-    Stream: { Type: "AWS::Kinesis::Stream", Properties: { ShardCount: 1 } },
-    Table: {
-      Type: "AWS::DynamoDB::Table",
-      Properties: { KeySchema: [{ AttributeName: "id", KeyType: "HASH" }] },
-    },
-    Fn: fn(),
-    Kinesis: mapping({ "Fn::GetAtt": ["Stream", "Arn"] }, { Ref: "Fn" }, { FunctionResponseTypes: types }),
-    Ddb: mapping({ "Fn::GetAtt": ["Table", "StreamArn"] }, { Ref: "Fn" }, { FunctionResponseTypes: types }),
-  });
+  const streams = (types: unknown): Resources => streamPipeline({ FunctionResponseTypes: types });
 
   it("passes with ReportBatchItemFailures, fails each batch mapping without it", () => {
     expect(pairs(audit(streams(["ReportBatchItemFailures"])))).toEqual([]);

@@ -46,6 +46,8 @@ const CONFIGS: Omit<EffectivelyOncePipelineProps, "code" | "handler">[] = [
   { pipelineName: "s3q", delivery: "s3-sqs", maxBatchingWindowSeconds: 5, batchSize: 100, maxConcurrency: 5 },
   { pipelineName: "orders", delivery: "sqs", recordsTable: true },
   { pipelineName: "fifo", delivery: "sqs", fifo: true, removal: "destroy" },
+  { pipelineName: "clicks", delivery: "kinesis", batchSize: 500, maxBatchingWindowSeconds: 2 },
+  { pipelineName: "profiles", delivery: "dynamodb-streams", parallelizationFactor: 2, removal: "destroy" },
 ];
 
 describe("built-in template validation", () => {

@@ -1,10 +1,8 @@
 import { finding } from "../findings.js";
 import { resolve } from "../resolve.js";
 import { asArray, type TemplateModel } from "../template.js";
-import { batchSourceKind } from "../topology.js";
+import { batchSourceKind, BATCH_SOURCE_LABEL as LABEL } from "../topology.js";
 import { type Finding, unresolved } from "./common.js";
-
-const LABEL = { sqs: "SQS queue", kinesis: "Kinesis stream", "dynamodb-streams": "DynamoDB stream" } as const;
 
 /** Rule batch-item-failures: every mapping of a batch source (SQS, Kinesis, DynamoDB streams) reports items. */
 export function checkBatchItemFailures(model: TemplateModel): Finding[] {

@@ -1,12 +1,12 @@
-import { STATE_TAG, type StateKind } from "../../cdk/state-kinds.js";
+import { ROLE_TAG, STATE_TAG, type StateKind } from "../../cdk/state-kinds.js";
 import { STATE_KEY_ATTRIBUTE, TTL_ATTRIBUTE } from "../../engines/dynamodb/schema-names.js";
 import { finding } from "../findings.js";
 import { asArray, asObject, booleanProperty, type Resource, type TemplateModel } from "../template.js";
 import { FUNCTION_TYPES, TABLE_TYPES } from "../topology.js";
 import type { Finding } from "./common.js";
 
-/** The tag that says what a table is: `state-table` marks a guard table, any other value unmarks one. */
-export const ROLE_TAG = "eonce:role";
+/** The tag that says what a table is (src/cdk/state-kinds.ts): `state-table` marks a guard table, any other value unmarks one. */
+export { ROLE_TAG };
 export const STATE_TABLE_ROLE = "state-table";
 
 /**

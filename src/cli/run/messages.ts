@@ -2,7 +2,10 @@ import { readFile, stat } from "node:fs/promises";
 import { OptionsError } from "../../core/errors.js";
 import { filesUnder } from "./files.js";
 
-/** One application message to replay: its body and, for SQS, its FIFO ids and message attributes. */
+/**
+ * One application message to replay: its body and, for SQS, its FIFO ids and message attributes; for Kinesis, its
+ * partition key; for DynamoDB Streams, whether the item is written or deleted.
+ */
 export interface ReplayMessage {
   /** Where it came from (`file:line` or a file's relative path), for reports and errors. */
   label: string;
@@ -10,9 +13,13 @@ export interface ReplayMessage {
   groupId?: string;
   dedupId?: string;
   attributes?: Record<string, string | number>;
+  /** Kinesis: the record's partition key (default: the message's label, a key of its own). */
+  partitionKey?: string;
+  /** DynamoDB Streams: `put` (default) writes the body as the item, `delete` deletes the item of the body's `pk`. */
+  op?: "put" | "delete";
 }
 
-const KEYS = ["body", "groupId", "dedupId", "attributes"];
+const KEYS = ["body", "groupId", "dedupId", "attributes", "partitionKey", "op"];
 
 /**
  * Messages from a JSONL file (one per line: a body as it is, or a `{body, groupId, dedupId, attributes}`
@@ -50,7 +57,11 @@ function parseLine(line: string, label: string): ReplayMessage {
     throw new OptionsError(`${label}: unknown key "${unknown[0]}" (allowed: ${KEYS.join(", ")})`);
   }
   const m: ReplayMessage = { label, body: typeof o.body === "string" ? o.body : JSON.stringify(o.body) };
-  for (const key of ["groupId", "dedupId"] as const) {
+  if (o.op !== undefined) {
+    if (o.op !== "put" && o.op !== "delete") throw new OptionsError(`${label}: op must be "put" or "delete"`);
+    m.op = o.op;
+  }
+  for (const key of ["groupId", "dedupId", "partitionKey"] as const) {
     const v = o[key];
     if (v === undefined) continue;
     if (typeof v !== "string" || v.length === 0)
@@ -89,9 +100,16 @@ export function checkMessagesFor(messages: ReplayMessage[], fifo: boolean, via: 
     if (!fifo && (m.groupId || m.dedupId)) {
       throw new OptionsError(`${m.label}: groupId and dedupId need --fifo (a FIFO queue)`);
     }
-    if (via === "eventbridge" && m.attributes) {
-      throw new OptionsError(`${m.label}: attributes are SQS/SNS message attributes; EventBridge has none`);
+    if ((via === "eventbridge" || via === "kinesis" || via === "dynamodb-streams") && m.attributes) {
+      throw new OptionsError(`${m.label}: attributes are SQS/SNS message attributes; ${via} has none`);
     }
+    if (m.partitionKey !== undefined && via !== "kinesis") {
+      throw new OptionsError(`${m.label}: partitionKey is for --source kinesis`);
+    }
+    if (m.op !== undefined && via !== "dynamodb-streams") {
+      throw new OptionsError(`${m.label}: op is for --source dynamodb-streams`);
+    }
+    if (via === "dynamodb-streams") streamItem(m);
   }
 }
 
@@ -131,4 +149,24 @@ export function effectKeys(
     if (m) keys.set(id, messageEffectKey(m, attribute));
   }
   return keys;
+}
+
+/** A DynamoDB Streams message's item: its body, a JSON object with a non-empty string `pk` (the table's key). */
+export function streamItem(m: ReplayMessage): Record<string, unknown> & { pk: string } {
+  let item: unknown;
+  try {
+    item = JSON.parse(m.body);
+  } catch {
+    item = undefined;
+  }
+  if (typeof item !== "object" || item === null || Array.isArray(item)) {
+    throw new OptionsError(
+      `${m.label}: --source dynamodb-streams writes each body as an item: a JSON object`,
+    );
+  }
+  const pk = (item as Record<string, unknown>).pk;
+  if (typeof pk !== "string" || pk.length === 0) {
+    throw new OptionsError(`${m.label}: the item needs a non-empty string "pk" (the table's key)`);
+  }
+  return item as Record<string, unknown> & { pk: string };
 }

@@ -13,7 +13,8 @@ import {
   string,
 } from "../../core/options.js";
 import { LOCAL_FUNCTION_OPTIONS } from "../../local/delivery/lambda-runner.js";
-import { SQS_EVENT_SOURCE_OPTIONS } from "../../local/delivery/sqs-event-source.js";
+import { STREAM_EVENT_SOURCE_OPTIONS } from "../../local/delivery/stream-event-source.js";
+import { isShare, numberField } from "../../local/fields.js";
 import { LOCAL_RUNTIME_OPTIONS, type LocalRuntimeOptions } from "../../local/runtime.js";
 import { type FaultOptions, resolveFaults } from "../../sim/live/faults.js";
 import {
@@ -27,9 +28,21 @@ import {
   type StateStoreKind,
 } from "../state/options.js";
 
-/** How events reach the handler. `sns-sqs` (an SNS envelope in an SQS body) is for `messages` only. */
-export type RunSource = "direct" | "sqs" | "sns-sqs" | "eventbridge";
-export const RUN_SOURCES: readonly RunSource[] = ["direct", "sqs", "sns-sqs", "eventbridge"];
+/**
+ * How events reach the handler. `sns-sqs` (an SNS envelope in an SQS body) is for `messages` only, and so are the
+ * streams: `kinesis` puts each message as a record, `dynamodb-streams` writes each to a table whose stream is read.
+ */
+export type RunSource = "direct" | "sqs" | "sns-sqs" | "eventbridge" | "kinesis" | "dynamodb-streams";
+export const RUN_SOURCES: readonly RunSource[] = [
+  "direct",
+  "sqs",
+  "sns-sqs",
+  "eventbridge",
+  "kinesis",
+  "dynamodb-streams",
+];
+/** The stream sources: read through Lambda's stream event source mapping (stream-event-source.ts). */
+export const STREAM_SOURCES: readonly RunSource[] = ["kinesis", "dynamodb-streams"];
 
 export interface RunHandlerOptions {
   /** `path:export`, like a Lambda handler setting. */
@@ -90,8 +103,22 @@ export interface RunHandlerOptions {
   env?: Record<string, string>;
   timeoutMs?: number;
   concurrency?: number;
-  /** SQS source: batch size, queue visibility timeout (s), receives before the DLQ. */
+  /** Records per invocation: SQS 1 to 10 (default 10), streams 1 to 10 000 (default 100). */
   batchSize?: number;
+  /** Kinesis: the stream's shards (default 1). */
+  shards?: number;
+  /** Kinesis: split the first shard after this many messages are put (a reshard mid-run). */
+  splitAfter?: number;
+  /** Kinesis: share of messages the producer puts twice (a retry after a lost answer: one more sequence number). */
+  producerDuplicateRate?: number;
+  /** Streams: the event source mapping's settings (stream-event-source.ts). */
+  parallelizationFactor?: number;
+  wholeBatchRetries?: boolean;
+  maxRetryAttempts?: number;
+  maxRecordAgeMs?: number;
+  /** DynamoDB Streams: the table each message is written to (hash key `pk`). Default `eonce-input-table`. */
+  streamTable?: string;
+  /** SQS source: queue visibility timeout (s), receives before the DLQ. */
   visibilityTimeoutS?: number;
   maxReceiveCount?: number;
   seed?: number;
@@ -181,7 +208,26 @@ export const RUN_OPTIONS = schemaFor<RunHandlerOptions>()({
     { doc: "environment variable for the handler (repeatable)" },
   ),
   ...pickFields(LOCAL_FUNCTION_OPTIONS, ["timeoutMs", "concurrency"]),
-  ...pickFields(SQS_EVENT_SOURCE_OPTIONS, ["batchSize"]),
+  batchSize: integer({
+    min: 1,
+    max: 10_000,
+    doc: "records per invocation (SQS: 1 to 10, default 10; streams: default 100)",
+  }),
+  shards: integer({ min: 1, max: 16, default: 1, doc: "kinesis: the stream's shards" }),
+  splitAfter: integer({ min: 1, doc: "kinesis: split the first shard after n messages are put" }),
+  producerDuplicateRate: numberField("a number in [0, 1]", isShare, {
+    default: 0,
+    doc: "kinesis: share of messages the producer puts twice (a retried PutRecord)",
+  }),
+  ...pickFields(STREAM_EVENT_SOURCE_OPTIONS, ["parallelizationFactor", "maxRetryAttempts", "maxRecordAgeMs"]),
+  wholeBatchRetries: boolean({
+    default: false,
+    doc: "streams: retry a failed batch whole (default: split it in two first, as the CDK construct sets it)",
+  }),
+  streamTable: string({
+    default: "eonce-input-table",
+    doc: "dynamodb-streams: the table each message is written to (hash key pk)",
+  }),
   visibilityTimeoutS: integer({
     min: 0,
     doc:
@@ -228,14 +274,30 @@ export function resolveRunOptions(options: RunHandlerOptions): ResolvedRunOption
   const rule = (holds: boolean, message: string) => optionsRule("eonce run", holds, message);
   const inputs = [o.from, o.versions, o.generate, o.messages].filter((v) => v !== undefined);
   rule(inputs.length <= 1, "use one of --from, --versions, --generate and --messages");
+  const stream = STREAM_SOURCES.includes(o.source);
+  rule(
+    !stream || o.messages !== undefined,
+    `--source ${o.source} replays --messages (uploads do not reach a stream)`,
+  );
+  rule(
+    o.source === "kinesis" || (o.splitAfter === undefined && !o.producerDuplicateRate && o.shards === 1),
+    "--shards, --split-after and --producer-duplicate-rate are for --source kinesis",
+  );
+  rule(
+    stream || o.batchSize === undefined || o.batchSize <= 10,
+    "--batch-size: an SQS batch holds 1 to 10 messages",
+  );
   if (o.messages !== undefined) {
-    rule(o.source !== "direct", "--messages go through --source sqs, sns-sqs or eventbridge");
+    rule(
+      o.source !== "direct",
+      "--messages go through --source sqs, sns-sqs, eventbridge, kinesis or dynamodb-streams",
+    );
     rule(!o.reuploads, "--reupload is for uploads, not --messages");
   } else {
     rule(o.source !== "sns-sqs", "--source sns-sqs replays --messages (S3 → SNS → SQS is not modelled)");
   }
   rule(!o.fifo || o.messages !== undefined, "--fifo is for --messages");
-  rule(!o.fifo || o.source !== "eventbridge", "--fifo needs an SQS source");
+  rule(!o.fifo || (o.source !== "eventbridge" && !stream), "--fifo needs an SQS source");
   rule(
     o.databaseUrl === undefined || o.env?.DATABASE_URL === undefined,
     "--database-url sets the handler's DATABASE_URL: not with --env DATABASE_URL",

@@ -90,6 +90,11 @@ export interface ClassifyInputs {
   messages?: ReadonlyMap<string, string>;
   /** SQS message ids found in the dead-letter queue after the run. */
   deadLettered?: ReadonlySet<string>;
+  /**
+   * A stream source: a batch response fails every record from the first one it lists (Lambda resumes the shard
+   * there), and a record in a batch the event source discarded (trace `dead-letter`) is dead-lettered.
+   */
+  stream?: boolean;
 }
 
 /**
@@ -130,7 +135,7 @@ export function classify(
     const input = capture.inputs.get(d.runId);
     const result = capture.results.get(d.runId);
     const status = runStatus.get(d.runId);
-    const failedIds = failedMessageIds(result);
+    const failedIds = inputs.stream ? failedFromFirst(d.records, result) : failedMessageIds(result);
     const reported = reportedStatuses(capture.reports.get(d.runId) ?? result);
     if (reported) detailed = true;
     d.records.forEach((correlationId, i) => {
@@ -153,6 +158,15 @@ export function classify(
     });
   });
   return { perDelivery, perEvent, detailed };
+}
+
+/** A stream batch's failed records: from the first listed on (an unknown identifier fails them all, as in Lambda). */
+function failedFromFirst(records: readonly string[], result: unknown): Set<string> {
+  const listed = failedMessageIds(result);
+  if (listed.size === 0) return listed;
+  const indexes = [...listed].map((id) => records.indexOf(id));
+  const first = indexes.includes(-1) ? 0 : Math.min(...indexes);
+  return new Set(records.slice(first));
 }
 
 function failedMessageIds(result: unknown): Set<string> {

@@ -22,22 +22,30 @@ import { checkInvariants } from "./invariants.js";
 import { handlerPath, loadHandler } from "./load-handler.js";
 import { needsDynamoDB, startLocalState, stateEnvironment } from "./local-state.js";
 import { effectKeys } from "./messages.js";
-import { type ResolvedRunOptions, type RunHandlerOptions, resolveRunOptions } from "./options.js";
+import {
+  type ResolvedRunOptions,
+  type RunHandlerOptions,
+  resolveRunOptions,
+  STREAM_SOURCES,
+} from "./options.js";
 import { classify, type RunCapture } from "./outcomes.js";
 import { buildRunReport, type RunReport } from "./report.js";
 import { prepareState, readRunState } from "./state.js";
+import { feedKinesis, feedTable, labelStreamRecords, type StreamWiring, wireStream } from "./streams.js";
 
 export type { RunHandlerOptions, RunSource } from "./options.js";
 export { RUN_SOURCES } from "./options.js";
 export { formatRunReport, type RunReport } from "./report.js";
 
-type Ports = { s3: number; sqs?: number; dynamodb?: number; lambda: number };
+type Ports = { s3: number; sqs?: number; dynamodb?: number; lambda: number; kinesis?: number };
 
 /** The function and, for an SQS source, its queue: what the inputs are fed to. */
 interface Wiring {
   fn: LocalFunction;
   queueUrl?: string;
   dlqUrl?: string;
+  /** A stream source's reader, and (DynamoDB Streams) each item's changing writes, to label its records with. */
+  stream?: StreamWiring & { changes?: Map<string, string[]> };
 }
 
 /**
@@ -53,7 +61,13 @@ export async function runHandler(options: RunHandlerOptions, hooks: RunHooks = {
   const inputs = await readInputs(given);
   const viaSqs = given.source === "sqs" || given.source === "sns-sqs";
   // The Lambda endpoint always (in-process, no package): a durable dispatcher's Invoke must never reach AWS.
-  const services = { sqs: viaSqs, s3: true, dynamodb: needsDynamoDB(given), lambda: true };
+  const services = {
+    sqs: viaSqs,
+    s3: true,
+    dynamodb: needsDynamoDB(given) || given.source === "dynamodb-streams",
+    lambda: true,
+    kinesis: given.source === "kinesis",
+  };
   LocalRuntime.preflight({ services, javaPath: given.javaPath, dynamodbEndpoint: given.dynamodbEndpoint });
   // A state server of the run's own where the state store names none (local-state.ts).
   const local = await startLocalState(options, given);
@@ -71,7 +85,7 @@ export async function runHandler(options: RunHandlerOptions, hooks: RunHooks = {
 async function runOn(
   o: ResolvedRunOptions,
   inputs: Inputs,
-  services: { sqs: boolean; s3: boolean; dynamodb: boolean; lambda: boolean },
+  services: { sqs: boolean; s3: boolean; dynamodb: boolean; lambda: boolean; kinesis: boolean },
   started: number,
   hooks: { beforeStop(report: RunReport, runtime: LocalRuntime): Promise<void> },
 ): Promise<RunReport> {
@@ -79,6 +93,7 @@ async function runOn(
     s3: await freePort(),
     lambda: await freePort(),
     ...(services.sqs ? { sqs: await freePort() } : {}),
+    ...(services.kinesis ? { kinesis: await freePort() } : {}),
     ...(o.dynamodbEndpoint || !services.dynamodb ? {} : { dynamodb: await freePort() }),
   };
   const env = handlerEnvironment(o, ports);
@@ -127,6 +142,7 @@ function endpointsOf(runtime: LocalRuntime): Record<string, string> {
     s3: runtime.s3?.endpoint,
     sqs: runtime.sqs?.endpoint,
     lambda: runtime.lambda?.endpoint,
+    kinesis: runtime.kinesis?.endpoint,
   });
   return Object.fromEntries(Object.entries(env).filter(([k]) => k.startsWith("AWS_ENDPOINT_URL")));
 }
@@ -151,6 +167,7 @@ function handlerEnvironment(o: ResolvedRunOptions, ports: Ports): Record<string,
       s3: local(ports.s3),
       sqs: local(ports.sqs),
       lambda: local(ports.lambda),
+      kinesis: local(ports.kinesis),
     }),
     ...env,
     ...o.env,
@@ -190,13 +207,16 @@ async function drive(
 ): Promise<RunReport> {
   const capture: RunCapture = { inputs: new Map(), results: new Map(), reports: new Map(), errors: [] };
   const wiring = await wire(runtime, o, inputs, capturing(handler, capture));
-  const sent = await feed(runtime, o, inputs, wiring);
+  let sent = await feed(runtime, o, inputs, wiring);
   await runtime.idle({ timeoutMs: 600_000 });
+  if (wiring.stream?.changes) sent = await labelStreamRecords(wiring.stream.reader, wiring.stream.changes);
+  const stream = STREAM_SOURCES.includes(o.source);
 
-  const deadLettered = new Set(wiring.dlqUrl ? await runtime.drainMessageIds(wiring.dlqUrl) : []);
+  const deadLettered = await deadLetteredIds(runtime, wiring, stream);
   const classified = classify(runtime.trace.events, capture, {
     ...(inputs.kind === "objects" ? { bucket: o.bucket } : { messages: sent }),
     deadLettered,
+    stream,
   });
   const endpoint = runtime.dynamodb?.endpoint ?? "";
   const bucket = inputs.kind === "objects" ? o.bucket : undefined;
@@ -235,6 +255,16 @@ async function drive(
   return withDurable(report, durableFound);
 }
 
+/**
+ * The records that ended in a dead-letter queue: the SQS DLQ's messages, or the records of the batches a stream's
+ * event source discarded (its on-failure destination gets only their metadata: the trace names them).
+ */
+async function deadLetteredIds(runtime: LocalRuntime, wiring: Wiring, stream: boolean): Promise<Set<string>> {
+  if (stream)
+    return new Set(runtime.trace.events.flatMap((e) => (e.type === "dead-letter" ? e.records : [])));
+  return new Set(wiring.dlqUrl ? await runtime.drainMessageIds(wiring.dlqUrl) : []);
+}
+
 /** Creates the buckets, tables and queue, the function, and routes the source to it. */
 async function wire(
   runtime: LocalRuntime,
@@ -253,6 +283,7 @@ async function wire(
     concurrency: o.concurrency,
     faults: o.faults,
   });
+  if (STREAM_SOURCES.includes(o.source)) return { fn, stream: await wireStream(runtime, o, fn) };
   if (o.source === "direct" || o.source === "eventbridge") {
     if (inputs.kind === "objects")
       runtime.notify(o.bucket, { via: o.source, function: fn }, { faults: o.faults });
@@ -269,7 +300,7 @@ async function wire(
   runtime.sqsEventSource(fn, {
     queueUrl: queue.url,
     queueArn: queue.arn,
-    batchSize: o.batchSize,
+    batchSize: o.batchSize ?? 10,
     faults: o.faults,
   });
   return { fn, queueUrl: queue.url, ...(queue.dlq ? { dlqUrl: queue.dlq.url } : {}) };
@@ -283,9 +314,14 @@ async function feed(
   runtime: LocalRuntime,
   o: ResolvedRunOptions,
   inputs: Inputs,
-  { fn, queueUrl }: Wiring,
+  { fn, queueUrl, stream }: Wiring,
 ): Promise<Map<string, string>> {
   const sent = new Map<string, string>();
+  if (inputs.kind === "messages" && o.source === "kinesis") return feedKinesis(runtime, o, inputs.messages);
+  if (inputs.kind === "messages" && stream) {
+    stream.changes = await feedTable(runtime, o, inputs.messages);
+    return sent;
+  }
   if (inputs.kind === "objects") {
     const s3 = runtime.s3Client();
     for (const obj of inputs.objects) {

@@ -3,7 +3,7 @@ import type { Refusal } from "../../core/state.js";
 import type { RunFaults } from "./faults.js";
 
 /** How a source handed events to a function. */
-export type SourceKind = "direct" | "eventbridge" | "sqs";
+export type SourceKind = "direct" | "eventbridge" | "sqs" | "kinesis" | "dynamodb-streams";
 
 /** Final state of one run of a function, as the Lambda service sees it. */
 export type RunStatus = "succeeded" | "failed" | "timed-out" | "crashed";
@@ -44,7 +44,10 @@ export type TraceEvent =
     }
   /** A run that timed out or crashed kept running (zombie) and has now finished. */
   | { type: "zombie-end"; atMs: number; functionName: string; runId: string; error?: string }
-  /** Async invoke gave up after its retries (on-failure destination), or SQS moved a message to its DLQ. */
+  /**
+   * Async invoke gave up after its retries (on-failure destination), SQS moved a message to its DLQ, or a stream
+   * event source discarded a batch (its retries or record age exhausted) to its on-failure destination.
+   */
   | { type: "dead-letter"; atMs: number; source: SourceKind; functionName: string; records: string[] }
   /** `runId` is empty when the store was called outside a local run. */
   | {
