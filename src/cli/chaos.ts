@@ -11,7 +11,13 @@ import {
   SERVER_STORE_NAMES,
   STORE_NAMES,
 } from "../engines/registry.js";
-import { BROKEN_ROW_KEYS, BROKEN_STEPS, BROKEN_STORES, BROKEN_WRITE_CHECKS } from "../sim/broken.js";
+import {
+  BROKEN_ROW_KEYS,
+  BROKEN_STEPS,
+  BROKEN_STORES,
+  BROKEN_STREAMS,
+  BROKEN_WRITE_CHECKS,
+} from "../sim/broken.js";
 import { type CampaignSummary, replay, runCampaign } from "../sim/campaign.js";
 import { EXHAUSTIVE_CASES, explore, replayPath } from "../sim/exhaustive.js";
 import { BROKEN_KEYS } from "../sim/hostile-keys.js";
@@ -33,6 +39,7 @@ interface ChaosOptions {
   waitForReplicas?: boolean;
   durable?: boolean;
   wrappers?: boolean;
+  streams?: boolean;
 }
 
 /**
@@ -58,7 +65,7 @@ export function registerChaos(program: Command): void {
     .option("--replay-path <case:choices>", "replay one exhaustive history (as printed for its violations)")
     .option(
       "--break <name>",
-      `wrap the store in a deliberately broken one: ${Object.keys(BROKEN_STORES).join(", ")}; or, on the inline stores, map rows with a broken mapping: ${Object.keys(BROKEN_ROW_KEYS).join(", ")}; or, with --durable, key steps otherwise: ${Object.keys(BROKEN_STEPS).join(", ")}; or encode keys lossily: ${Object.keys(BROKEN_KEYS).join(", ")}; or, on an engine whose writes meet foreign values, weaken the pre-write check: ${Object.keys(BROKEN_WRITE_CHECKS).join(", ")}`,
+      `wrap the store in a deliberately broken one: ${Object.keys(BROKEN_STORES).join(", ")}; or, on the inline stores, map rows with a broken mapping: ${Object.keys(BROKEN_ROW_KEYS).join(", ")}; or, with --durable, key steps otherwise: ${Object.keys(BROKEN_STEPS).join(", ")}; or, with --streams, move checkpoints otherwise: ${Object.keys(BROKEN_STREAMS).join(", ")}; or encode keys lossily: ${Object.keys(BROKEN_KEYS).join(", ")}; or, on an engine whose writes meet foreign values, weaken the pre-write check: ${Object.keys(BROKEN_WRITE_CHECKS).join(", ")}`,
     )
     .option(
       "--unfenced-sink",
@@ -76,6 +83,10 @@ export function registerChaos(program: Command): void {
     .option(
       "--wrappers",
       "deliver through the Lambda SQS wrapper (batches, FIFO groups, run and apply, handler failures) instead of calling the guard",
+    )
+    .option(
+      "--streams",
+      "deliver through the Lambda Kinesis wrapper from a stream (shards, splits, checkpoints, retries from the failed record, bisect, lost checkpoints, producer retries) instead of calling the guard",
     )
     .option("--dynamodb-endpoint <url>", "use this running DynamoDB Local instead of starting one")
     .option(
@@ -105,11 +116,13 @@ function common(o: ChaosOptions) {
   const broken = o.break ? BROKEN_STORES[o.break] : undefined;
   const rows = o.break ? BROKEN_ROW_KEYS[o.break] : undefined;
   const steps = o.break ? BROKEN_STEPS[o.break] : undefined;
+  const streams = o.break ? BROKEN_STREAMS[o.break] : undefined;
   const checks = o.break ? BROKEN_WRITE_CHECKS[o.break] : undefined;
   const keys = o.break ? BROKEN_KEYS[o.break] : undefined;
-  if (o.break && !broken && !rows && !steps && !checks && !keys)
+  if (o.break && !broken && !rows && !steps && !checks && !keys && !streams)
     throw new Error(`unknown --break ${o.break}`);
   if (steps && !o.durable) throw new Error(`--break ${o.break} needs --durable`);
+  if (streams && !o.streams) throw new Error(`--break ${o.break} needs --streams`);
   if (rows && !(INLINE_STORE_NAMES as readonly StoreName[]).includes(o.store))
     throw new Error(`--break ${o.break} needs --store ${INLINE_STORE_NAMES.join(" or ")}`);
   return {
@@ -124,6 +137,8 @@ function common(o: ChaosOptions) {
     ...(o.durable ? { durable: true } : {}),
     ...(steps ? { nameKeyedSteps: true } : {}),
     ...(o.wrappers ? { wrappers: true } : {}),
+    ...(o.streams ? { streams: true } : {}),
+    ...(streams ? { checkpointPastFailures: true } : {}),
   };
 }
 
@@ -137,6 +152,7 @@ function replayCommand(o: ChaosOptions, seed: number): string {
     o.failover ? "--failover" : "",
     o.failover && o.waitForReplicas ? "--wait-for-replicas" : "",
     o.wrappers ? "--wrappers" : "",
+    o.streams ? "--streams" : "",
   ].filter(Boolean);
   return ["npm run chaos -- --replay", String(seed), ...extra].join(" ");
 }
@@ -289,6 +305,7 @@ function jsonReport(o: ChaosOptions, r: Report): string {
     faults: s.faults,
     store: o.store,
     ...(o.wrappers ? { wrappers: true } : {}),
+    ...(o.streams ? { streams: true } : {}),
     ...(o.failover ? { failover: { waitForReplicas: o.waitForReplicas === true } } : {}),
     seed: o.seed,
     beyondSkew: s.beyondSkew,
@@ -309,7 +326,7 @@ function textReport(o: ChaosOptions, r: Report): string[] {
       .map(([k, v]) => `${k} ${v}`)
       .join(", ");
   return [
-    `${s.histories} ${o.wrappers ? "wrapper " : ""}histories on ${o.store}${o.failover ? ` with a failover${o.waitForReplicas ? " (waitForReplicas)" : ""}` : ""} (seeds ${o.seed}..${o.seed + s.histories - 1}), ${s.states} distinct, in ${(s.wallMs / 1000).toFixed(1)}s`,
+    `${s.histories} ${o.wrappers ? "wrapper " : o.streams ? "stream " : ""}histories on ${o.store}${o.failover ? ` with a failover${o.waitForReplicas ? " (waitForReplicas)" : ""}` : ""} (seeds ${o.seed}..${o.seed + s.histories - 1}), ${s.states} distinct, in ${(s.wallMs / 1000).toFixed(1)}s`,
     `faults: ${list(s.faults)}`,
     `clocks beyond the skew bound: ${s.beyondSkew} histories (${s.beyondSkewUnreported} violations there not reported: the guarantee does not hold)`,
     ...r.exhaustive.map(

@@ -115,6 +115,16 @@ export const BROKEN_STEPS: Record<string, { what: string }> = {
 };
 
 /**
+ * A stream consumer's checkpoint that does not follow the answer (`npm run chaos -- --streams --break <name>`), to
+ * show that the stream histories' checks catch records a stream never redelivers (src/sim/stream-history.ts).
+ */
+export const BROKEN_STREAMS: Record<string, { what: string }> = {
+  "checkpoint-past-failures": {
+    what: "the checkpoint moves past every batch whatever its answer, as a mapping without ReportBatchItemFailures whose function reports failures instead of throwing: a failed record is never read again",
+  },
+};
+
+/**
  * Inline row mappings that are not one-to-one (`npm run chaos -- --store dynamodb-inline|postgres-inline --break <name>`), to
  * show that the simulator's adversarial subjects catch one (src/sim/names.ts).
  */

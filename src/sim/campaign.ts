@@ -9,6 +9,8 @@ import { type HistoryDeps, type HistoryResult, runHistory, type StoreWrapper } f
 import type { HistoryConfig } from "./history-config.js";
 import type { KnownIssue } from "./known-issues.js";
 import type { InvariantId, Violation } from "./observer.js";
+import { streamSettings } from "./stream-config.js";
+import { runStreamHistory } from "./stream-history.js";
 import { wrapperSettings } from "./wrapper-config.js";
 import { runWrapperHistory } from "./wrapper-history.js";
 
@@ -36,6 +38,10 @@ export interface CampaignOptions {
   rowKey?: (stateKey: string) => string;
   /** Deliver through the Lambda wrappers in SQS batches (wrapper-history.ts) instead of calling the guard. */
   wrappers?: boolean;
+  /** Deliver through the Kinesis wrapper from a stream's shards (stream-history.ts) instead of calling the guard. */
+  streams?: boolean;
+  /** With `streams`: the checkpoint moves past every batch (BROKEN_STREAMS, `--break checkpoint-past-failures`). */
+  checkpointPastFailures?: boolean;
   /** A failover to a lagging replica in each history (engines whose `serverFaults` name it, src/engines/engine.ts). */
   failover?: { waitForReplicas: boolean };
   /** Durable histories (src/sim/durable-history.ts) instead of the guard's: dispatcher, executions, guarded steps. */
@@ -155,15 +161,23 @@ export async function runSeed(
       return backend;
     },
     // The wrappers refuse an empty subject (a malformed message): a namespace keeps every name non-empty.
-    ...(real ? { namespace: `h${seed}-${randomUUID().slice(0, 6)}` } : o.wrappers ? { namespace: "w" } : {}),
+    ...(real
+      ? { namespace: `h${seed}-${randomUUID().slice(0, 6)}` }
+      : o.wrappers || o.streams
+        ? { namespace: "w" }
+        : {}),
     ...(o.wrapStore ? { wrapStore: o.wrapStore } : {}),
     ...(o.lossyKeys ? { lossyKeys: true } : {}),
     sampleEvery: real ? "delivery" : "step",
     trace: o.trace ?? false,
   };
-  const result = o.wrappers
-    ? await runWrapperHistory(config, wrapperSettings(seed), deps)
-    : await runHistory(config, deps);
+  const result = o.streams
+    ? await runStreamHistory(config, streamSettings(seed), deps, {
+        checkpointPastFailures: o.checkpointPastFailures === true,
+      })
+    : o.wrappers
+      ? await runWrapperHistory(config, wrapperSettings(seed), deps)
+      : await runHistory(config, deps);
   return { ...result, seed, config, digest: chooser.digest() };
 }
 

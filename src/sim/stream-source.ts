@@ -32,6 +32,8 @@ export interface StreamOptions {
   bisect: boolean;
   /** An invocation must end by `now + timeoutMs`. */
   timeoutMs: number;
+  /** BROKEN_STREAMS `checkpoint-past-failures`: the checkpoint moves past every batch whatever its answer. */
+  checkpointPastFailures?: boolean;
 }
 
 /** A batch handed out: its lane and records, and the invocation's deadline. */
@@ -62,11 +64,11 @@ export interface Lane {
 
 export class SimStream {
   readonly #shards: Shard[] = [];
-  /** Events whose batch was discarded, as a queue's dead-letter queue holds them. */
-  readonly dlq: number[] = [];
   #seq = 1000;
 
   constructor(
+    /** Where the events of a discarded batch go, as a queue's dead-letter queue holds them. */
+    readonly dlq: number[],
     readonly sim: VirtualScheduler,
     readonly chooser: Chooser,
     readonly faults: HistoryFaultInjector,
@@ -106,8 +108,8 @@ export class SimStream {
   #append(p: { event: number; partitionKey: string }): void {
     const h = hash(p.partitionKey);
     let shard = h % this.o.shards;
-    if (shard === 0 && this.#shards.length > this.o.shards) shard = this.o.shards + ((h >> 8) % 2);
-    const lane = (this.#shards[shard] as Shard).lanes[(h >> 4) % this.o.lanes] as Lane;
+    if (shard === 0 && this.#shards.length > this.o.shards) shard = this.o.shards + ((h >>> 8) % 2);
+    const lane = (this.#shards[shard] as Shard).lanes[(h >>> 4) % this.o.lanes] as Lane;
     lane.records.push({ seq: this.#seq++, event: p.event, partitionKey: p.partitionKey, shard });
   }
 
@@ -148,7 +150,7 @@ export class SimStream {
   answer(b: StreamBatch, failedAt: number, whole: boolean): void {
     const lane = b.lane;
     lane.inFlight = false;
-    if (failedAt === -1) {
+    if (failedAt === -1 || this.o.checkpointPastFailures) {
       if (this.chooser.chance(this.faults.config.duplicateRate)) {
         // The checkpoint was not saved: the same records come again.
         this.faults.count("checkpoint-lost");

@@ -11,6 +11,7 @@ import {
 import type { StateStore } from "../core/store.js";
 import { type DeliveryReport, type InvocationResult, InvocationRunner } from "../lambda/invocation.js";
 import {
+  type AnyHandledEvent,
   type ApplyEventHandler,
   type EventHandler,
   type HandledEvent,
@@ -35,7 +36,7 @@ export interface WrapperWorker {
   calls: CallInfo[];
 }
 
-type Answer = { w: number };
+export type Answer = { w: number };
 type SqsResult = Extract<InvocationResult<Answer>, { kind: "sqs" }>;
 
 /** The wrappers' logs and metrics go nowhere: the checks read the reports and the stores. */
@@ -133,14 +134,14 @@ async function invoke(
 }
 
 /** The user's handler of `mode`: the simulator's effects (delivery.ts), and sometimes a throw of its own. */
-function handlerOf(
+export function handlerOf(
   run: Run,
-  ws: WrapperSettings,
+  ws: Pick<WrapperSettings, "handlerErrorRate">,
   mode: WrapperMode,
 ): EventHandler<Answer> | ApplyEventHandler<Answer> {
   if (mode === "apply") {
     const computeHandler: ApplyEventHandler<Answer> = (event, ctx) => {
-      const info = ranFor(ctx.delivery.sqs?.messageId);
+      const info = ranFor(recordId(ctx.delivery));
       const e = eventOf(run, event);
       const error = handlerError(run, ws);
       if (error) throw error;
@@ -151,7 +152,7 @@ function handlerOf(
     return computeHandler;
   }
   const runHandler: EventHandler<Answer> = async (event, ctx) => {
-    const info = ranFor(ctx.delivery.sqs?.messageId);
+    const info = ranFor(recordId(ctx.delivery));
     info.fences.push(ctx.fence);
     const e = eventOf(run, event);
     const error = handlerError(run, ws);
@@ -168,6 +169,14 @@ function handlerOf(
   return runHandler;
 }
 
+/** What a record is known by in the checks: its SQS message id, or its stream sequence number. */
+function recordId(d: {
+  sqs?: { messageId: string };
+  stream?: { sequenceNumber: string };
+}): string | undefined {
+  return d.sqs?.messageId ?? d.stream?.sequenceNumber;
+}
+
 function ranFor(messageId: string | undefined): CallInfo {
   const info = currentCall();
   if (messageId !== undefined) info.messageId = messageId;
@@ -175,7 +184,7 @@ function ranFor(messageId: string | undefined): CallInfo {
 }
 
 /** The user's own failure: an Error, or a retryable StoreError of a store the handler reads (not the guard's). */
-function handlerError(run: Run, ws: WrapperSettings): Error | undefined {
+function handlerError(run: Run, ws: Pick<WrapperSettings, "handlerErrorRate">): Error | undefined {
   if (!run.chooser.chance(ws.handlerErrorRate)) return undefined;
   run.faults.count("handler-error");
   return run.chooser.chance(0.5)
@@ -226,21 +235,22 @@ async function checkAnswer(run: Run, w: WrapperWorker, a: Answered): Promise<voi
         );
       if (!report.ok) failedGroups.add(group);
     }
-    if (!report.ok && !statuses.includes("unconfirmed")) await checkNotCommitted(run, w, r, id, statuses);
+    if (!report.ok && !statuses.includes("unconfirmed"))
+      await checkNotCommitted(run, w, r.message.event, id, statuses);
   }
 }
 
 /** A record returned for a redelivery whose own guard call's commit landed: its effect's counter holds that fence. */
-async function checkNotCommitted(
+export async function checkNotCommitted(
   run: Run,
-  w: WrapperWorker,
-  r: Receipt,
+  w: Pick<WrapperWorker, "id" | "calls">,
+  event: number,
   id: string,
   statuses: DeliveryStatus[],
 ): Promise<void> {
   const fences = w.calls.filter((c) => c.messageId === id).flatMap((c) => c.fences);
   if (fences.length === 0) return;
-  const e = run.events[r.message.event] as SimEvent;
+  const e = run.events[event] as SimEvent;
   const counter = await run.sim.track(() => run.backend.readCounter(e));
   const landed = fences.find((f) => counter.fences.includes(f));
   if (landed !== undefined)
@@ -263,7 +273,22 @@ function record(
   report: DeliveryReport<Answer> | undefined,
   acknowledged: boolean,
 ): void {
-  const e = run.events[r.message.event] as SimEvent;
+  recordOutcome(run, w, r.message.event, mode, id, report, acknowledged);
+  if (acknowledged) run.source.ack(r);
+  else run.source.nack(r);
+}
+
+/** A record's guard outcome becomes a delivery of the history, for the final checks. */
+export function recordOutcome(
+  run: Run,
+  w: Pick<WrapperWorker, "id" | "calls">,
+  event: number,
+  mode: WrapperMode,
+  id: string,
+  report: DeliveryReport<Answer> | undefined,
+  acknowledged: boolean,
+): void {
+  const e = run.events[event] as SimEvent;
   const status = report?.events[0]?.status;
   const info = w.calls.find((c) => c.messageId === id);
   const out = info?.outcome;
@@ -285,16 +310,16 @@ function record(
       ...(superseded ? { superseded: true as const } : {}),
     });
   }
-  if (acknowledged) {
-    e.acknowledged = true;
-    run.source.ack(r);
-  } else run.source.nack(r);
+  if (acknowledged) e.acknowledged = true;
 }
 
-/** The simulated event a message carries (its body names the event's index). */
-function eventOf(run: Run, m: HandledEvent): SimEvent {
-  if (m.kind !== "message") throw new Error("wrapper history: not a message");
-  const { event } = JSON.parse(m.body) as { event: number };
+/** The simulated event a message (its body) or a Kinesis record (its data) carries: `{ event: <index> }`. */
+export function eventOf(run: Run, m: AnyHandledEvent): SimEvent {
+  const carried =
+    m.kind === "message" ? (JSON.parse(m.body) as unknown) : m.kind === "kinesis" ? m.json : undefined;
+  const event = (carried as { event?: unknown } | undefined)?.event;
+  if (typeof event !== "number")
+    throw new Error(`wrapper history: a ${m.kind} event carries no simulated event`);
   return run.events[event] as SimEvent;
 }
 

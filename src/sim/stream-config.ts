@@ -1,0 +1,34 @@
+import { createPrng } from "./prng.js";
+import type { StreamOptions } from "./stream-source.js";
+
+/**
+ * How a stream history (src/sim/stream-history.ts) reads its stream: shards, lanes (the parallelization factor), a
+ * split mid-stream, batch sizes, bisect, the runner's concurrency and how often the user's handler throws. Drawn
+ * from the history's seed beside its HistoryConfig, so `--replay <seed> --streams` rebuilds both.
+ */
+export interface StreamSettings extends Omit<StreamOptions, "timeoutMs" | "splitAfter"> {
+  /** Split shard 0 after this share of the puts (none when undefined). */
+  splitShare: number | undefined;
+  /** Most records per batch; each batch takes 1..maxBatch (fewer while bisecting). */
+  maxBatch: number;
+  /** The wrapper's `concurrency` (lanes at once). */
+  concurrency: number;
+  /** Share of handler runs (either mode) that throw. */
+  handlerErrorRate: number;
+}
+
+export function streamSettings(seed: number): StreamSettings {
+  const r = createPrng(seed).fork("streams");
+  const pick = <T>(xs: readonly T[]): T => xs[r.int(0, xs.length - 1)] as T;
+  return {
+    shards: r.int(1, 2),
+    lanes: r.int(1, 2),
+    splitShare: r.chance(0.5) ? r.next() : undefined,
+    // As the construct's bounded retries: a record reaching it is a violation (I4), as SQS's DLQ is.
+    maxAttempts: 30,
+    bisect: r.chance(0.7),
+    maxBatch: r.int(1, 5),
+    concurrency: r.int(1, 3),
+    handlerErrorRate: pick([0, 0.1, 0.25]),
+  };
+}

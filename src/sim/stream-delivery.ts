@@ -1,0 +1,197 @@
+import { Logger } from "@aws-lambda-powertools/logger";
+import type { Metrics } from "@aws-lambda-powertools/metrics";
+import type { KinesisStreamRecord } from "aws-lambda";
+import { isAcknowledged } from "../core/outcomes.js";
+import type { StateStore } from "../core/store.js";
+import { type InvocationResult, InvocationRunner } from "../lambda/invocation.js";
+import { resolveOptions, type StreamRecordEvent, type WrapperMode } from "../lambda/options.js";
+import type { Run } from "./run.js";
+import type { SimEvent } from "./sim-event.js";
+import type { StreamSettings } from "./stream-config.js";
+import type { SimStream, StreamBatch } from "./stream-source.js";
+import { VIRTUAL_EPOCH_MS } from "./virtual-time.js";
+import { type Answer, checkNotCommitted, eventOf, handlerOf, recordOutcome } from "./wrapper-delivery.js";
+import { type CallInfo, callGuard } from "./wrapper-guard.js";
+
+/** A Lambda instance of a stream history: the real Kinesis wrapper's runner per mode, over one call guard. */
+export interface StreamWorker {
+  id: number;
+  runners: Record<WrapperMode, InvocationRunner>;
+  deadline: number;
+  calls: CallInfo[];
+}
+
+type StreamResult = Extract<InvocationResult<Answer>, { kind: "stream" }>;
+
+let silentLogger: Logger | undefined;
+const SILENT_METRICS = {
+  addDimension() {},
+  addMetric() {},
+  publishStoredMetrics() {},
+} as unknown as Metrics;
+
+/** The partition key, identity and position of the record's simulated event: the history's own keys. */
+export function createStreamWorker(
+  run: Run,
+  shared: StateStore,
+  id: number,
+  ss: StreamSettings,
+): StreamWorker {
+  const calls: CallInfo[] = [];
+  const w: StreamWorker = { id, runners: {} as StreamWorker["runners"], deadline: 0, calls };
+  const guard = callGuard(run, shared, { id, offsetMs: run.cfg.offsets[id] ?? 0 }, () => w.deadline, calls);
+  silentLogger ??= new Logger({ logLevel: "SILENT" });
+  const common = {
+    store: shared,
+    pipeline: "chaos",
+    subject: (e: StreamRecordEvent) => eventOf(run, e).subject,
+    identity: (e: StreamRecordEvent) => eventOf(run, e).identity,
+    position: (e: StreamRecordEvent) => eventOf(run, e).position,
+    concurrency: ss.concurrency,
+    logger: silentLogger,
+    metrics: SILENT_METRICS,
+  };
+  for (const mode of ["run", "apply"] as const) {
+    const resolved = resolveOptions("kinesisHandler", mode === "apply" ? { ...common, mode } : common, true);
+    w.runners[mode] = new InvocationRunner("kinesisHandler", { ...resolved, guard });
+  }
+  return w;
+}
+
+/** A Lambda instance takes batches of the stream's lanes until every record is past its checkpoint. */
+export async function streamWorkerLoop(
+  run: Run,
+  stream: SimStream,
+  w: StreamWorker,
+  ss: StreamSettings,
+): Promise<void> {
+  for (;;) {
+    const batch = stream.take(ss.maxBatch);
+    if (batch === "done") break;
+    if ("waitMs" in batch) await run.sim.sleep(batch.waitMs);
+    else await invoke(run, stream, w, ss, batch);
+  }
+  run.settled++;
+}
+
+/** One invocation of the Kinesis wrapper on a batch: its answer checked, then the checkpoint moved. */
+async function invoke(run: Run, stream: SimStream, w: StreamWorker, ss: StreamSettings, b: StreamBatch) {
+  const mode: WrapperMode = run.chooser.chance(run.cfg.applyShare) ? "apply" : "run";
+  const records = b.records.map((r) => kinesisRecord(run, r));
+  w.deadline = b.deadline;
+  w.calls.length = 0;
+  run.observer.log(
+    () =>
+      `w${w.id} receives ${mode} batch ${b.records.map((r) => `${r.seq}=${describe(run, r.event)}`).join(" ")}`,
+  );
+  let result: StreamResult | undefined;
+  try {
+    const out = await w.runners[mode].run(
+      handlerOf(run, ss, mode),
+      { Records: records },
+      undefined,
+      "kinesis",
+    );
+    if (out.kind === "stream") result = out;
+    else run.observer.violate("I4", false, `w${w.id}: the Kinesis wrapper answered a batch as ${out.kind}`);
+  } catch (error) {
+    run.observer.violate(
+      "I4",
+      false,
+      `w${w.id}: the Kinesis wrapper threw instead of answering: ${String(error)}`,
+    );
+  }
+  run.sampleDue = true;
+  if (run.sim.now >= b.deadline || !result) {
+    run.observer.log(() => `w${w.id} batch timed out or failed whole: the checkpoint stays`);
+    stream.answer(b, 0, true);
+    return;
+  }
+  const failedAt = await checkAnswer(run, w, b, result);
+  run.observer.log(
+    () => `w${w.id} checkpoint ${failedAt === -1 ? "past the batch" : `at record ${failedAt}`}`,
+  );
+  for (const [i, r] of b.records.entries()) {
+    const report = result.report.deliveries.find((d) => d.recordIndex === i);
+    const acknowledged = failedAt === -1 || i < failedAt;
+    recordOutcome(run, w, r.event, mode, String(r.seq), report, acknowledged);
+  }
+  stream.answer(b, failedAt, false);
+}
+
+/**
+ * I4 for a stream batch: every record has one report; the answer names exactly the first record not acknowledged
+ * (Lambda resumes the shard there), or nothing when every one is; no record ran after an earlier record of its
+ * subject failed in the batch (it must be `deferred`). I6: a failed record's own commit did not land. Returns the
+ * index of the first failed record, -1 when none.
+ */
+async function checkAnswer(run: Run, w: StreamWorker, b: StreamBatch, result: StreamResult): Promise<number> {
+  const { observer } = run;
+  let firstFailed = -1;
+  const failedSubjects = new Set<string>();
+  for (const [i, r] of b.records.entries()) {
+    const reports = result.report.deliveries.filter((d) => d.recordIndex === i);
+    const report = reports[0];
+    if (reports.length !== 1 || !report) {
+      observer.violate("I4", false, `w${w.id}: record ${r.seq} has ${reports.length} reports`);
+      continue;
+    }
+    const statuses = report.events.map((x) => x.status);
+    const acknowledged = statuses.length > 0 && statuses.every((s) => isAcknowledged(s));
+    if (report.ok !== acknowledged)
+      observer.violate(
+        "I4",
+        false,
+        `w${w.id}: record ${r.seq} ended ${statuses.join(",")} but ok=${report.ok}`,
+      );
+    const subject = (run.events[r.event] as SimEvent).subject;
+    if (failedSubjects.has(subject) && statuses.some((s) => s !== "deferred"))
+      observer.violate(
+        "I4",
+        false,
+        `w${w.id}: record ${r.seq} ran after an earlier record of ${subject} failed`,
+      );
+    if (!report.ok) {
+      failedSubjects.add(subject);
+      if (firstFailed === -1) firstFailed = i;
+      if (!statuses.includes("unconfirmed"))
+        await checkNotCommitted(run, w, r.event, String(r.seq), statuses);
+    }
+  }
+  const named = result.response.batchItemFailures.map((f) => f.itemIdentifier);
+  const expected = firstFailed === -1 ? [] : [String(b.records[firstFailed]?.seq)];
+  if (named.join(",") !== expected.join(","))
+    observer.violate(
+      "I4",
+      false,
+      `w${w.id}: batch item failures ${named.join(",") || "none"}, expected ${expected.join(",") || "none"}`,
+    );
+  return firstFailed;
+}
+
+/** A record as Lambda hands it to a Kinesis-triggered function: its data names the simulated event. */
+function kinesisRecord(run: Run, r: StreamBatch["records"][number]): KinesisStreamRecord {
+  const e = run.events[r.event] as SimEvent;
+  const shardId = `shardId-${String(r.shard).padStart(12, "0")}`;
+  return {
+    awsRegion: "us-east-1",
+    eventID: `${shardId}:${r.seq}`,
+    eventName: "aws:kinesis:record",
+    eventSource: "aws:kinesis",
+    eventSourceARN: "arn:aws:kinesis:us-east-1:000000000000:stream/chaos",
+    eventVersion: "1.0",
+    invokeIdentityArn: "arn:aws:iam::000000000000:role/chaos",
+    kinesis: {
+      kinesisSchemaVersion: "1.0",
+      partitionKey: e.subject,
+      sequenceNumber: String(r.seq),
+      data: Buffer.from(JSON.stringify({ event: r.event })).toString("base64"),
+      approximateArrivalTimestamp: VIRTUAL_EPOCH_MS / 1000,
+    },
+  };
+}
+
+function describe(run: Run, event: number): string {
+  const e = run.events[event] as SimEvent;
+  return `${e.subject}/${e.identity}`;
+}
