@@ -171,14 +171,22 @@ export async function runSeed(
     sampleEvery: real ? "delivery" : "step",
     trace: o.trace ?? false,
   };
-  const result = o.streams
-    ? await runStreamHistory(config, streamSettings(seed), deps, {
-        checkpointPastFailures: o.checkpointPastFailures === true,
-      })
-    : o.wrappers
-      ? await runWrapperHistory(config, wrapperSettings(seed), deps)
-      : await runHistory(config, deps);
+  const result = await runKind(seed, config, deps, o);
   return { ...result, seed, config, digest: chooser.digest() };
+}
+
+/** The history of the run's kind: through the guard, the SQS wrapper or the Kinesis wrapper. */
+function runKind(
+  seed: number,
+  config: HistoryConfig,
+  deps: HistoryDeps,
+  o: Pick<CampaignOptions, "streams" | "wrappers" | "checkpointPastFailures">,
+): Promise<HistoryResult> {
+  if (o.streams) {
+    const broken = { checkpointPastFailures: o.checkpointPastFailures === true };
+    return runStreamHistory(config, streamSettings(seed), deps, broken);
+  }
+  return o.wrappers ? runWrapperHistory(config, wrapperSettings(seed), deps) : runHistory(config, deps);
 }
 
 function emptySummary(): CampaignSummary {
