@@ -40,10 +40,16 @@ const RUNTIME_FLAGS = pickFields(LOCAL_RUNTIME_OPTIONS, ["seed", "dynamodbEndpoi
 export function registerDemo(program: Command): void {
   const command = program
     .command("demo")
-    .description("run the records, images and orders pipelines locally, guard off and on, and compare them")
+    .description(
+      "run the records, images, orders and totals pipelines locally, guard off and on, and compare them",
+    )
     .option("--json", "print the comparison as JSON instead of a table")
     .option("--report <file.html>", "also write a self-contained HTML report with charts")
-    .option("--scenario <name>", "records, images or orders (repeat or comma-separate; default all)", list)
+    .option(
+      "--scenario <name>",
+      "records, images, orders or totals (repeat or comma-separate; default all)",
+      list,
+    )
     .option("--scale <x>", "multiply the scenarios' sizes", positiveNumber, 1)
     .option(
       "--state-store <kind>",

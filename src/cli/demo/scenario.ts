@@ -6,8 +6,8 @@ import type { DemoStates } from "./state-stores.js";
  * A reference pipeline the demo runs twice, guard off and on. Scenarios live in `examples/`; the
  * demo machinery here only knows this interface.
  */
-export type ScenarioName = "records" | "images" | "orders";
-export const SCENARIO_NAMES: readonly ScenarioName[] = ["records", "images", "orders"];
+export type ScenarioName = "records" | "images" | "orders" | "totals";
+export const SCENARIO_NAMES: readonly ScenarioName[] = ["records", "images", "orders", "totals"];
 
 export interface ScenarioRunContext {
   runtime: LocalRuntime;
