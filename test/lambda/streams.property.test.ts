@@ -45,7 +45,11 @@ describe("kinesisHandler under Lambda's checkpoint (property)", () => {
               ? kinesisHandler(
                   (record, ctx) => {
                     const i = compute(index(record.json));
-                    const write: MemoryAtomicWrite = { engine: "memory", apply: () => effects.push(i) > 0 };
+                    const write: MemoryAtomicWrite = {
+                      engine: "memory",
+                      description: `effect of record ${i}`,
+                      apply: () => effects.push(i) > 0,
+                    };
                     ctx.atCommit(write);
                     return i;
                   },
