@@ -135,7 +135,10 @@ function leaf(type: string, text: string, path: string): unknown {
 function numberOf(text: string): number | NumberValue {
   const n = Number(text);
   if (/^[+-]?\d+$/.test(text) && Number.isSafeInteger(n)) return n;
-  const mantissa = text.replace(/^[+-]/, "").replace(/[eE].*$/, "").replace(".", "");
+  const mantissa = text
+    .replace(/^[+-]/, "")
+    .replace(/[eE].*$/, "")
+    .replace(".", "");
   const significant = mantissa.replace(/^0+/, "").replace(/0+$/, "");
   const exact = significant.length <= EXACT_DIGITS && Number.isFinite(n) && (n !== 0 || significant === "");
   return exact ? n : new NumberValueImpl(text);
