@@ -56,6 +56,7 @@ const INTEGRATION = [
   "test/demo-cli.test.ts",
   "test/lambda/bad-input.test.ts",
   "test/lambda/fifo-producer.test.ts",
+  "test/lambda/streams.test.ts",
   "test/lambda/visibility-heartbeat.test.ts",
   "test/lambda/wrappers.test.ts",
   "test/local/run-command.test.ts",

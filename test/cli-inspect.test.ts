@@ -388,6 +388,85 @@ const cases: Case[] = [
     ],
   },
   {
+    file: "kinesis-batch.json",
+    exitCode: 0,
+    lines: [
+      {
+        kind: "kinesis",
+        envelope: "kinesis",
+        recordIndex: 0,
+        correlationId: "shardId-000000000006:49590338271490256608559692538361571095921575989136588898",
+        streamName: "lambda-stream",
+        shardId: "shardId-000000000006",
+        partitionKey: "1",
+        sequenceNumber: "49590338271490256608559692538361571095921575989136588898",
+        position: "05649590338271490256608559692538361571095921575989136588898",
+        dataBytes: 22,
+        json: false,
+      },
+      {
+        kind: "kinesis",
+        recordIndex: 1,
+        sequenceNumber: "49590338271490256608559692540925702759324208523137515618",
+        position: "05649590338271490256608559692540925702759324208523137515618",
+      },
+    ],
+  },
+  {
+    file: "kinesis-json.json",
+    exitCode: 0,
+    lines: [
+      { kind: "kinesis", partitionKey: "o-1", json: true },
+      { kind: "kinesis", partitionKey: "o-2", json: false, dataBytes: 3 },
+    ],
+  },
+  {
+    file: "malformed-kinesis-tumbling-window.json",
+    exitCode: 2,
+    lines: [],
+    stderr: /tumbling windows are not supported/,
+  },
+  {
+    file: "dynamodb-insert-modify-remove.json",
+    exitCode: 0,
+    lines: [
+      {
+        kind: "dynamodb",
+        envelope: "dynamodb-streams",
+        correlationId: "c4ca4238a0b923820dcc509a6f75849b",
+        eventName: "INSERT",
+        tableName: "ExampleTableWithStream",
+        item: 'ExampleTableWithStream/{"Id":{"N":"101"}}',
+        sequenceNumber: "4421584500000000017450439091",
+        position: "0284421584500000000017450439091",
+        viewType: "NEW_AND_OLD_IMAGES",
+        ttlExpired: false,
+      },
+      { eventName: "MODIFY", position: "0284421584500000000017450439092" },
+      { eventName: "REMOVE", position: "0284421584500000000017450439093", ttlExpired: false },
+    ],
+  },
+  {
+    file: "dynamodb-ttl-remove.json",
+    exitCode: 0,
+    lines: [
+      {
+        eventName: "REMOVE",
+        ttlExpired: true,
+        item: 'ExampleTableWithStream/{"pk":{"S":"session#42"},"sk":{"N":"7"}}',
+      },
+    ],
+  },
+  {
+    file: "dynamodb-keys-only.json",
+    exitCode: 0,
+    lines: [
+      { viewType: "KEYS_ONLY", item: 'ExampleTableWithStream/{"pk":{"S":"user#1"},"sk":{"S":"2024-01-01"}}' },
+    ],
+  },
+  { file: "dynamodb-new-image.json", exitCode: 0, lines: [{ viewType: "NEW_IMAGE", eventName: "INSERT" }] },
+  { file: "dynamodb-old-image.json", exitCode: 0, lines: [{ viewType: "OLD_IMAGE", eventName: "MODIFY" }] },
+  {
     file: "malformed-unknown-shape.json",
     exitCode: 2,
     lines: [],

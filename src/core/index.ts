@@ -22,13 +22,18 @@ export {
 } from "./errors.js";
 export type {
   Delivery,
+  DynamoDBChangeEvent,
+  DynamoDBChangeName,
+  DynamoDBStreamViewType,
   EnvelopeKind,
+  KinesisRecordEvent,
   MessageEvent,
   NormalizedEvent,
   S3ObjectEvent,
   S3Operation,
   S3TestEvent,
   SqsDelivery,
+  StreamDelivery,
 } from "./event.js";
 export {
   type ApplyContext,
@@ -63,12 +68,14 @@ export {
   comparePositions,
   compareSequencers,
   MAX_POSITION_LENGTH,
+  MAX_SEQUENCE_NUMBER_DIGITS,
   NUMERIC_POSITION_WIDTH,
   normalizeSequencer,
   type Position,
   positionBefore,
   positionFromDate,
   positionFromNumber,
+  positionFromSequenceNumber,
   SEQUENCER_WIDTH,
   toPosition,
 } from "./position.js";

@@ -1,9 +1,10 @@
+import { describeValue } from "./describe-value.js";
 import { InvalidPositionError, InvalidSequencerError } from "./errors.js";
 
 /**
  * A position orders the events of one subject. It is always a string of printable ASCII, and positions compare as
  * plain strings (`<` in JavaScript, `<` in a DynamoDB condition, `<` on a SQL text column with C collation), so
- * every encoder below produces fixed-width values whose string order equals their numeric order.
+ * every encoder below produces fixed-width (or length-prefixed) values whose string order equals their numeric order.
  *
  * Why ASCII only: JavaScript compares UTF-16 code units, DynamoDB (and SQL with C collation) compare UTF-8 bytes,
  * and the two disagree outside the Basic Multilingual Plane ("\u{1F600}" < "\uFF01" in bytes, not in UTF-16).
@@ -97,4 +98,32 @@ export function toPosition(value: number | bigint | Date | string): Position {
   if (value instanceof Date) return positionFromDate(value);
   assertPosition(value);
   return value;
+}
+
+/** The longest stream sequence number, in significant digits (Kinesis: `0|([1-9]\d{0,128})`). */
+export const MAX_SEQUENCE_NUMBER_DIGITS = 129;
+
+const DECIMAL = /^\d+$/;
+
+/**
+ * A stream sequence number (Kinesis, DynamoDB Streams: a decimal string of up to 129 digits) as a position. Their
+ * string order is not their numeric order ("10" < "9"), and they are too long for `positionFromNumber`, so the
+ * position is the count of significant digits as 3 digits, then the digits: a shorter number sorts first, numbers of
+ * one length sort by their digits. Leading zeros are dropped (`"007"` and `"7"` are one number, one position), so
+ * positions are equal exactly when the numbers are, and the digits after the prefix are the number itself.
+ * Anything but 1..129 significant decimal digits is an `InvalidPositionError`.
+ */
+export function positionFromSequenceNumber(value: string): Position {
+  if (typeof value !== "string" || !DECIMAL.test(value) || value.length > MAX_POSITION_LENGTH) {
+    throw new InvalidPositionError(
+      `a sequence number must be a string of decimal digits, got ${describeValue(value)}`,
+    );
+  }
+  const digits = value.replace(/^0+(?=\d)/, "");
+  if (digits.length > MAX_SEQUENCE_NUMBER_DIGITS) {
+    throw new InvalidPositionError(
+      `a sequence number has at most ${MAX_SEQUENCE_NUMBER_DIGITS} digits, got ${digits.length}`,
+    );
+  }
+  return `${String(digits.length).padStart(3, "0")}${digits}`;
 }

@@ -1,17 +1,30 @@
-import type { Context, EventBridgeEvent, S3Event, SQSBatchResponse, SQSEvent } from "aws-lambda";
+import type {
+  Context,
+  DynamoDBStreamEvent,
+  EventBridgeEvent,
+  KinesisStreamEvent,
+  S3Event,
+  SQSBatchResponse,
+  SQSEvent,
+} from "aws-lambda";
 import { OptionsError } from "../core/errors.js";
+import type { DynamoDBChangeEvent, KinesisRecordEvent } from "../core/event.js";
 import { reportToLocalRun } from "../observe/local-hook.js";
 import {
   type AnyEventHandler,
   type InvocationReport,
   type InvocationResult,
   InvocationRunner,
+  type StreamBatchResponse,
   type Trigger,
 } from "./invocation.js";
 import {
+  type AnyHandledEvent,
   type HandlerOf,
   type OptionsOf,
   resolveOptions,
+  type StreamOptionsOf,
+  type StreamRecordEvent,
   type WrapperMode,
   type WrapperOptions,
 } from "./options.js";
@@ -29,6 +42,10 @@ import {
  *   a failed record throws DeliveryFailedError so that Lambda retries; duplicates, stale events and
  *   malformed records succeed (malformed ones are logged and counted: Lambda's 2 retries of the same bytes
  *   cannot help).
+ * - Kinesis and DynamoDB Streams (`kinesisHandler`, `dynamodbStreamHandler`): `{ batchItemFailures }` with the first
+ *   failed record's sequence number, where Lambda resumes the shard (enable ReportBatchItemFailures); records of a
+ *   subject run in order and none after its first failure; malformed records are acknowledged and counted (failing
+ *   them would block the shard until the retries run out, and the same bytes cannot succeed).
  */
 export type LambdaHandler<E, R> = (event: E, context: Context) => Promise<R>;
 
@@ -81,19 +98,66 @@ export function eventBridgeHandler<R = unknown, M extends WrapperMode = "run">(
   return direct("eventBridgeHandler", handler, options);
 }
 
-/** Any trigger: the answer follows the invocation (SQS: batch response; direct: report, or a throw). */
-export function wrapHandler<R = unknown, M extends WrapperMode = "run">(
-  handler: HandlerOf<M, R>,
+/**
+ * A Lambda handler for Kinesis Data Streams batches: each record through the guard (subject the partition key,
+ * position the sequence number; docs/sources.md), failures reported as the first failed record's sequence number.
+ */
+export function kinesisHandler<R = unknown, M extends WrapperMode = "run">(
+  handler: HandlerOf<M, R, KinesisRecordEvent>,
+  options: StreamOptionsOf<M, KinesisRecordEvent> & { mode?: M },
+): LambdaHandler<KinesisStreamEvent, StreamBatchResponse> {
+  return stream("kinesisHandler", "kinesis", handler, options);
+}
+
+/**
+ * A Lambda handler for DynamoDB Streams batches: each change through the guard (subject the table and the item's
+ * keys, position the sequence number; docs/sources.md), failures reported as the first failed record's sequence
+ * number.
+ */
+export function dynamodbStreamHandler<R = unknown, M extends WrapperMode = "run">(
+  handler: HandlerOf<M, R, DynamoDBChangeEvent>,
+  options: StreamOptionsOf<M, DynamoDBChangeEvent> & { mode?: M },
+): LambdaHandler<DynamoDBStreamEvent, StreamBatchResponse> {
+  return stream("dynamodbStreamHandler", "dynamodb-streams", handler, options);
+}
+
+/**
+ * Any trigger: the answer follows the invocation (SQS and streams: batch response; direct: report, or a throw). The
+ * handler gets every kind of event unless its parameter's type says which (then wire it to those triggers only).
+ */
+export function wrapHandler<
+  R = unknown,
+  M extends WrapperMode = "run",
+  E extends AnyHandledEvent = AnyHandledEvent,
+>(
+  handler: HandlerOf<M, R, E>,
   options: OptionsOf<M> & { mode?: M },
-): LambdaHandler<unknown, SQSBatchResponse | InvocationReport<R>> {
+): LambdaHandler<unknown, SQSBatchResponse | StreamBatchResponse | InvocationReport<R>> {
   const run = make<R>("wrapHandler", handler, options);
   return async (event, context) => answer(await run(event, context, "any"));
 }
 
-/** What Lambda gets back for a run: the batch response for SQS, the report for direct invokes. */
-export function answer<R>(result: InvocationResult<R>): SQSBatchResponse | InvocationReport<R> {
+/** What Lambda gets back for a run: the batch response for SQS and streams, the report for direct invokes. */
+export function answer<R>(
+  result: InvocationResult<R>,
+): SQSBatchResponse | StreamBatchResponse | InvocationReport<R> {
   reportToLocalRun(result.report);
-  return result.kind === "sqs" ? result.response : result.report;
+  return result.kind === "direct" ? result.report : result.response;
+}
+
+function stream<E extends StreamRecordEvent, R>(
+  what: string,
+  trigger: "kinesis" | "dynamodb-streams",
+  handler: AnyEventHandler<R>,
+  options: StreamOptionsOf<WrapperMode, E>,
+): LambdaHandler<unknown, StreamBatchResponse> {
+  const run = make<R>(what, handler, options as StreamOptionsOf<WrapperMode, StreamRecordEvent>, true);
+  return async (event, context) => {
+    const result = await run(event, context, trigger);
+    if (result.kind !== "stream") throw new OptionsError(`${what}: not a stream batch`); // unreachable: run checks
+    reportToLocalRun(result.report);
+    return result.response;
+  };
 }
 
 function direct<E, R>(what: string, handler: AnyEventHandler<R>, options: WrapperOptions) {
@@ -103,10 +167,15 @@ function direct<E, R>(what: string, handler: AnyEventHandler<R>, options: Wrappe
 }
 
 /** Validates the handler and the options once, builds the runner (and its guard), and binds the handler to it. */
-function make<R>(what: string, handler: AnyEventHandler<R>, options: WrapperOptions) {
+function make<R>(
+  what: string,
+  handler: AnyEventHandler<R>,
+  options: WrapperOptions | StreamOptionsOf<WrapperMode, StreamRecordEvent>,
+  streams = false,
+) {
   if (typeof handler !== "function")
     throw new OptionsError(`${what}: the first argument must be the event handler`);
-  const runner = new InvocationRunner(what, resolveOptions(what, options));
+  const runner = new InvocationRunner(what, resolveOptions(what, options, streams));
   return (event: unknown, context: Context | undefined, trigger: Trigger): Promise<InvocationResult<R>> =>
     runner.run(handler, event, context, trigger);
 }

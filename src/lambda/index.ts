@@ -2,7 +2,7 @@
  * Lambda handler wrappers per trigger, the visibility heartbeat and the FIFO producer helper.
  * @module effectively-once/lambda
  */
-// Lambda adapters: handler wrappers per trigger, the visibility heartbeat and the FIFO producer helper.
+// Lambda adapters: handler wrappers per trigger (SQS, S3, EventBridge, Kinesis, DynamoDB Streams), the visibility heartbeat and the FIFO producer helper.
 // The Middy middleware lives at `effectively-once/lambda/middy`. The SQS SDK is loaded only when a
 // heartbeat first extends a message or a FIFO message is sent.
 export * from "./errors.js";
@@ -14,12 +14,16 @@ export type {
   EventReport,
   InvocationReport,
   InvocationResult,
+  StreamBatchResponse,
   Trigger,
 } from "./invocation.js";
 export type {
+  AnyHandledEvent,
   ApplyEventHandler,
   ApplyHandlerContext,
   DeliveryContext,
+  DerivableEvent,
+  Derivation,
   EffectivelyOnceApplyOptions,
   EffectivelyOnceOptions,
   EventHandler,
@@ -28,6 +32,8 @@ export type {
   HandlerOf,
   OptionsOf,
   PositionValue,
+  StreamOptionsOf,
+  StreamRecordEvent,
   WrapperMode,
   WrapperOptions,
 } from "./options.js";

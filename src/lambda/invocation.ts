@@ -4,21 +4,23 @@ import { InvalidPositionError, MalformedEventError, SubjectTooLongError } from "
 import type { EnvelopeKind } from "../core/event.js";
 import type { GuardContext, GuardOutcome, RunOptions } from "../core/guard.js";
 import { type DeliveryStatus, isAcknowledged } from "../core/outcomes.js";
+import { comparePositions, positionFromSequenceNumber } from "../core/position.js";
 import { type DeliveryObserver, type InvocationObserver, Observer } from "../observe/observer.js";
 import { parseResolved } from "../sources/parse-invocation.js";
 import type { DeliveryUnit } from "../sources/types.js";
 import { anySignal, type Deadline, lambdaDeadline } from "./deadline.js";
 import { DeliveryFailedError } from "./errors.js";
 import { runLanes } from "./lanes.js";
-import type {
-  ApplyEventHandler,
-  DeliveryContext,
-  EventHandler,
-  HandledEvent,
-  ResolvedOptions,
-  WrapperMode,
+import {
+  type AnyHandledEvent,
+  type ApplyEventHandler,
+  type DeliveryContext,
+  defaultFingerprint,
+  type EventHandler,
+  type ResolvedOptions,
+  type WrapperMode,
 } from "./options.js";
-import { type Item, isSqsEnvelope, type Plan, planLanes, planUnit } from "./plan.js";
+import { type BatchKind, batchKindOf, type Item, type Plan, planLanes, planUnit } from "./plan.js";
 import { type HeartbeatRun, type SqsSender, VisibilityHeartbeat } from "./visibility-heartbeat.js";
 
 /**
@@ -45,6 +47,8 @@ export interface DeliveryReport<R = unknown> {
   recordIndex: number;
   envelope: EnvelopeKind;
   messageId?: string;
+  /** Kinesis and DynamoDB Streams: the record's sequence number (the batch item failure identifier). */
+  sequenceNumber?: string;
   ok: boolean;
   events: EventReport<R>[];
 }
@@ -54,22 +58,39 @@ export interface InvocationReport<R = unknown> {
   deliveries: DeliveryReport<R>[];
 }
 
-/** An invocation's answer: SQS's batch response with the report, or the report of a direct invoke. */
+/**
+ * A stream batch's answer (Kinesis, DynamoDB Streams; `KinesisStreamBatchResponse` and `DynamoDBBatchResponse` in
+ * @types/aws-lambda): at most one item, the sequence number Lambda resumes the shard from.
+ */
+export interface StreamBatchResponse {
+  batchItemFailures: { itemIdentifier: string }[];
+}
+
+/** An invocation's answer: an SQS or stream batch response with the report, or the report of a direct invoke. */
 export type InvocationResult<R> =
   | { kind: "sqs"; response: SQSBatchResponse; report: InvocationReport<R> }
+  | { kind: "stream"; response: StreamBatchResponse; report: InvocationReport<R> }
   | { kind: "direct"; report: InvocationReport<R> };
 
-/** Which invocations a typed wrapper accepts: `sqs` batches, `direct` S3/EventBridge invokes, or `any`. */
-export type Trigger = "sqs" | "direct" | "any";
+/**
+ * Which invocations a typed wrapper accepts: `sqs` batches, `direct` S3/EventBridge invokes, `kinesis` or
+ * `dynamodb-streams` batches, or `any`.
+ */
+export type Trigger = "sqs" | "direct" | "kinesis" | "dynamodb-streams" | "any";
 
-/** The user's handler of either mode: the runner's mode says which it is. */
-export type AnyEventHandler<R> = EventHandler<R> | ApplyEventHandler<R>;
+/**
+ * The user's handler of either mode, typed for the events of its wrapper's trigger (`never` here takes any of them):
+ * the runner's mode says which mode it is, and the trigger check at parse that only its events reach it.
+ */
+export type AnyEventHandler<R> = EventHandler<R, never> | ApplyEventHandler<R, never>;
 
 /** Acknowledged as the outcome table says (src/core/outcomes.ts); `malformed` is decided per source below. */
 const acknowledged = isAcknowledged;
 
 /** The user's handler bound to its mode: how each event reaches the guard. */
-type Bound<R> = { mode: "run"; handler: EventHandler<R> } | { mode: "apply"; handler: ApplyEventHandler<R> };
+type Bound<R> =
+  | { mode: "run"; handler: EventHandler<R, AnyHandledEvent> }
+  | { mode: "apply"; handler: ApplyEventHandler<R, AnyHandledEvent> };
 
 /** One invocation in progress: what every delivery of it shares. */
 interface Call<R> {
@@ -78,6 +99,7 @@ interface Call<R> {
   deadline: Deadline;
   context: Context | undefined;
   sqs: boolean;
+  batch: BatchKind;
 }
 
 /** One delivery unit on its way: its plan, its observer and its report (filled as its events end). */
@@ -127,43 +149,52 @@ export class InvocationRunner {
       requestId: context?.awsRequestId,
     });
     const units = this.#parse(input, trigger, inv);
-    const sqs = units.every((u) => isSqsEnvelope(u.delivery.envelope));
+    const batch = batchKindOf(units);
+    const sqs = batch === "sqs";
     const deliveries = units.map((unit, index) => delivery<R>(planUnit(this.#o, unit, index), inv));
     const deadline = lambdaDeadline(context, this.#o.deadlineMarginMs);
-    const call: Call<R> = { bound: bind(this.#o.mode, handler), inv, deadline, context, sqs };
+    const call: Call<R> = { bound: bind(this.#o.mode, handler), inv, deadline, context, sqs, batch };
     let heartbeat: HeartbeatRun | undefined;
     try {
       heartbeat = sqs ? this.#startHeartbeat(deliveries, inv) : undefined;
-      const { lanes, blocked } = planLanes(deliveries, sqs);
+      const { lanes, blocked } = planLanes(deliveries, batch);
       for (const b of blocked) defer(b.plan, heartbeat, `not processed: ${b.reason}`);
       await runLanes(
         lanes,
         this.#o.concurrency,
         (d) => this.#deliver(call, d, heartbeat),
-        (d) =>
-          defer(
-            d,
-            heartbeat,
-            `not processed: an earlier message of group ${d.group ?? "?"} failed in this batch`,
-          ),
+        (d) => defer(d, heartbeat, `not processed: ${skipReason(d, batch)}`),
       );
     } finally {
       await heartbeat?.stop();
       deadline.dispose();
       flush(inv);
     }
-    return this.#respond(deliveries, inv, sqs);
+    return this.#respond(deliveries, inv, batch);
   }
 
   /** The invocation's deliveries; an invocation the wrapper cannot take is logged, counted and thrown. */
   #parse(input: unknown, trigger: Trigger, inv: InvocationObserver): DeliveryUnit[] {
     try {
       const units = parseResolved(input, this.#o.parse);
-      const sqs = units.every((u) => isSqsEnvelope(u.delivery.envelope));
-      if ((trigger === "sqs" && !sqs) || (trigger === "direct" && sqs)) {
+      const got = triggerOf(units);
+      if (trigger !== "any" && trigger !== got) {
         throw new MalformedEventError(
-          `${this.#what} got ${sqs ? "an SQS batch" : "a direct S3/EventBridge invocation"}; ` +
-            `use ${sqs ? "sqsHandler" : "s3Handler or eventBridgeHandler"} (or wrapHandler, which takes both)`,
+          `${this.#what} got ${TRIGGERS[got].what}; use ${TRIGGERS[got].wrapper} (or wrapHandler, which takes every trigger)`,
+          "",
+        );
+      }
+      const o = this.#o;
+      const derives =
+        o.subject ??
+        o.identity ??
+        o.position ??
+        (o.payloadFingerprint !== defaultFingerprint ? o.payloadFingerprint : undefined);
+      if (!o.streams && (got === "kinesis" || got === "dynamodb-streams") && derives !== undefined) {
+        // Typed for application messages, they would get stream records: a configuration error, like a wrong trigger.
+        throw new MalformedEventError(
+          `${this.#what} got ${TRIGGERS[got].what}, and its subject/identity/position/payloadFingerprint functions ` +
+            `take application messages; use ${TRIGGERS[got].wrapper}, whose functions take the stream's records`,
           "",
         );
       }
@@ -175,11 +206,16 @@ export class InvocationRunner {
     }
   }
 
-  /** SQS: the failed records as batch item failures. Direct invokes: throw when any record failed (Lambda retries). */
-  #respond<R>(deliveries: Delivery<R>[], inv: InvocationObserver, sqs: boolean): InvocationResult<R> {
+  /**
+   * SQS: the failed records as batch item failures. Streams: the first failed record, where Lambda resumes the shard.
+   * Direct invokes: throw when any record failed (Lambda retries).
+   */
+  #respond<R>(deliveries: Delivery<R>[], inv: InvocationObserver, batch: BatchKind): InvocationResult<R> {
     const report: InvocationReport<R> = { deliveries: deliveries.map((d) => d.report) };
     const failed = deliveries.filter((d) => !d.report.ok);
-    if (sqs) {
+    if (batch === "stream")
+      return { kind: "stream", response: { batchItemFailures: checkpoint(failed) }, report };
+    if (batch === "sqs") {
       const batchItemFailures: SQSBatchResponse["batchItemFailures"] = [];
       for (const d of failed) {
         if (d.messageId !== undefined) batchItemFailures.push({ itemIdentifier: d.messageId });
@@ -347,8 +383,8 @@ export class InvocationRunner {
 /** The handler of the runner's mode, bound to it: the one place the mode's handler type is asserted. */
 function bind<R>(mode: WrapperMode, handler: AnyEventHandler<R>): Bound<R> {
   return mode === "apply"
-    ? { mode, handler: handler as ApplyEventHandler<R> }
-    : { mode, handler: handler as EventHandler<R> };
+    ? { mode, handler: handler as ApplyEventHandler<R, AnyHandledEvent> }
+    : { mode, handler: handler as EventHandler<R, AnyHandledEvent> };
 }
 
 /** A planned unit with its observer and an empty report. */
@@ -362,7 +398,47 @@ function delivery<R>(plan: Plan, inv: InvocationObserver): Delivery<R> {
     events: [],
   };
   if (d.sqs) report.messageId = d.sqs.messageId;
+  if (d.stream) report.sequenceNumber = d.stream.sequenceNumber;
   return { ...plan, obs: inv.delivery(d), report };
+}
+
+/** What each trigger is called in an error, and the wrapper that takes it. */
+const TRIGGERS: Record<Exclude<Trigger, "any">, { what: string; wrapper: string }> = {
+  sqs: { what: "an SQS batch", wrapper: "sqsHandler" },
+  direct: { what: "a direct S3/EventBridge invocation", wrapper: "s3Handler or eventBridgeHandler" },
+  kinesis: { what: "a Kinesis batch", wrapper: "kinesisHandler" },
+  "dynamodb-streams": { what: "a DynamoDB Streams batch", wrapper: "dynamodbStreamHandler" },
+};
+
+/** The trigger parsed units came from. */
+function triggerOf(units: readonly DeliveryUnit[]): Exclude<Trigger, "any"> {
+  const batch = batchKindOf(units);
+  if (batch !== "stream") return batch;
+  return units[0]?.delivery.envelope === "kinesis" ? "kinesis" : "dynamodb-streams";
+}
+
+/** Why a record after a failure in its lane is not run. */
+function skipReason(d: Plan, batch: BatchKind): string {
+  if (batch !== "stream") return `an earlier message of group ${d.group ?? "?"} failed in this batch`;
+  const subject = d.items.find((i) => i.kind === "event")?.guarded.subject ?? "?";
+  return `an earlier record of ${subject} failed in this batch (Lambda resumes the shard there)`;
+}
+
+/**
+ * A stream batch's checkpoint: the lowest sequence number among the failed records (a batch is one shard's records
+ * in order, so it is the first failed one); Lambda acknowledges the records before it and redelivers the rest. None
+ * failed: an empty list, the whole batch acknowledged.
+ */
+function checkpoint<R>(failed: Delivery<R>[]): StreamBatchResponse["batchItemFailures"] {
+  let first: { sequenceNumber: string; position: string } | undefined;
+  for (const d of failed) {
+    const sequenceNumber = d.unit.delivery.stream?.sequenceNumber;
+    if (sequenceNumber === undefined) continue; // malformed records are acknowledged, never failed
+    const position = positionFromSequenceNumber(sequenceNumber);
+    if (first === undefined || comparePositions(position, first.position) < 0)
+      first = { sequenceNumber, position };
+  }
+  return first === undefined ? [] : [{ itemIdentifier: first.sequenceNumber }];
 }
 
 /** Settles the delivery's report; returns `ok`. */
@@ -383,8 +459,8 @@ function defer<R>(d: Delivery<R>, heartbeat: HeartbeatRun | undefined, reason: s
 
 /** Mode `run`: the handler under the lease, its signal also aborted at the Lambda deadline. */
 async function runHandler<R>(
-  handler: EventHandler<R>,
-  event: HandledEvent,
+  handler: EventHandler<R, AnyHandledEvent>,
+  event: AnyHandledEvent,
   gctx: GuardContext,
   obs: DeliveryObserver,
   call: Call<R>,

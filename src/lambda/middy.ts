@@ -7,8 +7,19 @@ import type { Context, SQSBatchResponse } from "aws-lambda";
 import { OptionsError } from "../core/errors.js";
 import { oneOf, resolveOptions as resolveSchema, schemaFor } from "../core/options.js";
 import { answer } from "./handlers.js";
-import { type AnyEventHandler, type InvocationReport, InvocationRunner } from "./invocation.js";
-import { type HandlerOf, type OptionsOf, resolveOptions, type WrapperMode } from "./options.js";
+import {
+  type AnyEventHandler,
+  type InvocationReport,
+  InvocationRunner,
+  type StreamBatchResponse,
+} from "./invocation.js";
+import {
+  type AnyHandledEvent,
+  type HandlerOf,
+  type OptionsOf,
+  resolveOptions,
+  type WrapperMode,
+} from "./options.js";
 
 /**
  * The Middy form of the wrappers, with the same options and the same behaviour (it runs the same code):
@@ -21,13 +32,16 @@ import { type HandlerOf, type OptionsOf, resolveOptions, type WrapperMode } from
  * A Middy middleware cannot call the base handler itself (it only sees the request), and the wrappers
  * must call the user's handler once per event. So the middleware prepares the invocation and
  * `eachEvent(handler)` is the base handler that runs it. Each throws a clear OptionsError if used
- * without the other. The triggers are told apart at run time, as `wrapHandler` does.
+ * without the other. The triggers are told apart at run time, as `wrapHandler` does (stream batches included).
  *
  * Mode `apply` goes in both: `effectivelyOnce({ store, mode: "apply" })` (checked there with the other options) and
  * `eachEvent(compute, { mode: "apply" })` (which types the handler's context); a mismatch throws an OptionsError.
  */
 type Dispatch = {
-  run<R>(handler: AnyEventHandler<R>, mode: WrapperMode): Promise<SQSBatchResponse | InvocationReport<R>>;
+  run<R>(
+    handler: AnyEventHandler<R>,
+    mode: WrapperMode,
+  ): Promise<SQSBatchResponse | StreamBatchResponse | InvocationReport<R>>;
   used: boolean;
 };
 
@@ -79,12 +93,20 @@ export function effectivelyOnce<M extends WrapperMode = "run">(
 
 /**
  * The Middy base handler: runs `handler` once per event of the invocation prepared by effectivelyOnce(). Mode
- * `apply`: `eachEvent(compute, { mode: "apply" })`, with the same mode given to effectivelyOnce.
+ * `apply`: `eachEvent(compute, { mode: "apply" })`, with the same mode given to effectivelyOnce. The handler gets
+ * every kind of event (stream records included) unless its parameter's type says which.
  */
-export function eachEvent<R = unknown, M extends WrapperMode = "run">(
-  handler: HandlerOf<M, R>,
+export function eachEvent<
+  R = unknown,
+  M extends WrapperMode = "run",
+  E extends AnyHandledEvent = AnyHandledEvent,
+>(
+  handler: HandlerOf<M, R, E>,
   options?: { mode?: M },
-): (event: unknown, context: Context) => Promise<SQSBatchResponse | InvocationReport<R>> {
+): (
+  event: unknown,
+  context: Context,
+) => Promise<SQSBatchResponse | StreamBatchResponse | InvocationReport<R>> {
   if (typeof handler !== "function") throw new OptionsError("eachEvent: handler must be a function");
   const { mode } = resolveSchema("eachEvent", EACH_EVENT_OPTIONS, options ?? {});
   return async (_event, context) => {

@@ -3,7 +3,13 @@ import type { Logger } from "@aws-lambda-powertools/logger";
 import type { Metrics } from "@aws-lambda-powertools/metrics";
 import type { Context } from "aws-lambda";
 import { OptionsError } from "../core/errors.js";
-import type { Delivery, MessageEvent, S3ObjectEvent } from "../core/event.js";
+import type {
+  Delivery,
+  DynamoDBChangeEvent,
+  KinesisRecordEvent,
+  MessageEvent,
+  S3ObjectEvent,
+} from "../core/event.js";
 import {
   type ApplyContext,
   createGuard,
@@ -27,6 +33,18 @@ import {
 /** What the user's handler receives: an S3 object event, or an application message (`messages: "accept"`). */
 export type HandledEvent = S3ObjectEvent | MessageEvent;
 
+/** What a stream wrapper's handler receives: one Kinesis record, or one DynamoDB change. */
+export type StreamRecordEvent = KinesisRecordEvent | DynamoDBChangeEvent;
+
+/** Any event a wrapper hands to a handler (`wrapHandler` and Middy take every trigger). */
+export type AnyHandledEvent = HandledEvent | StreamRecordEvent;
+
+/** The events whose guard keys the `subject`, `identity` and `position` options derive. */
+export type DerivableEvent = MessageEvent | StreamRecordEvent;
+
+/** A derivation of one guard key from an event and its delivery. */
+export type Derivation<E, T> = (event: E, delivery: Delivery) => T;
+
 /**
  * How the wrapper runs each event: `run` (claim, the handler under a lease, commit: any kind of effect) or `apply`
  * (the handler computes atomic writes, then claim + writes + commit go in one request).
@@ -49,20 +67,25 @@ export interface HandlerContext extends GuardContext, DeliveryContext {}
 export interface ApplyHandlerContext extends ApplyContext, DeliveryContext {}
 
 /** The user's handler (mode `run`). Its (JSON) result is committed with the event and replayed to duplicates. */
-export type EventHandler<R = unknown> = (event: HandledEvent, ctx: HandlerContext) => Promise<R>;
+export type EventHandler<R = unknown, E extends AnyHandledEvent = HandledEvent> = (
+  event: E,
+  ctx: HandlerContext,
+) => Promise<R>;
 
 /**
  * The user's handler in mode `apply`: computes the event's atomic writes (`ctx.atCommit`) and its result. It must have
  * no other side effect: it also runs for a duplicate or stale delivery (whose writes are never applied), and again
  * when the request is retried with another fence.
  */
-export type ApplyEventHandler<R = unknown> = (
-  event: HandledEvent,
+export type ApplyEventHandler<R = unknown, E extends AnyHandledEvent = HandledEvent> = (
+  event: E,
   ctx: ApplyHandlerContext,
 ) => R | Promise<R>;
 
-/** The handler type of a mode. */
-export type HandlerOf<M extends WrapperMode, R> = M extends "apply" ? ApplyEventHandler<R> : EventHandler<R>;
+/** The handler type of a mode, for the events `E` of its trigger. */
+export type HandlerOf<M extends WrapperMode, R, E extends AnyHandledEvent = HandledEvent> = M extends "apply"
+  ? ApplyEventHandler<R, E>
+  : EventHandler<R, E>;
 
 /** The options type of a mode. */
 export type OptionsOf<M extends WrapperMode> = M extends "apply"
@@ -162,6 +185,34 @@ export interface EffectivelyOnceApplyOptions
 /** Either mode's options. */
 export type WrapperOptions = EffectivelyOnceOptions | EffectivelyOnceApplyOptions;
 
+/** What only SQS, S3 and EventBridge invocations use: a stream wrapper refuses them (`OptionsError`). */
+export const NOT_FOR_STREAMS = [
+  "messages",
+  "orderS3Events",
+  "visibilityHeartbeat",
+  "sqsClient",
+  "correlationAttribute",
+] as const;
+
+/**
+ * The options of a stream wrapper (`kinesisHandler`, `dynamodbStreamHandler`) of mode `M`: the others' options less
+ * those of SQS, S3 and EventBridge, with the key derivations and the payload fingerprint typed for the stream's
+ * records `E`.
+ */
+export type StreamOptionsOf<M extends WrapperMode, E extends StreamRecordEvent> = Omit<
+  OptionsOf<M>,
+  (typeof NOT_FOR_STREAMS)[number] | "subject" | "identity" | "position" | "payloadFingerprint"
+> & {
+  /** What order and exclusivity are scoped to. Default: the partition key (Kinesis), the item (DynamoDB). */
+  subject?: Derivation<E, string>;
+  /** The idempotency key. Default: `p:<position>` with a `position`, else from the sequence number. */
+  identity?: Derivation<E, string>;
+  /** Order within the subject (a version). Default: the sequence number, unless `identity` alone is given. */
+  position?: Derivation<E, PositionValue | undefined>;
+  /** As for the other wrappers; `true` fingerprints the record (Kinesis: its data; DynamoDB: the change). */
+  payloadFingerprint?: boolean | ((event: E) => string);
+};
+
 function isObject(value: unknown): boolean {
   return typeof value === "object" && value !== null;
 }
@@ -172,10 +223,19 @@ type OwnResolved = Omit<
   GuardPassThroughKey | "payloadFingerprint" | "visibilityHeartbeat" | "messages" | "correlationAttribute"
 >;
 
-export interface ResolvedOptions extends OwnResolved {
+export interface ResolvedOptions extends Omit<OwnResolved, "subject" | "identity" | "position"> {
   /** Built once per wrapper; each event is observed through its call's `onEvent`. */
   guard: Guard;
-  payloadFingerprint: ((event: HandledEvent) => string) | undefined;
+  /** The derivations, for whichever derivable events the wrapper's trigger brings (typed per wrapper). */
+  subject: Derivation<DerivableEvent, string> | undefined;
+  identity: Derivation<DerivableEvent, string> | undefined;
+  position: Derivation<DerivableEvent, PositionValue | undefined> | undefined;
+  payloadFingerprint: ((event: AnyHandledEvent) => string) | undefined;
+  /**
+   * Built by a stream wrapper, whose derivations take its stream's records. Elsewhere (`wrapHandler`, Middy) they are
+   * typed for application messages, and a stream batch reaching them is refused (invocation.ts).
+   */
+  streams: boolean;
   visibilityHeartbeat: ResolvedVisibilityHeartbeatOptions | undefined;
   parse: ResolvedParseOptions;
 }
@@ -183,9 +243,21 @@ export interface ResolvedOptions extends OwnResolved {
 /** What only a handler running under a lease uses: refused in mode `apply`, where nothing holds a lease. */
 const RUN_ONLY = ["heartbeatMs", "visibilityHeartbeat", "sqsClient"] as const;
 
-/** Validates eagerly (at cold start, not at the first event): unknown keys, types, consistency; builds the guard. */
-export function resolveOptions(what: string, options: WrapperOptions): ResolvedOptions {
-  const o = opt.resolveOptions(what, EFFECTIVELY_ONCE_OPTIONS, options);
+/**
+ * Validates eagerly (at cold start, not at the first event): unknown keys, types, consistency; builds the guard.
+ * `streams`: for a stream wrapper, which refuses the options of the other triggers and needs no `messages` for its
+ * derivations.
+ */
+export function resolveOptions(
+  what: string,
+  options: WrapperOptions | StreamOptionsOf<WrapperMode, StreamRecordEvent>,
+  streams = false,
+): ResolvedOptions {
+  const o = opt.resolveOptions(what, EFFECTIVELY_ONCE_OPTIONS, options as WrapperOptions);
+  if (streams) {
+    const given = NOT_FOR_STREAMS.filter((key) => (options as Record<string, unknown>)[key] !== undefined);
+    opt.optionsRule(what, given.length === 0, `${given.join(", ")}: not for stream records`);
+  }
   if (o.mode === "apply") {
     const given = RUN_ONLY.filter((key) => o[key] !== undefined && o[key] !== false);
     opt.optionsRule(
@@ -196,7 +268,7 @@ export function resolveOptions(what: string, options: WrapperOptions): ResolvedO
   }
   opt.optionsRule(
     what,
-    (o.subject ?? o.identity ?? o.position) === undefined || o.messages === "accept",
+    streams || (o.subject ?? o.identity ?? o.position) === undefined || o.messages === "accept",
     'subject/identity/position derive keys of application messages, which need messages: "accept"',
   );
   const hb = o.visibilityHeartbeat;
@@ -205,11 +277,14 @@ export function resolveOptions(what: string, options: WrapperOptions): ResolvedO
     mode: o.mode,
     pipeline: o.pipeline,
     orderS3Events: o.orderS3Events,
-    subject: o.subject,
-    identity: o.identity,
-    position: o.position,
+    // Typed per wrapper (MessageEvent here, the stream's records in StreamOptionsOf): each gets its trigger's events.
+    subject: o.subject as ResolvedOptions["subject"],
+    identity: o.identity as ResolvedOptions["identity"],
+    position: o.position as ResolvedOptions["position"],
     payloadFingerprint:
-      o.payloadFingerprint === true ? defaultFingerprint : o.payloadFingerprint || undefined,
+      o.payloadFingerprint === true
+        ? defaultFingerprint
+        : (o.payloadFingerprint as ResolvedOptions["payloadFingerprint"]) || undefined,
     logger: o.logger,
     metrics: o.metrics,
     concurrency: o.concurrency,
@@ -221,6 +296,7 @@ export function resolveOptions(what: string, options: WrapperOptions): ResolvedO
       ...(o.correlationAttribute !== undefined ? { correlationAttribute: o.correlationAttribute } : {}),
     },
     deadlineMarginMs: o.deadlineMarginMs,
+    streams,
   };
 }
 
@@ -238,11 +314,19 @@ function guardOf(what: string, o: Pick<GuardOptions, GuardPassThroughKey>): Guar
   }
 }
 
-/** A message's body; an S3 event's ETag, size, version and operation: what "the same content" means for each. */
-export function defaultFingerprint(event: HandledEvent): string {
-  const content =
-    event.kind === "message"
-      ? event.body
-      : JSON.stringify([event.etag ?? null, event.size ?? null, event.versionId ?? null, event.operation]);
-  return createHash("sha256").update(content).digest("base64url");
+/**
+ * A message's body; an S3 event's ETag, size, version and operation; a Kinesis record's data; a DynamoDB change's
+ * item, name and sequence number: what "the same content" means for each.
+ */
+export function defaultFingerprint(event: AnyHandledEvent): string {
+  const h = createHash("sha256");
+  if (event.kind === "message") h.update(event.body);
+  else if (event.kind === "kinesis") h.update(event.data);
+  else if (event.kind === "dynamodb")
+    h.update(JSON.stringify([event.item, event.eventName, event.sequenceNumber]));
+  else
+    h.update(
+      JSON.stringify([event.etag ?? null, event.size ?? null, event.versionId ?? null, event.operation]),
+    );
+  return h.digest("base64url");
 }

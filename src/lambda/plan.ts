@@ -5,7 +5,7 @@ import type { GuardedEvent } from "../core/guard.js";
 import { toPosition } from "../core/position.js";
 import type { DeliveryUnit } from "../sources/types.js";
 import { groupLanes, type Lane } from "./lanes.js";
-import type { HandledEvent, ResolvedOptions } from "./options.js";
+import type { AnyHandledEvent, ResolvedOptions, StreamRecordEvent } from "./options.js";
 
 /**
  * Planning an invocation, before anything runs: each parsed delivery unit's events with their guard keys derived
@@ -16,7 +16,7 @@ import type { HandledEvent, ResolvedOptions } from "./options.js";
 /** One event of a delivery: an `s3:TestEvent` (acknowledged, counted), or an event and its guard keys. */
 export type Item =
   | { kind: "test"; event: S3TestEvent }
-  | { kind: "event"; event: HandledEvent; guarded: GuardedEvent };
+  | { kind: "event"; event: AnyHandledEvent; guarded: GuardedEvent };
 
 /** One delivery unit, planned. */
 export interface Plan {
@@ -30,7 +30,18 @@ export interface Plan {
   arn?: string;
 }
 
-export const isSqsEnvelope = (e: EnvelopeKind) => e !== "s3" && e !== "eventbridge";
+/** How an invocation's deliveries are answered: an SQS batch, a stream batch (one shard), or a direct invoke. */
+export type BatchKind = "sqs" | "stream" | "direct";
+
+export const isStreamEnvelope = (e: EnvelopeKind) => e === "kinesis" || e === "dynamodb-streams";
+export const isSqsEnvelope = (e: EnvelopeKind) => e !== "s3" && e !== "eventbridge" && !isStreamEnvelope(e);
+
+/** The batch kind of parsed units (Lambda never mixes sources in one invocation; a mix answers as a direct invoke). */
+export function batchKindOf(units: readonly DeliveryUnit[]): BatchKind {
+  if (units.every((u) => isSqsEnvelope(u.delivery.envelope))) return "sqs";
+  if (units.every((u) => isStreamEnvelope(u.delivery.envelope))) return "stream";
+  return "direct";
+}
 
 /** What planning reads of the wrapper's options. */
 type PlanOptions = Pick<
@@ -70,10 +81,12 @@ function itemOf(o: PlanOptions, event: DeliveryUnit["events"][number], delivery:
     if (event.position !== undefined && o.orderS3Events) guarded.position = event.position;
     return { kind: "event", event, guarded: withFingerprint(o, event, guarded) };
   }
-  return { kind: "event", event, guarded: withFingerprint(o, event, deriveMessage(o, event, delivery)) };
+  const guarded =
+    event.kind === "message" ? deriveMessage(o, event, delivery) : deriveStream(o, event, delivery);
+  return { kind: "event", event, guarded: withFingerprint(o, event, guarded) };
 }
 
-function withFingerprint(o: PlanOptions, event: HandledEvent, guarded: GuardedEvent): GuardedEvent {
+function withFingerprint(o: PlanOptions, event: AnyHandledEvent, guarded: GuardedEvent): GuardedEvent {
   const fingerprint = o.payloadFingerprint?.(event);
   if (fingerprint === undefined) return guarded;
   if (typeof fingerprint !== "string" || fingerprint.length === 0) {
@@ -97,6 +110,33 @@ function deriveMessage(o: PlanOptions, event: MessageEvent, delivery: Delivery):
   return position === undefined ? { subject, identity } : { subject, identity, position };
 }
 
+/**
+ * A stream record's keys (docs/sources.md, "Streams: guard keys"): subject the partition key (Kinesis) or the item
+ * (DynamoDB); position the sequence number, so a redelivered record is a duplicate and an older change after a newer
+ * one is stale; identity from the sequence number. A user's `position` makes the identity `p:<position>` (a producer
+ * retry of the same version is a duplicate). A user's `identity` without a `position` makes the records dedupe-only:
+ * one state item per identity, so a producer retry (same identity, a new and higher sequence number) is a duplicate;
+ * with the sequence number as position it would be newer than the committed one, and run again.
+ */
+function deriveStream(o: PlanOptions, event: StreamRecordEvent, delivery: Delivery): GuardedEvent {
+  const subject = o.subject
+    ? o.subject(event, delivery)
+    : event.kind === "kinesis"
+      ? event.partitionKey
+      : event.item;
+  requireKey("subject", subject);
+  const raw = o.position?.(event, delivery);
+  const userPosition = raw === undefined ? undefined : toPosition(raw);
+  const position = (o.position ?? o.identity) === undefined ? event.position : userPosition;
+  const identity = o.identity
+    ? o.identity(event, delivery)
+    : userPosition !== undefined
+      ? `p:${userPosition}`
+      : `n:${event.sequenceNumber}`;
+  requireKey("identity", identity);
+  return position === undefined ? { subject, identity } : { subject, identity, position };
+}
+
 function requireKey(name: string, value: unknown): asserts value is string {
   if (typeof value !== "string" || value.length === 0) {
     throw new MalformedEventError(
@@ -113,16 +153,20 @@ function laneKey(plan: Plan, fifo: boolean): string {
 }
 
 /**
- * Lanes by subject, or on a FIFO batch by message group. A FIFO record whose group cannot be read (its metadata is
+ * Lanes by subject, or on a FIFO batch by message group; on a stream batch by subject, stopping at a failure. A FIFO
+ * record whose group cannot be read (its metadata is
  * broken) fails, and cannot be placed in its group's order: every FIFO record after it in the batch is `blocked`
  * (deferred, never run), since any of them may be of its group (docs/lambda.md: after a failure, the rest of
  * the group is not run).
  */
 export function planLanes<P extends Plan>(
   plans: P[],
-  sqs: boolean,
+  batch: BatchKind,
 ): { lanes: Lane<P>[]; blocked: { plan: P; reason: string }[] } {
-  const fifo = sqs && plans.some((p) => p.group !== undefined || isFifoArn(p.arn));
+  // A stream batch is one shard: a subject's records in order, and none after its first failure (Lambda redelivers
+  // the shard from the failed record; a later record run now would overtake it).
+  if (batch === "stream") return { lanes: groupLanes(plans, (p) => laneKey(p, false), true), blocked: [] };
+  const fifo = batch === "sqs" && plans.some((p) => p.group !== undefined || isFifoArn(p.arn));
   if (!fifo) return { lanes: groupLanes(plans, (p) => laneKey(p, false), false), blocked: [] };
   // Its queue cannot be read either: the batch is FIFO, and Lambda batches come from one queue.
   const mayBeFifo = (p: Plan) => p.group !== undefined || p.arn === undefined || isFifoArn(p.arn);

@@ -163,6 +163,10 @@ export class DeliveryObserver {
       base.receiveCount = d.sqs.receiveCount;
       if (d.sqs.messageGroupId !== undefined) base.messageGroupId = d.sqs.messageGroupId;
     }
+    if (d.stream) {
+      base.sequenceNumber = d.stream.sequenceNumber;
+      if (d.stream.shardId !== undefined) base.shardId = d.stream.shardId;
+    }
     return base;
   }
 

@@ -38,3 +38,13 @@ export {
   useStore,
   wrapStore,
 } from "./stores.js";
+export {
+  DYNAMODB_STREAM_ARN,
+  type DynamoDBRecordInput,
+  dynamodbRecord,
+  KINESIS_STREAM_ARN,
+  type KinesisRecordInput,
+  kinesisRecord,
+  nextSequenceNumber,
+  streamEvent,
+} from "./stream-events.js";
