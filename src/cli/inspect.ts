@@ -2,7 +2,7 @@ import { readFile } from "node:fs/promises";
 import { type Command, Option } from "commander";
 import { describeError, describeText } from "../core/describe-value.js";
 import { EffectivelyOnceError } from "../core/errors.js";
-import type { Delivery, NormalizedEvent } from "../core/event.js";
+import type { Delivery, DynamoDBChangeEvent, KinesisRecordEvent, NormalizedEvent } from "../core/event.js";
 import { type DeliveryUnit, type ParseOptions, parseInvocation } from "../sources/index.js";
 
 /** 0: every unit parsed; 1: some units are malformed (all still printed); 2: the input is unreadable. */
@@ -90,29 +90,36 @@ function eventLine(delivery: Delivery, event: NormalizedEvent): Record<string, u
     case "message":
       return { ...common, messageId: event.messageId, body: event.body };
     case "kinesis":
-      return {
-        ...common,
-        streamName: event.streamName,
-        shardId: delivery.stream?.shardId ?? null,
-        partitionKey: event.partitionKey,
-        sequenceNumber: event.sequenceNumber,
-        position: event.position,
-        dataBytes: event.data.length,
-        json: "json" in event,
-      };
     case "dynamodb":
-      // Images hold sets, binaries and exact numbers, which JSON does not carry: the item and the change only.
-      return {
-        ...common,
-        eventName: event.eventName,
-        tableName: event.tableName,
-        item: event.item,
-        sequenceNumber: event.sequenceNumber,
-        position: event.position,
-        viewType: event.viewType,
-        ttlExpired: event.ttlExpired,
-      };
+      return { ...common, ...streamLine(delivery, event) };
   }
+}
+
+function streamLine(
+  delivery: Delivery,
+  event: KinesisRecordEvent | DynamoDBChangeEvent,
+): Record<string, unknown> {
+  if (event.kind === "kinesis") {
+    return {
+      streamName: event.streamName,
+      shardId: delivery.stream?.shardId ?? null,
+      partitionKey: event.partitionKey,
+      sequenceNumber: event.sequenceNumber,
+      position: event.position,
+      dataBytes: event.data.length,
+      json: "json" in event,
+    };
+  }
+  // Images hold sets, binaries and exact numbers, which JSON does not carry: the item and the change only.
+  return {
+    eventName: event.eventName,
+    tableName: event.tableName,
+    item: event.item,
+    sequenceNumber: event.sequenceNumber,
+    position: event.position,
+    viewType: event.viewType,
+    ttlExpired: event.ttlExpired,
+  };
 }
 
 /** stderr is one line: JSON.parse messages quote the input, newlines included. */

@@ -121,9 +121,9 @@ export type DynamoDBChangeName = "INSERT" | "MODIFY" | "REMOVE";
 export type DynamoDBStreamViewType = "KEYS_ONLY" | "NEW_IMAGE" | "OLD_IMAGE" | "NEW_AND_OLD_IMAGES";
 
 /**
- * One DynamoDB Streams record: a change to one item. Keys and images are unmarshalled (`@aws-sdk/util-dynamodb`):
- * numbers are `number`s when exact, else util-dynamodb `NumberValue`s (their `value` is the decimal string);
- * binaries are `Uint8Array`s, sets `Set`s.
+ * One DynamoDB Streams record: a change to one item. Keys and images are unmarshalled as `@aws-sdk/util-dynamodb`
+ * does: numbers are `number`s when they read back as the same decimal (safe integers, up to 15 significant digits),
+ * else util-dynamodb `NumberValue`s (their `value` is the decimal string); binaries are `Uint8Array`s, sets `Set`s.
  */
 export interface DynamoDBChangeEvent {
   kind: "dynamodb";

@@ -4,7 +4,7 @@ import { InvalidPositionError, InvalidSequencerError } from "./errors.js";
 /**
  * A position orders the events of one subject. It is always a string of printable ASCII, and positions compare as
  * plain strings (`<` in JavaScript, `<` in a DynamoDB condition, `<` on a SQL text column with C collation), so
- * every encoder below produces fixed-width values whose string order equals their numeric order.
+ * every encoder below produces fixed-width (or length-prefixed) values whose string order equals their numeric order.
  *
  * Why ASCII only: JavaScript compares UTF-16 code units, DynamoDB (and SQL with C collation) compare UTF-8 bytes,
  * and the two disagree outside the Basic Multilingual Plane ("\u{1F600}" < "\uFF01" in bytes, not in UTF-16).

@@ -11,13 +11,14 @@ import type { DeliveryUnit } from "../sources/types.js";
 import { anySignal, type Deadline, lambdaDeadline } from "./deadline.js";
 import { DeliveryFailedError } from "./errors.js";
 import { runLanes } from "./lanes.js";
-import type {
-  AnyHandledEvent,
-  ApplyEventHandler,
-  DeliveryContext,
-  EventHandler,
-  ResolvedOptions,
-  WrapperMode,
+import {
+  type AnyHandledEvent,
+  type ApplyEventHandler,
+  type DeliveryContext,
+  defaultFingerprint,
+  type EventHandler,
+  type ResolvedOptions,
+  type WrapperMode,
 } from "./options.js";
 import { type BatchKind, batchKindOf, type Item, type Plan, planLanes, planUnit } from "./plan.js";
 import { type HeartbeatRun, type SqsSender, VisibilityHeartbeat } from "./visibility-heartbeat.js";
@@ -180,6 +181,20 @@ export class InvocationRunner {
       if (trigger !== "any" && trigger !== got) {
         throw new MalformedEventError(
           `${this.#what} got ${TRIGGERS[got].what}; use ${TRIGGERS[got].wrapper} (or wrapHandler, which takes every trigger)`,
+          "",
+        );
+      }
+      const o = this.#o;
+      const derives =
+        o.subject ??
+        o.identity ??
+        o.position ??
+        (o.payloadFingerprint !== defaultFingerprint ? o.payloadFingerprint : undefined);
+      if (!o.streams && (got === "kinesis" || got === "dynamodb-streams") && derives !== undefined) {
+        // Typed for application messages, they would get stream records: a configuration error, like a wrong trigger.
+        throw new MalformedEventError(
+          `${this.#what} got ${TRIGGERS[got].what}, and its subject/identity/position/payloadFingerprint functions ` +
+            `take application messages; use ${TRIGGERS[got].wrapper}, whose functions take the stream's records`,
           "",
         );
       }

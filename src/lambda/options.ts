@@ -231,6 +231,11 @@ export interface ResolvedOptions extends Omit<OwnResolved, "subject" | "identity
   identity: Derivation<DerivableEvent, string> | undefined;
   position: Derivation<DerivableEvent, PositionValue | undefined> | undefined;
   payloadFingerprint: ((event: AnyHandledEvent) => string) | undefined;
+  /**
+   * Built by a stream wrapper, whose derivations take its stream's records. Elsewhere (`wrapHandler`, Middy) they are
+   * typed for application messages, and a stream batch reaching them is refused (invocation.ts).
+   */
+  streams: boolean;
   visibilityHeartbeat: ResolvedVisibilityHeartbeatOptions | undefined;
   parse: ResolvedParseOptions;
 }
@@ -291,6 +296,7 @@ export function resolveOptions(
       ...(o.correlationAttribute !== undefined ? { correlationAttribute: o.correlationAttribute } : {}),
     },
     deadlineMarginMs: o.deadlineMarginMs,
+    streams,
   };
 }
 

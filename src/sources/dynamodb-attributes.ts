@@ -128,14 +128,18 @@ function leaf(type: string, text: string, path: string): unknown {
   return numberOf(text);
 }
 
-/** A `number` when it reads back as the same decimal (at most 15 significant digits, in range), else a `NumberValue`. */
+/**
+ * A `number` when it reads back as the same decimal: an integer up to 2^53-1 in magnitude, or at most 15 significant
+ * digits in DynamoDB's range (the nearest double of such a decimal prints it back); else a `NumberValue`.
+ */
 function numberOf(text: string): number | NumberValue {
+  const n = Number(text);
+  if (/^[+-]?\d+$/.test(text) && Number.isSafeInteger(n)) return n;
   const mantissa = text
     .replace(/^[+-]/, "")
     .replace(/[eE].*$/, "")
     .replace(".", "");
   const significant = mantissa.replace(/^0+/, "").replace(/0+$/, "");
-  const n = Number(text);
   const exact = significant.length <= EXACT_DIGITS && Number.isFinite(n) && (n !== 0 || significant === "");
   return exact ? n : new NumberValueImpl(text);
 }

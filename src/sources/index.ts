@@ -1,5 +1,6 @@
 /**
- * Lambda invocation payloads → delivery units and normalized events (S3, SQS, SNS, EventBridge).
+ * Lambda invocation payloads → delivery units and normalized events (S3, SQS, SNS, EventBridge, Kinesis, DynamoDB
+ * Streams).
  * @module effectively-once/sources
  */
 export { decodeS3NotificationKey, encodeS3NotificationKey, MAX_S3_KEY_BYTES } from "./key-encoding.js";

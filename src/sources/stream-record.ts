@@ -5,16 +5,16 @@ import { type Position, positionFromSequenceNumber } from "../core/position.js";
 import { type JsonObject, join, own, requireString } from "./fields.js";
 
 /**
- * What Kinesis and DynamoDB Streams records share: the sequence number as a position, the event source ARN, and the
- * refusal of tumbling-window invocations.
+ * What Kinesis and DynamoDB Streams records share: the sequence number as a position, the name in the event source
+ * ARN, epoch-seconds fields, and the refusal of tumbling-window invocations.
  */
 
 /** The fields Lambda adds to a stream invocation with a tumbling window (`TumblingWindowInSeconds`). */
 const WINDOW_FIELDS = ["window", "state", "isFinalInvokeForWindow"] as const;
 
 /**
- * A tumbling-window invocation is refused whole: its `state` is the aggregate the function returns to Lambda, which
- * the guard cannot commit with each record's effect, and its records are re-sent per window, not per failure.
+ * A tumbling-window invocation is refused whole: its `state` is an aggregate the function returns to Lambda, outside
+ * the guard's commit, so it could not be kept exactly once with the records' effects.
  */
 export function refuseTumblingWindow(input: JsonObject): void {
   const field = WINDOW_FIELDS.find((name) => Object.hasOwn(input, name));

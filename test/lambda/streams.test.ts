@@ -341,4 +341,15 @@ describe("wrapHandler and Middy take stream batches", () => {
     expect(await wrapped(streamEvent(...records), lambdaContext())).toEqual(expected);
     expect(await viaMiddy(streamEvent(...records), lambdaContext())).toEqual(expected);
   });
+
+  it("refuse a stream batch when their key derivations take application messages", async () => {
+    const wrapped = wrapHandler(async () => "ok", {
+      store: tables.store,
+      messages: "accept",
+      subject: (m) => JSON.parse(m.body).orderId,
+    });
+    await expect(
+      wrapped(streamEvent(kinesisRecord({ partitionKey: "k", data: "x" })), lambdaContext()),
+    ).rejects.toThrow(/take application messages; use kinesisHandler/);
+  });
 });

@@ -1,13 +1,28 @@
 import middy, { type MiddlewareObj } from "@middy/core";
-import type { Context, EventBridgeEvent, S3Event, SQSBatchResponse, SQSEvent } from "aws-lambda";
+import type {
+  Context,
+  DynamoDBStreamEvent,
+  EventBridgeEvent,
+  KinesisStreamEvent,
+  S3Event,
+  SQSBatchResponse,
+  SQSEvent,
+} from "aws-lambda";
 import { describe, expectTypeOf, it } from "vitest";
-import type { MessageEvent, S3ObjectEvent } from "../../src/core/event.js";
+import type {
+  DynamoDBChangeEvent,
+  KinesisRecordEvent,
+  MessageEvent,
+  S3ObjectEvent,
+} from "../../src/core/event.js";
 import type { Position } from "../../src/core/position.js";
 import type { AtomicWrite } from "../../src/core/store.js";
 import { MemoryStore } from "../../src/engines/memory/store.js";
 import {
+  type AnyHandledEvent,
   type ApplyEventHandler,
   type ApplyHandlerContext,
+  dynamodbStreamHandler,
   type EffectivelyOnceApplyOptions,
   type EffectivelyOnceOptions,
   type EventHandler,
@@ -15,7 +30,9 @@ import {
   type HandledEvent,
   type HandlerContext,
   type InvocationReport,
+  kinesisHandler,
   type S3TestEventPayload,
+  type StreamBatchResponse,
   s3Handler,
   sqsHandler,
   wrapHandler,
@@ -209,5 +226,62 @@ describe("Middy", () => {
     effectivelyOnce({});
     // @ts-expect-error eachEvent takes an EventHandler
     eachEvent((event: SQSEvent) => event);
+  });
+});
+
+describe("stream wrappers", () => {
+  it("kinesisHandler: the handler and the derivations get a Kinesis record; the answer is the checkpoint", () => {
+    const handler = kinesisHandler(
+      async (record, ctx) => {
+        expectTypeOf(record).toEqualTypeOf<KinesisRecordEvent>();
+        expectTypeOf(ctx).toEqualTypeOf<HandlerContext>();
+        return record.partitionKey;
+      },
+      {
+        store,
+        subject: (r) => r.partitionKey,
+        identity: (r) => String(r.json),
+        position: (r) => r.sequenceNumber,
+      },
+    );
+    expectTypeOf(handler).parameters.toEqualTypeOf<[KinesisStreamEvent, Context]>();
+    expectTypeOf(handler).returns.resolves.toEqualTypeOf<StreamBatchResponse>();
+    // @ts-expect-error a Kinesis record has no body
+    kinesisHandler(async () => "ok", { store, subject: (r) => r.body });
+    // @ts-expect-error messages is for SQS and EventBridge
+    kinesisHandler(async () => "ok", { store, messages: "accept" });
+  });
+
+  it("dynamodbStreamHandler: a DynamoDB change, in either mode", () => {
+    const run = dynamodbStreamHandler(
+      async (change) => {
+        expectTypeOf(change).toEqualTypeOf<DynamoDBChangeEvent>();
+        return change.ttlExpired;
+      },
+      { store },
+    );
+    expectTypeOf(run).parameters.toEqualTypeOf<[DynamoDBStreamEvent, Context]>();
+    dynamodbStreamHandler(
+      (change, ctx) => {
+        expectTypeOf(ctx).toEqualTypeOf<ApplyHandlerContext>();
+        return change.item;
+      },
+      { store, mode: "apply" },
+    );
+    // @ts-expect-error visibilityHeartbeat is for SQS
+    dynamodbStreamHandler(async () => "ok", { store, visibilityHeartbeat: false });
+  });
+
+  it("wrapHandler gives an unannotated handler every kind of event; an annotated one keeps its type", () => {
+    wrapHandler(
+      async (event) => {
+        expectTypeOf(event).toEqualTypeOf<AnyHandledEvent>();
+      },
+      { store },
+    );
+    wrapHandler(async (event: HandledEvent) => event.kind, { store });
+    expectTypeOf(wrapHandler(thumbnail, { store })).returns.resolves.toEqualTypeOf<
+      SQSBatchResponse | StreamBatchResponse | InvocationReport<Thumb>
+    >();
   });
 });
