@@ -20,8 +20,10 @@ export interface StreamEventSourceOptions {
   maxRetryAttempts?: number;
   /** Records older than this are discarded unread by the function. Default: no limit (-1). */
   maxRecordAgeMs?: number;
-  /** Pause between reads that found nothing, and before a retry. Default 50. */
+  /** Pause between reads that found nothing, and the first retry's delay (each next one doubles it). Default 50. */
   pollIntervalMs?: number;
+  /** The longest delay between two retries of a failing batch. Default 1 000. */
+  maxRetryDelayMs?: number;
   /** What a discarded batch's metadata goes to (Lambda: an SQS queue or SNS topic). Default: kept in `discarded`. */
   onFailure?: (batch: DiscardedBatch) => void | Promise<void>;
   /** Delivery faults: `duplicateRate`, a batch invoked twice (Lambda's at-least-once); run faults are the function's. */
@@ -55,6 +57,7 @@ export const STREAM_EVENT_SOURCE_OPTIONS = schemaFor<StreamEventSourceOptions>()
     doc: "discard records older than this",
   }),
   pollIntervalMs: numberField("a non-negative number of ms", isDuration, { default: 50 }),
+  maxRetryDelayMs: numberField("a non-negative number of ms", isDuration, { default: 1000 }),
   onFailure: func<(batch: DiscardedBatch) => void | Promise<void>>(),
   faults: nested(resolveFaults),
 });
@@ -68,7 +71,9 @@ type Resolved = Required<Omit<StreamEventSourceOptions, "faults" | "onFailure">>
  * - success: past the batch; `batchItemFailures`: up to the first listed record (Lambda takes the lowest sequence
  *   number), and the batch is retried from there; an identifier that is empty or not in the batch, a throw, a
  *   timeout or a crash: the whole batch failed.
- * - a failed batch is retried; with `bisectBatchOnError` a whole-batch failure halves the next batch first, so that
+ * - a failed batch is retried after a delay that doubles from `pollIntervalMs` up to `maxRetryDelayMs` (so that ten
+ *   retries outlast a lease held by a run that timed out); with `bisectBatchOnError` a whole-batch failure halves the
+ *   next batch first, so that
  *   a poison record is found; past `maxRetryAttempts` retries, or when its first record is older than
  *   `maxRecordAgeMs`, the batch is discarded to the on-failure destination and the shard moves on.
  * - `parallelizationFactor` > 1: each shard's partition keys are hashed into that many lanes, a batch in flight per
@@ -340,7 +345,7 @@ class ShardWorker {
     if (o.bisectBatchOnError && failedAt === 0 && !answered(run) && batch.length > 1) {
       lane.limit = Math.ceil(batch.length / 2);
     }
-    await sim.sleeper.sleep(o.pollIntervalMs);
+    await sim.sleeper.sleep(Math.min(o.maxRetryDelayMs, o.pollIntervalMs * 2 ** (lane.attempts - 1)));
   }
 }
 
