@@ -244,6 +244,7 @@ const PUBLIC: Record<string, string[]> = {
     "RuntimeStoppedError",
     "S3NotificationFactory",
     "SqsEventSource",
+    "StreamEventSource",
     "Trace",
     "createLambdaContext",
     "createPrng",

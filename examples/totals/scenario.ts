@@ -2,7 +2,6 @@ import { CreateTableCommand, DeleteItemCommand, PutItemCommand } from "@aws-sdk/
 import { marshall } from "@aws-sdk/util-dynamodb";
 import type { Scenario, ScenarioResult } from "../../src/cli/demo/scenario.js";
 import { createTableIfMissing } from "../../src/engines/dynamodb/schema.js";
-import { DynamoDBStreamReader } from "../../src/local/delivery/dynamodb-stream-reader.js";
 import { createPrng } from "../../src/sim/prng.js";
 import { countBy, forEachLimited, localStateStore, quietObservability, scanAll } from "../shared/demo-kit.js";
 import { guardedTotalsHandler, naiveTotalsHandler } from "./handler.js";
@@ -60,10 +59,7 @@ export const totalsScenario: Scenario = {
       concurrency: 4,
       faults: { slowRate: 0.15, slowMs: 1500, failAfterRate: 0.15, faultyAttempts: 2 },
     });
-    const reader = new DynamoDBStreamReader(
-      runtime.dynamodbStreamsClient(),
-      created.TableDescription?.LatestStreamArn ?? "",
-    );
+    const reader = await runtime.dynamodbStreamReader(created.TableDescription?.LatestStreamArn ?? "");
     runtime.streamEventSource(fn, reader, {
       batchSize: 4,
       parallelizationFactor: 2,

@@ -54,6 +54,12 @@ export {
 } from "./delivery/lambda-runner.js";
 export { S3NotificationFactory, type S3NotificationFactoryOptions } from "./delivery/s3-notifications.js";
 export { SqsEventSource, type SqsEventSourceOptions, toLambdaRecord } from "./delivery/sqs-event-source.js";
+export {
+  type DiscardedBatch,
+  StreamEventSource,
+  type StreamEventSourceOptions,
+} from "./delivery/stream-event-source.js";
+export type { ReadRecord, ShardRead, StreamReader, StreamShard } from "./delivery/stream-reader.js";
 export { scanTable } from "./emulators/scan-table.js";
 export {
   type IdleOptions,

@@ -1,5 +1,5 @@
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { DynamoDBStreamsClient } from "@aws-sdk/client-dynamodb-streams";
+import type { DynamoDBStreamsClient } from "@aws-sdk/client-dynamodb-streams";
 import type { KinesisClient } from "@aws-sdk/client-kinesis";
 import { CreateBucketCommand, type S3Client } from "@aws-sdk/client-s3";
 import {
@@ -32,7 +32,7 @@ import { SqsEventSource, type SqsEventSourceOptions } from "./delivery/sqs-event
 import { StreamEventSource, type StreamEventSourceOptions } from "./delivery/stream-event-source.js";
 import type { StreamReader } from "./delivery/stream-reader.js";
 import { type DynamoDBLocal, dynamoDBClient, startDynamoDBLocal } from "./emulators/dynamodb-local.js";
-import { type LocalKinesisServer, startKinesisServer } from "./emulators/kinesis-server.js";
+import type { LocalKinesisServer } from "./emulators/kinesis-server.js";
 import { type LocalLambdaServer, startLambdaServer } from "./emulators/lambda-server.js";
 import { requireServers } from "./emulators/requirements.js";
 import { type LocalS3Server, startS3Server } from "./emulators/s3-server.js";
@@ -213,7 +213,12 @@ export class LocalRuntime {
       want.lambda
         ? startLambdaServer({ seed: o.seed, ...(ports.lambda ? { port: ports.lambda } : {}) })
         : undefined,
-      want.kinesis ? startKinesisServer(ports.kinesis ? { port: ports.kinesis } : {}) : undefined,
+      // Loaded only when asked for: its SDK client and kinesis-local are optional peers.
+      want.kinesis
+        ? import("./emulators/kinesis-server.js").then((m) =>
+            m.startKinesisServer(ports.kinesis ? { port: ports.kinesis } : {}),
+          )
+        : undefined,
     ]);
     const results = [ddb, s3, sqs, lambda, kinesis];
     const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected");
@@ -257,17 +262,28 @@ export class LocalRuntime {
     return this.#kinesisClient;
   }
 
-  /** The runtime's DynamoDB Streams client: DynamoDB Local serves the Streams API at its own endpoint. */
-  dynamodbStreamsClient(): DynamoDBStreamsClient {
+  /** A reader of a Kinesis stream of this runtime's Kinesis, for `streamEventSource`. */
+  async kinesisReader(streamName: string): Promise<StreamReader> {
+    const client = this.kinesisClient();
+    const { KinesisReader } = await import("./delivery/kinesis-reader.js");
+    return new KinesisReader(client, streamName, this.kinesis?.streamArn(streamName) ?? "");
+  }
+
+  /**
+   * A reader of a table's stream (its `LatestStreamArn`) on this runtime's DynamoDB, for `streamEventSource`:
+   * DynamoDB Local serves the Streams API at its own endpoint. The client (an optional peer) is loaded on first use.
+   */
+  async dynamodbStreamReader(streamArn: string): Promise<StreamReader> {
     if (!this.dynamodb) throw new Error("DynamoDB is not running in this runtime");
+    const endpoint = this.dynamodb.endpoint;
+    const [{ DynamoDBStreamsClient }, { DynamoDBStreamReader }] = await Promise.all([
+      import("@aws-sdk/client-dynamodb-streams"),
+      import("./delivery/dynamodb-stream-reader.js"),
+    ]);
     this.#streamsClient ??= this.#own(
-      new DynamoDBStreamsClient({
-        endpoint: this.dynamodb.endpoint,
-        region: LOCAL_REGION,
-        credentials: LOCAL_CREDENTIALS,
-      }),
+      new DynamoDBStreamsClient({ endpoint, region: LOCAL_REGION, credentials: LOCAL_CREDENTIALS }),
     );
-    return this.#streamsClient;
+    return new DynamoDBStreamReader(this.#streamsClient, streamArn);
   }
 
   /** Shared clients for the runtime's own use (setup, measuring); destroyed by stop(). */

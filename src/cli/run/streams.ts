@@ -8,8 +8,6 @@ import {
 } from "@aws-sdk/client-kinesis";
 import { marshall } from "@aws-sdk/util-dynamodb";
 import { canonicalJson } from "../../durable/payload.js";
-import { DynamoDBStreamReader } from "../../local/delivery/dynamodb-stream-reader.js";
-import { KinesisReader } from "../../local/delivery/kinesis-reader.js";
 import type { LocalFunction } from "../../local/delivery/lambda-runner.js";
 import type { StreamReader } from "../../local/delivery/stream-reader.js";
 import type { LocalRuntime } from "../../local/runtime.js";
@@ -43,7 +41,7 @@ export async function wireStream(
     const kinesis = runtime.kinesisClient();
     await kinesis.send(new CreateStreamCommand({ StreamName: RUN_STREAM, ShardCount: o.shards }));
     await streamActive(runtime);
-    reader = new KinesisReader(kinesis, RUN_STREAM, runtime.kinesis?.streamArn(RUN_STREAM) ?? "");
+    reader = await runtime.kinesisReader(RUN_STREAM);
   } else {
     const created = await runtime.dynamodbClient().send(
       new CreateTableCommand({
@@ -54,10 +52,7 @@ export async function wireStream(
         StreamSpecification: { StreamEnabled: true, StreamViewType: "NEW_AND_OLD_IMAGES" },
       }),
     );
-    reader = new DynamoDBStreamReader(
-      runtime.dynamodbStreamsClient(),
-      created.TableDescription?.LatestStreamArn ?? "",
-    );
+    reader = await runtime.dynamodbStreamReader(created.TableDescription?.LatestStreamArn ?? "");
   }
   runtime.streamEventSource(fn, reader, {
     ...(o.batchSize !== undefined ? { batchSize: o.batchSize } : {}),

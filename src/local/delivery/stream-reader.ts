@@ -20,16 +20,20 @@ export interface ReadRecord {
   lambdaRecord: unknown;
 }
 
+/** One read of a shard: its records in order, and whether the shard has ended. */
 export interface ShardRead {
   records: ReadRecord[];
   /** No record follows these: the shard is closed (split, merged or its stream disabled) and read to its end. */
   ended: boolean;
 }
 
+/** A stream as the event source mapping reads it (`KinesisReader`, `DynamoDBStreamReader`). */
 export interface StreamReader {
+  /** Which stream service this is (the trace's source). */
   readonly source: "kinesis" | "dynamodb-streams";
   /** The ARN Lambda puts in each record's `eventSourceARN` (a DynamoDB table's stream ARN). */
   readonly streamArn: string;
+  /** Every shard the stream lists now, open or closed, with its parents. */
   listShards(): Promise<StreamShard[]>;
   /** Up to `limit` records after `afterSequenceNumber` (from the shard's start when undefined). */
   read(shardId: string, afterSequenceNumber: string | undefined, limit: number): Promise<ShardRead>;

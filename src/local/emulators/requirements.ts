@@ -107,7 +107,11 @@ export function requireServers(
   }
   if (want.s3) requirePackage("s3rver", "the local S3 server");
   if (want.sqs) requirePackage("fauxqs", "the local SQS server");
-  if (want.kinesis) requirePackage("kinesis-local", "the local Kinesis");
+  if (want.kinesis) {
+    requirePackage("kinesis-local", "the local Kinesis");
+    requirePackage("@aws-sdk/client-kinesis", "the local Kinesis");
+    requirePackage("@smithy/node-http-handler", "the local Kinesis");
+  }
 }
 
 function requirePackage(name: string, what: string): void {
