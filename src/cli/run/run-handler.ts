@@ -12,6 +12,7 @@ import {
 } from "../../local/delivery/lambda-runner.js";
 import { seesLocalTables } from "../../local/emulators/dynamodb-local.js";
 import { freePort } from "../../local/emulators/free-port.js";
+import { requireServers } from "../../local/emulators/requirements.js";
 import { scanTable } from "../../local/emulators/scan-table.js";
 import { applyEnvironment, LocalRuntime } from "../../local/runtime.js";
 import { DurableSession, loadDurable, withDurable } from "./durable.js";
@@ -69,6 +70,7 @@ export async function runHandler(options: RunHandlerOptions, hooks: RunHooks = {
     kinesis: given.source === "kinesis",
   };
   LocalRuntime.preflight({ services, javaPath: given.javaPath, dynamodbEndpoint: given.dynamodbEndpoint });
+  if (given.source === "dynamodb-streams") requireServers({ dynamodbStreams: true }, {});
   // A state server of the run's own where the state store names none (local-state.ts).
   const local = await startLocalState(options, given);
   try {

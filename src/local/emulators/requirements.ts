@@ -97,7 +97,7 @@ function installedVersion(name: string, dir: string): string | undefined {
  * missing.
  */
 export function requireServers(
-  want: { dynamodb?: boolean; s3?: boolean; sqs?: boolean; kinesis?: boolean },
+  want: { dynamodb?: boolean; s3?: boolean; sqs?: boolean; kinesis?: boolean; dynamodbStreams?: boolean },
   options: { dynamodbEndpoint?: string | undefined; javaPath?: string | undefined },
 ): void {
   if (want.dynamodb && !options.dynamodbEndpoint) {
@@ -107,6 +107,7 @@ export function requireServers(
   }
   if (want.s3) requirePackage("s3rver", "the local S3 server");
   if (want.sqs) requirePackage("fauxqs", "the local SQS server");
+  if (want.dynamodbStreams) requirePackage("@aws-sdk/client-dynamodb-streams", "reading a DynamoDB stream");
   if (want.kinesis) {
     requirePackage("kinesis-local", "the local Kinesis");
     requirePackage("@aws-sdk/client-kinesis", "the local Kinesis");
