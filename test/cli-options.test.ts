@@ -63,6 +63,8 @@ describe("flags from an option schema", () => {
       "sqs",
       "sns-sqs",
       "eventbridge",
+      "kinesis",
+      "dynamodb-streams",
     ]);
     expect(command.options.some((o) => o.long === "--handler" || o.long === "--java-path")).toBe(false);
   });

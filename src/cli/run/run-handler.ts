@@ -32,7 +32,7 @@ import {
 import { classify, type RunCapture } from "./outcomes.js";
 import { buildRunReport, type RunReport } from "./report.js";
 import { prepareState, readRunState } from "./state.js";
-import { feedKinesis, feedTable, labelStreamRecords, type StreamWiring, wireStream } from "./streams.js";
+import type { StreamWiring } from "./streams.js";
 
 export type { RunHandlerOptions, RunSource } from "./options.js";
 export { RUN_SOURCES } from "./options.js";
@@ -211,7 +211,8 @@ async function drive(
   const wiring = await wire(runtime, o, inputs, capturing(handler, capture));
   let sent = await feed(runtime, o, inputs, wiring);
   await runtime.idle({ timeoutMs: 600_000 });
-  if (wiring.stream?.changes) sent = await labelStreamRecords(wiring.stream.reader, wiring.stream.changes);
+  if (wiring.stream?.changes)
+    sent = await (await streams()).labelStreamRecords(wiring.stream.reader, wiring.stream.changes);
   const stream = STREAM_SOURCES.includes(o.source);
 
   const deadLettered = await deadLetteredIds(runtime, wiring, stream);
@@ -285,7 +286,8 @@ async function wire(
     concurrency: o.concurrency,
     faults: o.faults,
   });
-  if (STREAM_SOURCES.includes(o.source)) return { fn, stream: await wireStream(runtime, o, fn) };
+  if (STREAM_SOURCES.includes(o.source))
+    return { fn, stream: await (await streams()).wireStream(runtime, o, fn) };
   if (o.source === "direct" || o.source === "eventbridge") {
     if (inputs.kind === "objects")
       runtime.notify(o.bucket, { via: o.source, function: fn }, { faults: o.faults });
@@ -319,9 +321,10 @@ async function feed(
   { fn, queueUrl, stream }: Wiring,
 ): Promise<Map<string, string>> {
   const sent = new Map<string, string>();
-  if (inputs.kind === "messages" && o.source === "kinesis") return feedKinesis(runtime, o, inputs.messages);
+  if (inputs.kind === "messages" && o.source === "kinesis")
+    return (await streams()).feedKinesis(runtime, o, inputs.messages);
   if (inputs.kind === "messages" && stream) {
-    stream.changes = await feedTable(runtime, o, inputs.messages);
+    stream.changes = await (await streams()).feedTable(runtime, o, inputs.messages);
     return sent;
   }
   if (inputs.kind === "objects") {
@@ -380,4 +383,9 @@ function capturing(handler: AnyLambdaHandler, capture: RunCapture): AnyLambdaHan
       throw error;
     }
   };
+}
+
+/** The stream sources' wiring, loaded only for them: the Kinesis client is an optional peer. */
+function streams(): Promise<typeof import("./streams.js")> {
+  return import("./streams.js");
 }
