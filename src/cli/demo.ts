@@ -72,7 +72,14 @@ export function registerDemo(program: Command): void {
 async function demo(options: DemoOptions): Promise<number> {
   // Every missing optional package at once, with one install line, before anything is loaded or started.
   const images = !options.scenario?.length || options.scenario.includes("images");
-  requireLocalPackages(localPackagesFor({ dynamodbEndpoint: options.dynamodbEndpoint, images }));
+  const totals = !options.scenario?.length || options.scenario.includes("totals");
+  requireLocalPackages(
+    localPackagesFor({
+      dynamodbEndpoint: options.dynamodbEndpoint,
+      images,
+      ...(totals ? { stream: "dynamodb-streams" as const } : {}),
+    }),
+  );
   const scenarios = stateStoreScenarios(await loadScenarios(options.scenario), options);
   LocalRuntime.preflight(options.dynamodbEndpoint ? { dynamodbEndpoint: options.dynamodbEndpoint } : {});
   const started = Date.now();

@@ -73,6 +73,10 @@ export function registerRun(program: Command): void {
               (spec) => spec !== undefined && isTypeScriptHandler(spec),
             ),
             durable: options.durable !== undefined,
+            stream:
+              options.source === "kinesis" || options.source === "dynamodb-streams"
+                ? options.source
+                : undefined,
           }),
         );
         const print = (report: RunReport) =>

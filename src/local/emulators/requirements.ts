@@ -17,19 +17,27 @@ export const LOCAL_PACKAGES = {
   sharp: "sharp",
   // `eonce run --durable`: each started durable execution runs under its LocalDurableTestRunner.
   "@aws/durable-execution-sdk-js-testing": "@aws/durable-execution-sdk-js-testing",
+  // Streams: `eonce run --source dynamodb-streams` and the demo's totals scenario read DynamoDB Local's streams;
+  // `--source kinesis` runs kinesis-local (pinned: decision 0011) through the Kinesis client over HTTP/1.1.
+  "@aws-sdk/client-dynamodb-streams": "@aws-sdk/client-dynamodb-streams",
+  "kinesis-local": "kinesis-local@0.6.2",
+  "@aws-sdk/client-kinesis": "@aws-sdk/client-kinesis",
+  "@smithy/node-http-handler": "@smithy/node-http-handler",
 } as const;
 
 export type LocalPackage = keyof typeof LOCAL_PACKAGES;
 
 /**
- * What a command needs: the servers, plus tsx for TypeScript handlers, sharp for the images scenario and the durable
- * execution testing package for `eonce run --durable`.
+ * What a command needs: the servers, plus tsx for TypeScript handlers, sharp for the images scenario, the durable
+ * execution testing package for `eonce run --durable`, and a stream's packages for a stream source (or the totals
+ * scenario: a DynamoDB stream).
  */
 export function localPackagesFor(options: {
   dynamodbEndpoint?: string | undefined;
   typescript?: boolean;
   images?: boolean;
   durable?: boolean;
+  stream?: "kinesis" | "dynamodb-streams" | undefined;
 }): LocalPackage[] {
   return [
     "s3rver",
@@ -38,13 +46,17 @@ export function localPackagesFor(options: {
     ...(options.typescript ? (["tsx"] as const) : []),
     ...(options.images ? (["sharp"] as const) : []),
     ...(options.durable ? (["@aws/durable-execution-sdk-js-testing"] as const) : []),
+    ...(options.stream === "dynamodb-streams" ? (["@aws-sdk/client-dynamodb-streams"] as const) : []),
+    ...(options.stream === "kinesis"
+      ? (["kinesis-local", "@aws-sdk/client-kinesis", "@smithy/node-http-handler"] as const)
+      : []),
   ];
 }
 
 /** The one `npm i -D …` line that installs the given packages (fauxqs pinned: npm would save ^1.9.2). */
 export function installLine(packages: readonly LocalPackage[]): string {
   const specs = packages.map((p) => LOCAL_PACKAGES[p]);
-  const pinned = packages.includes("fauxqs") ? " --save-exact" : "";
+  const pinned = packages.includes("fauxqs") || packages.includes("kinesis-local") ? " --save-exact" : "";
   return `npm i -D${pinned} ${specs.join(" ")}`;
 }
 
