@@ -7,7 +7,8 @@ import type { VirtualScheduler } from "./virtual-time.js";
  * each shard read in order from its checkpoint, one batch in flight per lane (a shard has `lanes` lanes, the
  * parallelization factor; a partition key's records all in one lane), a child shard only after its parent is read to
  * its end. An answer moves the lane's checkpoint: past the batch, or to its first failed record; a timed-out or
- * failed invocation moves nothing and may halve the next batch (bisect). Faults: the producer puts a record twice (a
+ * failed invocation moves nothing and may halve the next batch (bisect). A lane whose batch failed is retried after a
+ * delay doubling from 50 ms to 1 s (as the local event source's), so that its retries outlast a lease. Faults: the producer puts a record twice (a
  * retried put: one more sequence number), a shard is split mid-stream, a checkpoint is lost after a good batch (the
  * batch comes again: at least once), a batch past `maxAttempts` invocations is discarded (the on-failure
  * destination: `dlq`).
@@ -60,6 +61,8 @@ export interface Lane {
   attempts: number;
   /** The next batch's most records (bisect halves it). */
   limit: number;
+  /** When a failed batch may be tried again (virtual ms). */
+  retryAt: number;
 }
 
 export class SimStream {
@@ -86,6 +89,7 @@ export class SimStream {
         inFlight: false,
         attempts: 0,
         limit: Number.POSITIVE_INFINITY,
+        retryAt: 0,
       })),
     });
     for (let i = 0; i < o.shards; i++) this.#shards.push(shard(i));
@@ -127,11 +131,16 @@ export class SimStream {
   /** A batch of a lane with records and none in flight (chosen), or how long to wait, or `done`. */
   take(maxBatch: number): StreamBatch | { waitMs: number } | "done" {
     if (this.done) return "done";
-    const open = this.#shards
+    const waiting = this.#shards
       .filter((s) => this.#readable(s))
       .flatMap((s) => s.lanes)
       .filter((l) => !l.inFlight && l.next < l.records.length);
-    if (open.length === 0) return { waitMs: 20 };
+    const now = this.sim.now;
+    const open = waiting.filter((l) => l.retryAt <= now);
+    if (open.length === 0) {
+      const next = Math.min(...waiting.map((l) => l.retryAt));
+      return { waitMs: Number.isFinite(next) ? Math.max(1, next - now) : 20 };
+    }
     const lane = open[this.chooser.choose(open.length, "receive")] as Lane;
     const size = Math.min(lane.limit, this.chooser.int(1, maxBatch));
     lane.inFlight = true;
@@ -170,6 +179,7 @@ export class SimStream {
       lane.limit = Number.POSITIVE_INFINITY;
       return;
     }
+    lane.retryAt = this.sim.now + Math.min(1000, 50 * 2 ** (lane.attempts - 1));
     if (whole && this.o.bisect && b.records.length > 1) {
       this.faults.count("bisect");
       lane.limit = Math.ceil(b.records.length / 2);
