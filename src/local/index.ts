@@ -54,6 +54,14 @@ export {
 } from "./delivery/lambda-runner.js";
 export { S3NotificationFactory, type S3NotificationFactoryOptions } from "./delivery/s3-notifications.js";
 export { SqsEventSource, type SqsEventSourceOptions, toLambdaRecord } from "./delivery/sqs-event-source.js";
+export type {
+  Charge,
+  ChargeRequest,
+  LocalPaymentsServer,
+  PaymentsFaults,
+  PaymentsOutcome,
+  PaymentsRequestRecord,
+} from "./emulators/payments-server.js";
 export { scanTable } from "./emulators/scan-table.js";
 export {
   type IdleOptions,
