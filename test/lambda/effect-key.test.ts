@@ -20,7 +20,7 @@ describe("ctx.effectKey through the Lambda wrappers", () => {
       const keys: string[] = [];
       let failFirst = true;
       const handler = sqsHandler(
-        (_event, ctx) => {
+        (_event: unknown, ctx: { effectKey(name: string): string }) => {
           keys.push(ctx.effectKey("charge"));
           if (failFirst) {
             failFirst = false;

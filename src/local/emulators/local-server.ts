@@ -5,6 +5,6 @@ export interface LocalServer {
   readonly port: number;
   /** The address the socket is bound to: always `127.0.0.1`. */
   readonly address: string;
-  /** Stops the server: its port is free once the promise resolves. */
+  /** Stops the server and closes its connections. */
   stop(): Promise<void>;
 }
