@@ -220,6 +220,7 @@ const PUBLIC: Record<string, string[]> = {
     "durableS3Dispatcher",
     "durableSqsDispatcher",
     "nextStepIdentity",
+    "stepEffectKey",
   ],
   "./observe": [
     "CORRELATION_ID_KEY",

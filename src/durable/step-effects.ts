@@ -306,6 +306,14 @@ function stepEffectKeys(exec: DispatchedExecution, step: StepRef): (name: string
   return (name) => effectKey(scope, name);
 }
 
+/**
+ * The key `ctx.effectKey(name)` gives inside the step `step` of an execution (its SDK identity, as `nextStepIdentity`
+ * gave it, or your step key): for a script that looks a step's call up at the provider afterwards.
+ */
+export function stepEffectKey(execution: ExecutionRef, step: StepRef, name: string): string {
+  return stepEffectKeys(executionOf(execution), step)(name);
+}
+
 /** The execution a reference names. */
 export function executionOf(ref: ExecutionRef): DispatchedExecution {
   return "effectivelyOnce" in ref

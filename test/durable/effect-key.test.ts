@@ -4,7 +4,7 @@ import { LocalDurableTestRunner } from "@aws/durable-execution-sdk-js-testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { effectKey } from "../../src/core/effect-key.js";
 import { positionFromNumber } from "../../src/core/position.js";
-import { type DispatchedPayload, durableExecutionName } from "../../src/durable/index.js";
+import { type DispatchedPayload, durableExecutionName, stepEffectKey } from "../../src/durable/index.js";
 import { markerStep } from "../../src/durable/step-keys.js";
 import { MemoryStepEffects } from "../../src/engines/memory/step-effects.js";
 import { quietLogger, quietMetrics } from "./harness.js";
@@ -68,12 +68,9 @@ describe("ctx.effectKey in a guarded durable step (memory engine)", () => {
     expect(charged.size).toBe(2); // two steps, two keys: each charged once by a keyed provider
     // The key is the step's scope (execution, operation id, name) and the effect's name, whatever the engine.
     const a = seen.find((s) => s.step === "a");
-    expect(a?.key).toBe(
-      effectKey(
-        { kind: "step", step: markerStep(payload.execution, { name: "charge", id: a?.stepId ?? "" }) },
-        "charge",
-      ),
-    );
+    const identity = { name: "charge", id: a?.stepId ?? "" };
+    expect(a?.key).toBe(effectKey({ kind: "step", step: markerStep(payload.execution, identity) }, "charge"));
+    expect(stepEffectKey(payload, identity, "charge")).toBe(a?.key);
   });
 
   it("differs between events, between a step and the guard's event key, and between names", async () => {
