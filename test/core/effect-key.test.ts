@@ -6,6 +6,7 @@ import { createGuard } from "../../src/core/guard.js";
 import { isKeyText, MalformedKeyError } from "../../src/core/key-text.js";
 import { positionFromNumber } from "../../src/core/position.js";
 import { MemoryStore } from "../../src/engines/memory/store.js";
+import { deferred, wrapStore } from "../kit/index.js";
 
 /** Fixed length, and only what a header value, a URL path segment and a file name all take. */
 const KEY_SHAPE = /^eo1_[A-Za-z0-9_-]{40}$/;
@@ -135,6 +136,36 @@ describe("ctx.effectKey through the guard", () => {
     });
     expect(new Set([first?.key, ...other]).size).toBe(3);
     expect(first?.key).toBe(effectKey({ kind: "event", subject: e.subject, identity: e.identity }, "charge"));
+  });
+
+  it("run: a takeover of a frozen run (its renewals never land) uses the frozen run's key", async () => {
+    const store = new MemoryStore();
+    // The frozen process: its renewals hang, so its lease runs out while its handler is still inside the call.
+    const frozen = wrapStore(store, { renew: () => new Promise(() => {}) });
+    const api = fakePayments();
+    const e = event("orders/3", 1);
+    const thaw = deferred();
+    const keys: string[] = [];
+    const first = createGuard({ store: frozen, leaseMs: 200 }).run(e, async (ctx) => {
+      keys.push(ctx.effectKey("charge"));
+      api.charge(ctx.effectKey("charge"));
+      await thaw.promise;
+      return "late";
+    });
+    const second = await createGuard({ store, leaseMs: 200, inFlight: "wait" }).run(
+      e,
+      async (ctx) => {
+        keys.push(ctx.effectKey("charge"));
+        return api.charge(ctx.effectKey("charge"));
+      },
+      { deadlineMs: Date.now() + 5_000 },
+    );
+    expect(second).toMatchObject({ status: "processed", tookOver: true, attempt: 2, result: "ch_1" });
+    thaw.resolve();
+    expect((await first).status).toBe("lease-lost");
+    expect(keys).toHaveLength(2);
+    expect(keys[1]).toBe(keys[0]);
+    expect(api.charges).toEqual(["ch_1"]);
   });
 
   it("apply: the compute's key is the event's, whatever the fence, and run and apply agree", async () => {
