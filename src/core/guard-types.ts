@@ -43,6 +43,12 @@ export interface GuardContext {
   stateKey: string;
   /** Applies `write` atomically with the commit (one request), where the store can fold it. */
   atCommit(write: AtomicWrite): void;
+  /**
+   * The idempotency key of this event's effect `name` (an API call: `Idempotency-Key: ctx.effectKey("charge")`): the
+   * same on every retry, takeover and redelivery of the event, another for another event or name
+   * (src/core/effect-key.ts; docs/effects.md says what it makes once).
+   */
+  effectKey(name: string): string;
 }
 
 /**
@@ -103,5 +109,5 @@ export type GuardHandler<R> = (ctx: GuardContext) => Promise<R>;
 /** What `apply`'s compute function gets: no lease, no signal; the fence its one request will take. */
 export type ApplyContext = Pick<
   GuardContext,
-  "position" | "subject" | "identity" | "stateKey" | "fence" | "atCommit"
+  "position" | "subject" | "identity" | "stateKey" | "fence" | "atCommit" | "effectKey"
 >;

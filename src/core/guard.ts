@@ -1,4 +1,5 @@
 import { acquire, type NotAcquired } from "./acquire.js";
+import { type EffectKeyScope, effectKey } from "./effect-key.js";
 import { StoreError, UnsupportedAtomicWriteError } from "./errors.js";
 import { type GuardOptions, type ResolvedGuardOptions, resolveGuardOptions } from "./guard-options.js";
 import type {
@@ -115,6 +116,12 @@ function atCommitFor(o: Resolved, writes: AtomicWrite[]): (write: AtomicWrite) =
   };
 }
 
+/** The event's effect keys: of its subject and identity only, so that every claim of it gives the same. */
+function effectKeyFor(event: GuardedEvent): (name: string) => string {
+  const scope: EffectKeyScope = { kind: "event", subject: event.subject, identity: event.identity };
+  return (name) => effectKey(scope, name);
+}
+
 async function run<R>(
   o: Resolved,
   trace: Trace,
@@ -182,6 +189,7 @@ async function execute<R>(
     identity: event.identity,
     stateKey: key,
     atCommit: atCommitFor(o, writes),
+    effectKey: effectKeyFor(event),
   };
   try {
     const result = await handler(ctx);
@@ -321,6 +329,7 @@ class FenceComputer<R> {
       stateKey: this.key,
       fence,
       atCommit: atCommitFor(o, writes),
+      effectKey: effectKeyFor(event),
     };
     try {
       const result = await this.compute(ctx);

@@ -5,6 +5,7 @@
 // The guard and its model. Named exports only: this list is the public surface of `effectively-once/core`
 // (test/exports.test.ts pins it). Option validation helpers (`core/options.ts`) are internal.
 export { type Clock, systemClock } from "./clock.js";
+export { EFFECT_KEY_PREFIX, type EffectKeyScope, effectKey } from "./effect-key.js";
 export {
   EffectivelyOnceError,
   EffectRefusedError,

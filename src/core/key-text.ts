@@ -16,7 +16,8 @@ export type KeyKind =
   | "step name"
   | "key prefix"
   | "sink key"
-  | "object key";
+  | "object key"
+  | "effect name";
 
 /**
  * A key whose text breaks the rule. A `MalformedEventError`, so that a subject, identity or position derived from an

@@ -46,6 +46,7 @@ export {
   type StepEffectOutcome,
   StepEffects,
   type StepHost,
+  stepEffectKey,
 } from "./step-effects.js";
 export type { FenceHolder, StepIdentity, StepRef } from "./step-keys.js";
 export type { StepEffectsCommonOptions } from "./step-options.js";

@@ -1,6 +1,7 @@
 import type { StepConfig } from "@aws/durable-execution-sdk-js";
 import { clockFence } from "../core/acquire.js";
 import { type Clock, systemClock } from "../core/clock.js";
+import { type EffectKeyScope, effectKey } from "../core/effect-key.js";
 import { OptionsError, TransactionLimitError, UnsupportedAtomicWriteError } from "../core/errors.js";
 import { OUTCOMES } from "../core/outcomes.js";
 import type { Position } from "../core/position.js";
@@ -12,6 +13,7 @@ import type { StepEffectsEngine } from "./step-engine.js";
 import {
   type FenceHolder,
   markerKey,
+  markerStep,
   positionOf,
   type StepIdentity,
   type StepRef,
@@ -34,6 +36,12 @@ export interface StepEffectContext<W extends AtomicWrite = AtomicWrite> {
   fence: number;
   /** Adds a write of the engine to the step's atomic request: it lands with the marker, or not at all. */
   atCommit(write: W): void;
+  /**
+   * The idempotency key of this step's effect `name` (an API call's `Idempotency-Key`): of the execution, the step's
+   * operation id (or key) and name only, so the same on every retry and replay of the step, another for another
+   * step, execution or name (src/core/effect-key.ts; docs/effects.md).
+   */
+  effectKey(name: string): string;
 }
 
 /**
@@ -149,6 +157,7 @@ export class StepEffects<W extends AtomicWrite = AtomicWrite> {
       atCommit: (write) => {
         writes.push(this.#check(write));
       },
+      effectKey: stepEffectKeys(exec, step),
     };
     const result = await fn(ctx);
     const outcome = await this.#commit<R>(exec, stepName, marker, ctx.fence, result, writes);
@@ -286,6 +295,23 @@ export class StepEffects<W extends AtomicWrite = AtomicWrite> {
       inv.log("warn", "metrics could not be published", { error }); // never fail a step over metrics
     }
   }
+}
+
+/**
+ * A step's effect keys, scoped by `markerStep` (the execution name, the step's operation id and name, or your key)
+ * rather than the engine's marker key: one step has the same keys on every engine.
+ */
+function stepEffectKeys(exec: DispatchedExecution, step: StepRef): (name: string) => string {
+  const scope: EffectKeyScope = { kind: "step", step: markerStep(exec, step) };
+  return (name) => effectKey(scope, name);
+}
+
+/**
+ * The key `ctx.effectKey(name)` gives inside the step `step` of an execution (its SDK identity, as `nextStepIdentity`
+ * gave it, or your step key): for a script that looks a step's call up at the provider afterwards.
+ */
+export function stepEffectKey(execution: ExecutionRef, step: StepRef, name: string): string {
+  return stepEffectKeys(executionOf(execution), step)(name);
 }
 
 /** The execution a reference names. */

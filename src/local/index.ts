@@ -60,6 +60,14 @@ export {
   type StreamEventSourceOptions,
 } from "./delivery/stream-event-source.js";
 export type { ReadRecord, ShardRead, StreamReader, StreamShard } from "./delivery/stream-reader.js";
+export type {
+  Charge,
+  ChargeRequest,
+  LocalPaymentsServer,
+  PaymentsFaults,
+  PaymentsOutcome,
+  PaymentsRequestRecord,
+} from "./emulators/payments-server.js";
 export { scanTable } from "./emulators/scan-table.js";
 export {
   type IdleOptions,

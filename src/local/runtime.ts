@@ -1,6 +1,5 @@
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { DynamoDBStreamsClient } from "@aws-sdk/client-dynamodb-streams";
-import type { KinesisClient } from "@aws-sdk/client-kinesis";
 import { CreateBucketCommand, type S3Client } from "@aws-sdk/client-s3";
 import {
   CreateQueueCommand,
@@ -34,6 +33,8 @@ import type { StreamReader } from "./delivery/stream-reader.js";
 import { type DynamoDBLocal, dynamoDBClient, startDynamoDBLocal } from "./emulators/dynamodb-local.js";
 import type { LocalKinesisServer } from "./emulators/kinesis-server.js";
 import { type LocalLambdaServer, startLambdaServer } from "./emulators/lambda-server.js";
+import type { LocalStreamServer } from "./emulators/local-server.js";
+import { type LocalPaymentsServer, startPaymentsServer } from "./emulators/payments-server.js";
 import { requireServers } from "./emulators/requirements.js";
 import { type LocalS3Server, startS3Server } from "./emulators/s3-server.js";
 import { onShutdownSignal } from "./emulators/shutdown.js";
@@ -48,9 +49,17 @@ export interface LocalRuntimeOptions {
   /**
    * Which servers to start. Default DynamoDB, S3 and SQS; `lambda`, the local Lambda Invoke endpoint a durable
    * dispatcher starts its executions at (emulators/lambda-server.ts), and `kinesis` (kinesis-local), only when asked
-   * for. DynamoDB Streams come with DynamoDB.
+   * for. DynamoDB Streams come with DynamoDB. `payments`, the local payments API with idempotency keys
+   * (emulators/payments-server.ts, `PAYMENTS_API_URL` in env()), only when asked for.
    */
-  services?: { dynamodb?: boolean; s3?: boolean; sqs?: boolean; lambda?: boolean; kinesis?: boolean };
+  services?: {
+    dynamodb?: boolean;
+    s3?: boolean;
+    sqs?: boolean;
+    lambda?: boolean;
+    kinesis?: boolean;
+    payments?: boolean;
+  };
   /** Buckets to create at start. */
   buckets?: string[];
   /** Version ids in notifications (see S3NotificationFactory). Default false. */
@@ -58,7 +67,14 @@ export interface LocalRuntimeOptions {
   /** Stop cleanly on SIGINT/SIGTERM, then exit (130/143). Default false; the CLI turns it on. */
   handleSignals?: boolean;
   /** Ports to listen on (default: ones the OS picks), e.g. to set the handler's environment before start. */
-  ports?: { dynamodb?: number; s3?: number; sqs?: number; lambda?: number; kinesis?: number };
+  ports?: {
+    dynamodb?: number;
+    s3?: number;
+    sqs?: number;
+    lambda?: number;
+    kinesis?: number;
+    payments?: number;
+  };
   /** Java executable for DynamoDB Local. Default `java` on the PATH. */
   javaPath?: string;
   /**
@@ -72,14 +88,14 @@ const isObjectOf = (v: unknown, keys: readonly string[], is: (x: unknown) => boo
   typeof v === "object" &&
   v !== null &&
   Object.entries(v).every(([k, x]) => keys.includes(k) && (x === undefined || is(x)));
-const SERVICES = ["dynamodb", "s3", "sqs", "lambda", "kinesis"] as const;
+const SERVICES = ["dynamodb", "s3", "sqs", "lambda", "kinesis", "payments"] as const;
 
 /** The runtime's options, field by field; `doc` is the help line of the `eonce run` and `eonce demo` flag. */
 export const LOCAL_RUNTIME_OPTIONS = schemaFor<LocalRuntimeOptions>()({
   seed: integer({ default: 1, doc: "seed of every injected fault" }),
   dynamodbEndpoint: string({ doc: "use this running DynamoDB Local instead of starting one" }),
   services: custom<NonNullable<LocalRuntimeOptions["services"]>>(
-    "an object of booleans (dynamodb, s3, sqs, lambda, kinesis)",
+    "an object of booleans (dynamodb, s3, sqs, lambda, kinesis, payments)",
     (v) => isObjectOf(v, SERVICES, (x) => typeof x === "boolean"),
   ),
   buckets: custom<string[]>(
@@ -89,7 +105,7 @@ export const LOCAL_RUNTIME_OPTIONS = schemaFor<LocalRuntimeOptions>()({
   versioned: boolean({ default: false }),
   handleSignals: boolean({ default: false }),
   ports: custom<NonNullable<LocalRuntimeOptions["ports"]>>(
-    "an object of ports (dynamodb, s3, sqs, lambda, kinesis)",
+    "an object of ports (dynamodb, s3, sqs, lambda, kinesis, payments)",
     (v) =>
       isObjectOf(v, SERVICES, (x) => Number.isSafeInteger(x) && (x as number) >= 0 && (x as number) < 65536),
   ),
@@ -144,7 +160,11 @@ export class LocalRuntime {
   /** The local Lambda Invoke endpoint (durable starts), when `services.lambda` asked for it. */
   readonly lambda?: LocalLambdaServer;
   /** The local Kinesis, when `services.kinesis` asked for it. */
-  readonly kinesis?: LocalKinesisServer;
+  readonly kinesis?: LocalStreamServer;
+  /** The same server with its client (the SDK's Kinesis types stay out of the public declarations). */
+  readonly #kinesisServer?: LocalKinesisServer;
+  /** The local payments API (idempotency keys; faults by `payments.injectFaults`), when `services.payments` asked for it. */
+  readonly payments?: LocalPaymentsServer;
   readonly notifications?: BucketNotifications;
   readonly #functions: LocalFunction[] = [];
   readonly #sources: (SqsEventSource | StreamEventSource)[] = [];
@@ -155,8 +175,8 @@ export class LocalRuntime {
   #ddbClient?: DynamoDBClient;
   #s3Client?: S3Client;
   #sqsClient?: SQSClient;
-  #kinesisClient?: KinesisClient;
   #streamsClient?: DynamoDBStreamsClient;
+  #kinesisClient?: { destroy(): void };
 
   private constructor(
     sim: Simulation,
@@ -166,6 +186,7 @@ export class LocalRuntime {
       sqs?: LocalSqsServer;
       lambda?: LocalLambdaServer;
       kinesis?: LocalKinesisServer;
+      payments?: LocalPaymentsServer;
       versioned: boolean;
       crashedClaims: CrashedClaims;
     },
@@ -178,6 +199,8 @@ export class LocalRuntime {
     this.sqs = parts.sqs;
     this.lambda = parts.lambda;
     this.kinesis = parts.kinesis;
+    this.#kinesisServer = parts.kinesis;
+    this.payments = parts.payments;
     if (parts.s3) {
       this.notifications = new BucketNotifications(
         {
@@ -196,12 +219,20 @@ export class LocalRuntime {
    */
   static async start(options: LocalRuntimeOptions = {}): Promise<LocalRuntime> {
     const o = resolveOptions("LocalRuntime", LOCAL_RUNTIME_OPTIONS, options);
-    const want = { dynamodb: true, s3: true, sqs: true, lambda: false, kinesis: false, ...o.services };
+    const want = {
+      dynamodb: true,
+      s3: true,
+      sqs: true,
+      lambda: false,
+      kinesis: false,
+      payments: false,
+      ...o.services,
+    };
     const ports = o.ports ?? {};
     // The three start in parallel: DynamoDB Local (a JVM) dominates the start time. allSettled, not all:
     // a server that finishes starting after another one failed must be stopped too, or it keeps the
     // process alive (a JVM listening for ever).
-    const [ddb, s3, sqs, lambda, kinesis] = await Promise.allSettled([
+    const [ddb, s3, sqs, lambda, kinesis, payments] = await Promise.allSettled([
       want.dynamodb && !o.dynamodbEndpoint
         ? startDynamoDBLocal({
             ...(ports.dynamodb ? { port: ports.dynamodb } : {}),
@@ -219,8 +250,11 @@ export class LocalRuntime {
             m.startKinesisServer(ports.kinesis ? { port: ports.kinesis } : {}),
           )
         : undefined,
+      want.payments
+        ? startPaymentsServer({ seed: o.seed, ...(ports.payments ? { port: ports.payments } : {}) })
+        : undefined,
     ]);
-    const results = [ddb, s3, sqs, lambda, kinesis];
+    const results = [ddb, s3, sqs, lambda, kinesis, payments];
     const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected");
     if (failed) {
       await Promise.allSettled(results.map((r) => (r.status === "fulfilled" ? r.value?.stop() : undefined)));
@@ -240,6 +274,7 @@ export class LocalRuntime {
       sqs: value(sqs),
       lambda: value(lambda),
       kinesis: value(kinesis),
+      payments: value(payments),
       versioned: o.versioned,
       crashedClaims: o.crashedClaims,
     });
@@ -255,17 +290,21 @@ export class LocalRuntime {
     requireServers({ dynamodb: true, s3: true, sqs: true, ...options.services }, options);
   }
 
-  /** The runtime's Kinesis client (HTTP/1.1: see kinesis-server.ts). */
-  kinesisClient(): KinesisClient {
-    if (!this.kinesis) throw new Error("Kinesis is not running in this runtime");
-    this.#kinesisClient ??= this.#own(this.kinesis.client());
-    return this.#kinesisClient;
+  /**
+   * The runtime's Kinesis client (HTTP/1.1: see kinesis-server.ts), destroyed when the runtime stops. Its type is the
+   * caller's to name (`kinesisClient<KinesisClient>()`): the SDK's Kinesis client is an optional peer, kept out of the
+   * package's public types.
+   */
+  kinesisClient<C = unknown>(): C {
+    if (!this.#kinesisServer) throw new Error("Kinesis is not running in this runtime");
+    this.#kinesisClient ??= this.#own(this.#kinesisServer.client());
+    return this.#kinesisClient as C;
   }
 
   /** A reader of a Kinesis stream of this runtime's Kinesis, for `streamEventSource`. */
   async kinesisReader(streamName: string): Promise<StreamReader> {
-    const client = this.kinesisClient();
     const { KinesisReader } = await import("./delivery/kinesis-reader.js");
+    const client = this.kinesisClient<import("@aws-sdk/client-kinesis").KinesisClient>();
     return new KinesisReader(client, streamName, this.kinesis?.streamArn(streamName) ?? "");
   }
 
@@ -320,6 +359,7 @@ export class LocalRuntime {
       sqs: this.sqs?.endpoint,
       lambda: this.lambda?.endpoint,
       kinesis: this.kinesis?.endpoint,
+      payments: this.payments?.endpoint,
     });
   }
 
@@ -330,6 +370,7 @@ export class LocalRuntime {
     sqs?: string;
     lambda?: string;
     kinesis?: string;
+    payments?: string;
   }): Record<string, string> {
     const env: Record<string, string> = {
       AWS_REGION: LOCAL_REGION,
@@ -350,6 +391,7 @@ export class LocalRuntime {
     if (endpoints.sqs) env.AWS_ENDPOINT_URL_SQS = endpoints.sqs;
     // A LambdaClient's Invoke (a durable dispatcher's start) goes to the local endpoint, never to AWS.
     if (endpoints.lambda) env.AWS_ENDPOINT_URL_LAMBDA = endpoints.lambda;
+    if (endpoints.payments) env.PAYMENTS_API_URL = endpoints.payments;
     return env;
   }
 
@@ -512,6 +554,7 @@ export class LocalRuntime {
         this.sqs?.stop(),
         this.lambda?.stop(),
         this.kinesis?.stop(),
+        this.payments?.stop(),
         this.dynamodb?.server?.stop(),
       ]);
     })();

@@ -81,6 +81,23 @@ describe("eonce local start", () => {
     expect(await answers(valkeyPort)).toBe(false);
   }, 120_000);
 
+  it("starts the local payments API with --payments: PAYMENTS_API_URL on 127.0.0.1, gone once stopped", async () => {
+    const servers = await startLocalServers({
+      dynamodb: false,
+      postgres: false,
+      valkey: false,
+      payments: true,
+    });
+    const url = servers.env.PAYMENTS_API_URL as string;
+    expect(Object.keys(servers.env)).toEqual(["PAYMENTS_API_URL"]);
+    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(servers.lines.join("\n")).toContain(url);
+    const res = await fetch(`${url}/v1/charges`);
+    expect(await res.json()).toEqual({ data: [] });
+    await servers.stop();
+    expect(await answers(Number(new URL(url).port))).toBe(false);
+  });
+
   it("refuses to start nothing", async () => {
     await expect(startLocalServers({ dynamodb: false, postgres: false, valkey: false })).rejects.toThrow(
       /nothing to start/,

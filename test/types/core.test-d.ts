@@ -77,11 +77,13 @@ describe("createGuard", () => {
     expectTypeOf(createGuard).parameter(0).toEqualTypeOf<GuardOptions>();
     const run = guard.run(event, async (ctx) => {
       expectTypeOf(ctx).toEqualTypeOf<GuardContext>();
+      expectTypeOf(ctx.effectKey).toEqualTypeOf<(name: string) => string>();
       return ctx.fence;
     });
     expectTypeOf(run).resolves.toEqualTypeOf<GuardOutcome<number>>();
     const applied = guard.apply(event, (ctx) => {
       expectTypeOf(ctx).toEqualTypeOf<ApplyContext>();
+      expectTypeOf(ctx.effectKey).toEqualTypeOf<(name: string) => string>();
       return "ok";
     });
     expectTypeOf(applied).resolves.toEqualTypeOf<GuardOutcome<string>>();

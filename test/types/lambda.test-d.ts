@@ -124,6 +124,7 @@ describe("the handler's arguments", () => {
       expectTypeOf(ctx.signal).toEqualTypeOf<AbortSignal>();
       expectTypeOf(ctx.lambdaContext).toEqualTypeOf<Context | undefined>();
       expectTypeOf(ctx.atCommit).toEqualTypeOf<(write: AtomicWrite) => void>();
+      expectTypeOf(ctx.effectKey).toEqualTypeOf<(name: string) => string>();
       // @ts-expect-error the logger is read-only
       ctx.logger = {} as HandlerContext["logger"];
     };
@@ -140,6 +141,7 @@ describe("mode apply: the handler's context is the apply context", () => {
         expectTypeOf(ctx.fence).toBeNumber();
         expectTypeOf(ctx.stateKey).toBeString();
         expectTypeOf(ctx.atCommit).toEqualTypeOf<(write: AtomicWrite) => void>();
+        expectTypeOf(ctx.effectKey).toEqualTypeOf<(name: string) => string>();
         expectTypeOf(ctx.delivery.correlationId).toBeString();
         expectTypeOf(ctx.lambdaContext).toEqualTypeOf<Context | undefined>();
         // @ts-expect-error nothing is claimed while it computes: no lease, no signal

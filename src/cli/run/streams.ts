@@ -2,6 +2,7 @@ import { CreateTableCommand, DeleteItemCommand, PutItemCommand } from "@aws-sdk/
 import {
   CreateStreamCommand,
   DescribeStreamSummaryCommand,
+  type KinesisClient,
   ListShardsCommand,
   PutRecordCommand,
   SplitShardCommand,
@@ -38,7 +39,7 @@ export async function wireStream(
 ): Promise<StreamWiring> {
   let reader: StreamReader;
   if (o.source === "kinesis") {
-    const kinesis = runtime.kinesisClient();
+    const kinesis = runtime.kinesisClient<KinesisClient>();
     await kinesis.send(new CreateStreamCommand({ StreamName: RUN_STREAM, ShardCount: o.shards }));
     await streamActive(runtime);
     reader = await runtime.kinesisReader(RUN_STREAM);
@@ -68,7 +69,7 @@ export async function wireStream(
 async function streamActive(runtime: LocalRuntime): Promise<void> {
   for (;;) {
     const out = await runtime
-      .kinesisClient()
+      .kinesisClient<KinesisClient>()
       .send(new DescribeStreamSummaryCommand({ StreamName: RUN_STREAM }));
     if (out.StreamDescriptionSummary?.StreamStatus === "ACTIVE") return;
     await new Promise((r) => setTimeout(r, 20));
@@ -85,7 +86,7 @@ export async function feedKinesis(
   o: ResolvedRunOptions,
   messages: readonly ReplayMessage[],
 ): Promise<Map<string, string>> {
-  const kinesis = runtime.kinesisClient();
+  const kinesis = runtime.kinesisClient<KinesisClient>();
   const producer = createPrng(o.seed).fork("producer");
   const sent = new Map<string, string>();
   for (const [i, m] of messages.entries()) {
@@ -107,7 +108,7 @@ export async function feedKinesis(
 
 /** Splits the first open shard in the middle of its hash key range. */
 async function splitFirstShard(runtime: LocalRuntime): Promise<void> {
-  const kinesis = runtime.kinesisClient();
+  const kinesis = runtime.kinesisClient<KinesisClient>();
   const shards = (await kinesis.send(new ListShardsCommand({ StreamName: RUN_STREAM }))).Shards ?? [];
   const open = shards.find((s) => !s.SequenceNumberRange?.EndingSequenceNumber);
   if (!open?.HashKeyRange?.StartingHashKey || !open.HashKeyRange.EndingHashKey) return;

@@ -4,7 +4,7 @@ import { KinesisClient, ListStreamsCommand } from "@aws-sdk/client-kinesis";
 import { NodeHttpHandler } from "@smithy/node-http-handler";
 import { LOCAL_ACCOUNT_ID, LOCAL_CREDENTIALS, LOCAL_REGION } from "../aws-local.js";
 import { freePort } from "./free-port.js";
-import type { LocalServer } from "./local-server.js";
+import type { LocalStreamServer } from "./local-server.js";
 import { ServerStartError, startServerProcess } from "./server-process.js";
 
 /**
@@ -16,11 +16,9 @@ import { ServerStartError, startServerProcess } from "./server-process.js";
  * use the plain one. Stream operations (create, split, merge) take effect after a delay it simulates: set to 0 here,
  * so a split is visible at once. Nothing is kept on disk.
  */
-export interface LocalKinesisServer extends LocalServer {
+export interface LocalKinesisServer extends LocalStreamServer {
   /** A client for this server: dummy credentials, HTTP/1.1 (the SDK's default for Kinesis is HTTP/2). */
   client(): KinesisClient;
-  /** The ARN of stream `name` in the local account and region. */
-  streamArn(name: string): string;
 }
 
 /** Makes `net.Server#listen` bind 127.0.0.1 when the caller gives no host or every interface. */
