@@ -4,7 +4,7 @@ import { FAULT_OPTIONS } from "../sim/live/faults.js";
 import { exitSoon, oneLine } from "./errors.js";
 import { addSchemaOptions, type FlagSpec } from "./options.js";
 import { isTypeScriptHandler } from "./run/load-handler.js";
-import { RUN_OPTIONS } from "./run/options.js";
+import { RUN_OPTIONS, type RunHandlerOptions } from "./run/options.js";
 import { runExitCode, strictByDefault } from "./run/report.js";
 import { formatRunReport, type RunReport, runHandler } from "./run/run-handler.js";
 import { CONNECTION_FLAGS } from "./state/options.js";
@@ -66,19 +66,7 @@ export function registerRun(program: Command): void {
       try {
         const options = runOptions(flags);
         // Every missing optional package at once, with one install line, before any server starts.
-        requireLocalPackages(
-          localPackagesFor({
-            dynamodbEndpoint: options.dynamodbEndpoint,
-            typescript: [handler, options.durable].some(
-              (spec) => spec !== undefined && isTypeScriptHandler(spec),
-            ),
-            durable: options.durable !== undefined,
-            stream:
-              options.source === "kinesis" || options.source === "dynamodb-streams"
-                ? options.source
-                : undefined,
-          }),
-        );
+        requireLocalPackages(packagesFor(handler, options));
         const print = (report: RunReport) =>
           process.stdout.write(flags.json ? `${JSON.stringify(report)}\n` : `${formatRunReport(report)}\n`);
         let printed = false;
@@ -106,6 +94,20 @@ export function registerRun(program: Command): void {
         exitSoon();
       }
     });
+}
+
+/** The optional packages a run needs: the servers, tsx for TypeScript, the durable testing package, a stream's. */
+function packagesFor(
+  handler: string,
+  options: Pick<RunHandlerOptions, "dynamodbEndpoint" | "durable" | "source">,
+) {
+  return localPackagesFor({
+    dynamodbEndpoint: options.dynamodbEndpoint,
+    typescript: [handler, options.durable].some((spec) => spec !== undefined && isTypeScriptHandler(spec)),
+    durable: options.durable !== undefined,
+    stream:
+      options.source === "kinesis" || options.source === "dynamodb-streams" ? options.source : undefined,
+  });
 }
 
 /** Prints where the kept servers are, then waits for SIGINT or SIGTERM. */

@@ -7,7 +7,16 @@ import {
   ReceiveMessageCommand,
   type SQSClient,
 } from "@aws-sdk/client-sqs";
-import { boolean, custom, integer, oneOf, resolveOptions, schemaFor, string } from "../core/options.js";
+import {
+  boolean,
+  custom,
+  integer,
+  oneOf,
+  type Resolved,
+  resolveOptions,
+  schemaFor,
+  string,
+} from "../core/options.js";
 import type { Activity } from "../sim/live/activity.js";
 import { createSimulation, type Simulation } from "../sim/live/simulation.js";
 import type { Sleeper } from "../sim/live/sleeper.js";
@@ -232,28 +241,7 @@ export class LocalRuntime {
     // The three start in parallel: DynamoDB Local (a JVM) dominates the start time. allSettled, not all:
     // a server that finishes starting after another one failed must be stopped too, or it keeps the
     // process alive (a JVM listening for ever).
-    const [ddb, s3, sqs, lambda, kinesis, payments] = await Promise.allSettled([
-      want.dynamodb && !o.dynamodbEndpoint
-        ? startDynamoDBLocal({
-            ...(ports.dynamodb ? { port: ports.dynamodb } : {}),
-            ...(o.javaPath ? { javaPath: o.javaPath } : {}),
-          })
-        : undefined,
-      want.s3 ? startS3Server({ buckets: o.buckets, ...(ports.s3 ? { port: ports.s3 } : {}) }) : undefined,
-      want.sqs ? startSqsServer(ports.sqs ? { port: ports.sqs } : {}) : undefined,
-      want.lambda
-        ? startLambdaServer({ seed: o.seed, ...(ports.lambda ? { port: ports.lambda } : {}) })
-        : undefined,
-      // Loaded only when asked for: its SDK client and kinesis-local are optional peers.
-      want.kinesis
-        ? import("./emulators/kinesis-server.js").then((m) =>
-            m.startKinesisServer(ports.kinesis ? { port: ports.kinesis } : {}),
-          )
-        : undefined,
-      want.payments
-        ? startPaymentsServer({ seed: o.seed, ...(ports.payments ? { port: ports.payments } : {}) })
-        : undefined,
-    ]);
+    const [ddb, s3, sqs, lambda, kinesis, payments] = await startServers(o, want, ports);
     const results = [ddb, s3, sqs, lambda, kinesis, payments];
     const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected");
     if (failed) {
@@ -565,6 +553,36 @@ export class LocalRuntime {
     this.#clients.push(client);
     return client;
   }
+}
+
+/** Every wanted server, started side by side; each settles on its own (see start). */
+function startServers(
+  o: Resolved<typeof LOCAL_RUNTIME_OPTIONS>,
+  want: Record<(typeof SERVICES)[number], boolean>,
+  ports: NonNullable<LocalRuntimeOptions["ports"]>,
+) {
+  return Promise.allSettled([
+    want.dynamodb && !o.dynamodbEndpoint
+      ? startDynamoDBLocal({
+          ...(ports.dynamodb ? { port: ports.dynamodb } : {}),
+          ...(o.javaPath ? { javaPath: o.javaPath } : {}),
+        })
+      : undefined,
+    want.s3 ? startS3Server({ buckets: o.buckets, ...(ports.s3 ? { port: ports.s3 } : {}) }) : undefined,
+    want.sqs ? startSqsServer(ports.sqs ? { port: ports.sqs } : {}) : undefined,
+    want.lambda
+      ? startLambdaServer({ seed: o.seed, ...(ports.lambda ? { port: ports.lambda } : {}) })
+      : undefined,
+    // Loaded only when asked for: its SDK client and kinesis-local are optional peers.
+    want.kinesis
+      ? import("./emulators/kinesis-server.js").then((m) =>
+          m.startKinesisServer(ports.kinesis ? { port: ports.kinesis } : {}),
+        )
+      : undefined,
+    want.payments
+      ? startPaymentsServer({ seed: o.seed, ...(ports.payments ? { port: ports.payments } : {}) })
+      : undefined,
+  ]);
 }
 
 /** Sets `vars` on process.env (and drops profile/session settings); returns a function restoring it. */

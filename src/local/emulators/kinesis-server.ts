@@ -21,7 +21,11 @@ export interface LocalKinesisServer extends LocalStreamServer {
   client(): KinesisClient;
 }
 
-/** Makes `net.Server#listen` bind 127.0.0.1 when the caller gives no host or every interface. */
+/**
+ * Makes `net.Server#listen` bind 127.0.0.1 when the caller gives no host or every interface, and says on stdout when
+ * a port is bound (`eonce-listening <port>`); a port it cannot bind (taken by another process since it was chosen)
+ * ends the child, so that a start never talks to someone else's server on that port.
+ */
 const LOOPBACK_PRELOAD = `
 import net from "node:net";
 const listen = net.Server.prototype.listen;
@@ -34,6 +38,11 @@ net.Server.prototype.listen = function (...args) {
     if (typeof second !== "string") args.splice(1, 0, "127.0.0.1");
     else if (wide(second)) args[1] = "127.0.0.1";
   }
+  this.once("listening", () => process.stdout.write("eonce-listening " + this.address().port + "\\n"));
+  this.once("error", (e) => {
+    process.stderr.write("eonce-listen-error " + e.code + "\\n");
+    process.exit(1);
+  });
   return listen.apply(this, args);
 };
 `;
@@ -67,7 +76,27 @@ export async function startKinesisServer(
   options: { port?: number; startTimeoutMs?: number } = {},
 ): Promise<LocalKinesisServer> {
   const main = kinesisLocalMain();
-  const [port, tlsPort] = [options.port ?? (await freePort()), await freePort()];
+  // A port chosen free can be taken by another process before the child binds it: the child then exits (the preload),
+  // and the start is tried again on new ports (a port the caller fixed is kept).
+  for (let attempt = 1; ; attempt++) {
+    const port = options.port ?? (await freePort());
+    let tlsPort = await freePort();
+    while (tlsPort === port) tlsPort = await freePort();
+    try {
+      return await startOn(main, port, tlsPort, options.startTimeoutMs ?? 30_000);
+    } catch (error) {
+      if (attempt >= 3 || !(error instanceof ServerStartError) || !/eonce-listen-error/.test(error.message))
+        throw error;
+    }
+  }
+}
+
+async function startOn(
+  main: string,
+  port: number,
+  tlsPort: number,
+  timeoutMs: number,
+): Promise<LocalKinesisServer> {
   const server = await startServerProcess({
     what: "kinesis-local",
     command: process.execPath,
@@ -88,12 +117,13 @@ export async function startKinesisServer(
         ),
       },
     },
-    ready: /Starting Kinesis Plain Mock Service/,
-    timeoutMs: options.startTimeoutMs ?? 30_000,
+    // Both ports bound by this child (the preload's lines), not only announced in its log.
+    ready: new RegExp(`(?=[\\s\\S]*eonce-listening ${port}\\b)(?=[\\s\\S]*eonce-listening ${tlsPort}\\b)`),
+    timeoutMs,
   });
   const endpoint = `http://127.0.0.1:${port}`;
   try {
-    await answering(endpoint, options.startTimeoutMs ?? 30_000);
+    await answering(endpoint, timeoutMs);
   } catch (error) {
     await server.stop("SIGKILL");
     throw error;
@@ -108,7 +138,7 @@ export async function startKinesisServer(
   };
 }
 
-/** The log line comes just before the socket listens: wait until a request is answered. */
+/** Bound is not yet serving: wait until a request is answered. */
 async function answering(endpoint: string, timeoutMs: number): Promise<void> {
   const client = kinesisClient(endpoint);
   const until = Date.now() + timeoutMs;
