@@ -58,7 +58,8 @@ afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-describe("the README's five-minute starts, from the packed package", () => {
+// Side by side: each start runs in its own folder, on tables (or a database) of its own; tsc only reads.
+describe.concurrent("the README's five-minute starts, from the packed package", () => {
   it("type-check (strict, NodeNext, an ES module project)", async () => {
     const r = await typecheckStarts(project);
     expect(r.stdout + r.stderr).toBe("");
