@@ -83,6 +83,15 @@ const INTEGRATION = [
 ];
 
 /**
+ * EONCE_INTEGRATION_ONLY=<path>,… narrows the integration project to the files under these paths, the unit project
+ * left whole: how .ci/run runs, on its other Node versions, the unit tier, the packed package and the durable suites
+ * in one run (one set of servers; the unit files compute while the packed package waits on npm and tsc).
+ */
+const INTEGRATION_ONLY = process.env.EONCE_INTEGRATION_ONLY?.split(",").filter(Boolean);
+const integrationOnly = (glob: string) =>
+  !INTEGRATION_ONLY || INTEGRATION_ONLY.some((path) => glob === path || glob.startsWith(`${path}/`));
+
+/**
  * The AWS SDK's once-per-process Node 22 notice, as the CLI silences it (src/cli/main.ts): noise in a test run. Set
  * here too for the main process, where the global setup creates SDK clients.
  */
@@ -172,7 +181,7 @@ export default defineConfig({
             ...(SERVER_STORES.some(wants) ? STORE_SUITES : []),
             ...(wantsPostgres ? POSTGRES_SUITES : []),
             ...wantedFolders.map(folderSuites),
-          ],
+          ].filter(integrationOnly),
           exclude: wantsPostgres ? [] : POSTGRES_SUITES,
           env: { EONCE_PROJECT_STORES: SERVER_STORES.join(","), ...QUIET_SDK },
           // Checks up front what the suite needs from the machine (Chromium, Java, a Valkey binary), then starts
