@@ -99,31 +99,29 @@ const QUIET_SDK = { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true" };
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
 
 /**
- * The slowest files, longest first (seconds each took in a full run on 2 loaded cores, docs/testing.md): started
- * first, so that no long file starts last and leaves one worker alone at the end. vitest's own order
- * (the durations cached from the last run, else file size) is missing on a fresh clone and, in a worktree, shared
- * with other runs; the rest follow it. Within a project only: a worker that changes project starts a new process and
- * imports everything again, so the integration files (the long ones) run first, then the unit files fill the tail.
+ * The slowest files, longest first (as measured in a full run, docs/testing.md): started first, so that no long file
+ * starts last and leaves a worker alone at the end. vitest's own order (the durations cached from the last run, else
+ * file size) is missing on a fresh clone and, in a worktree, shared with other runs; the rest follow it. Within a
+ * project only: a worker that changes project starts a new process and imports everything again, so the integration
+ * files (the long ones) run first, then the unit files fill the tail.
  */
 const SLOWEST = [
-  "test/consumer.test.ts", // 65: the packed package, npm install, tsc twice, the CLI
-  "test/docs/readme-starts.test.ts", // 65: the packed package again, the README's starts
-  "test/durable/engines/workflow.test.ts", // 45: LocalDurableTestRunner, 5 engines × 4 histories
-  "test/demo.test.ts", // 41: three scenarios × three seeds
-  "test/local/run-truth.test.ts", // 30: 15 `eonce run`s
-  "test/local/run-command.test.ts", // 30: 17 `eonce run`s, a DynamoDB Local without -sharedDb
-  "test/lambda/wrappers.test.ts", // 30: SQS visibility timeouts of whole seconds
-  "test/bench.test.ts", // 21
-  "test/core/guard-faults.test.ts", // 21: leases and heartbeats on every engine
-  "test/core/guard.test.ts", // 20
-  "test/sim/postgres.test.ts", // 16
-  "test/sim/exhaustive.test.ts", // 15
-  "test/local/run-unknown.test.ts", // 14
-  "test/engines/contract.test.ts", // 11
-  "test/lambda/visibility-heartbeat.test.ts", // 10
-  "test/local/run-durable.test.ts", // 9
-  "test/sim/inline.test.ts", // 9
-  "test/local/run-local-state.test.ts", // 8
+  "test/consumer.test.ts", // the packed package: npm install, tsc twice over every subpath, the CLI, the demo
+  "test/docs/readme-starts.test.ts", // the packed package again, the README's starts
+  "test/durable/engines/workflow.test.ts", // LocalDurableTestRunner, 5 engines × 4 histories
+  "test/demo.test.ts", // three scenarios × three seeds
+  "test/lambda/wrappers.test.ts", // SQS visibility timeouts of whole seconds, two forms
+  "test/local/run-truth.test.ts", // 15 `eonce run`s
+  "test/local/run-command.test.ts", // 17 `eonce run`s, a DynamoDB Local without -sharedDb
+  "test/bench.test.ts",
+  "test/sim/postgres.test.ts",
+  "test/sim/exhaustive.test.ts",
+  "test/local/run-unknown.test.ts",
+  "test/core/guard.test.ts",
+  "test/lambda/visibility-heartbeat.test.ts",
+  "test/local/run-durable.test.ts",
+  "test/sim/inline.test.ts",
+  "test/local/run-local-state.test.ts",
 ];
 
 class LongestFirst extends BaseSequencer {
