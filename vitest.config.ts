@@ -114,10 +114,12 @@ const SLOWEST = [
   "test/local/run-truth.test.ts", // 15 `eonce run`s
   "test/local/run-command.test.ts", // 17 `eonce run`s, a DynamoDB Local without -sharedDb
   "test/bench.test.ts",
+  "test/core/guard-faults.test.ts", // leases and heartbeats on every engine, one after another
+  "test/core/guard.test.ts",
   "test/sim/postgres.test.ts",
   "test/sim/exhaustive.test.ts",
   "test/local/run-unknown.test.ts",
-  "test/core/guard.test.ts",
+  "test/engines/contract.test.ts",
   "test/lambda/visibility-heartbeat.test.ts",
   "test/local/run-durable.test.ts",
   "test/sim/inline.test.ts",
