@@ -9,6 +9,8 @@ export function sh(
   args: string[],
   options?: { cwd?: string; env?: NodeJS.ProcessEnv; timeout?: number },
 ): Promise<ShResult>;
+/** Where to make a packed project: /dev/shm when it is a tmpfs with room that lets programs run, else the temp folder. */
+export function scratchRoot(minBytes?: number): Promise<string>;
 /** `npm pack` of the repository at `root` into `dir` (serialised across processes). */
 export function packPackage(root: string, dir: string): Promise<{ tarball: string; files: string[] }>;
 /** A new project `<dir>/app` with `files`, `packages` (`npm i -D --save-exact`) and the packed package installed. */

@@ -2,7 +2,8 @@
 // folder with the packages a user would add, from the registry this machine reaches or npm's cache. Used by
 // test/consumer.test.ts and scripts/readme-starts.mjs (and its test).
 import { execFile } from "node:child_process";
-import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, readFile, rm, statfs, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 
@@ -19,6 +20,29 @@ export function sh(cmd, args, { cwd, env = process.env, timeout = 300_000 } = {}
       },
     );
   });
+}
+
+/**
+ * Where to make a packed project: /dev/shm when it is a tmpfs that lets programs run and has `minBytes` free, else the
+ * OS's temp folder. npm extracts some 35,000 files into the consumer test's project; on ext4 that is the file
+ * system's work more than npm's (measured on a loaded 2-core machine: 62 s with 28 s of system time; on tmpfs 29 s
+ * with 4 s). A container's /dev/shm is often 64 MB: then the temp folder.
+ */
+export async function scratchRoot(minBytes = 4 * 1024 ** 3) {
+  try {
+    const mounts = await readFile("/proc/mounts", "utf8");
+    const shm = mounts
+      .split("\n")
+      .map((line) => line.split(" "))
+      .find((fields) => fields[1] === "/dev/shm");
+    if (shm?.[2] === "tmpfs" && !(shm[3] ?? "").split(",").includes("noexec")) {
+      const fs = await statfs("/dev/shm");
+      if (fs.bavail * fs.bsize >= minBytes) return "/dev/shm";
+    }
+  } catch {
+    // No /proc (not Linux): the temp folder.
+  }
+  return tmpdir();
 }
 
 const alive = (pid) => {

@@ -7,10 +7,9 @@
 //
 //   node scripts/readme-starts.mjs [name …]   (the PostgreSQL start runs when DATABASE_URL is set)
 import { mkdtemp, readFile, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { packedProject, sh } from "./packed-project.mjs";
+import { packedProject, scratchRoot, sh } from "./packed-project.mjs";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 
@@ -167,7 +166,7 @@ export async function runStart(project, start, { env = process.env, dynamodbEndp
 }
 
 async function main(names) {
-  const dir = await mkdtemp(join(tmpdir(), "eonce-readme-starts-"));
+  const dir = await mkdtemp(join(await scratchRoot(), "eonce-readme-starts-"));
   let failed = 0;
   try {
     process.stderr.write("packing and installing into a new project…\n");

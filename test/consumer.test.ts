@@ -1,10 +1,9 @@
 import { randomUUID } from "node:crypto";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { packedProject, sh as shell } from "../scripts/packed-project.mjs";
+import { packedProject, scratchRoot, sh as shell } from "../scripts/packed-project.mjs";
 import { createStateTable, createTableIfMissing } from "../src/engines/dynamodb/schema.js";
 import type { InvocationReport } from "../src/lambda/invocation.js";
 import { dynamoDBClient } from "../src/local/emulators/dynamodb-local.js";
@@ -157,7 +156,7 @@ const tsconfig = (resolution: "NodeNext" | "bundler") =>
   });
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), "eonce-consumer-"));
+  dir = await mkdtemp(join(await scratchRoot(), "eonce-consumer-"));
   // The README's install lines: the local runtime's optional peers and the project's own tools (while the
   // package is packed: `npm pack` runs the build first, as publishing does), then the library from the tarball.
   const d = pkg.devDependencies;

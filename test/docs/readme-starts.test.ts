@@ -1,9 +1,9 @@
 import { randomUUID } from "node:crypto";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { scratchRoot } from "../../scripts/packed-project.mjs";
 import {
   type CommandResult,
   prepareStarts,
@@ -50,7 +50,7 @@ function expectClean(results: CommandResult[]) {
 beforeAll(async () => {
   if (!endpoint)
     throw new Error("test/docs/readme-starts.test.ts belongs in vitest.config.ts's INTEGRATION list");
-  dir = await mkdtemp(join(tmpdir(), "eonce-readme-"));
+  dir = await mkdtemp(join(await scratchRoot(), "eonce-readme-"));
   ({ project, starts } = await prepareStarts({ dir }));
 }, 600_000);
 
@@ -58,7 +58,8 @@ afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-describe("the README's five-minute starts, from the packed package", () => {
+// Side by side: each start runs in its own folder, on tables (or a database) of its own; tsc only reads.
+describe.concurrent("the README's five-minute starts, from the packed package", () => {
   it("type-check (strict, NodeNext, an ES module project)", async () => {
     const r = await typecheckStarts(project);
     expect(r.stdout + r.stderr).toBe("");

@@ -252,7 +252,9 @@ describe.concurrent("eonce run checks I1–I4 on every engine", () => {
  * A DynamoDB Local started by hand, without `-sharedDb`, keeps one database per access key and region: the runtime
  * (which creates the tables) and the handler must use the same key pair and region.
  */
-describe("eonce run --dynamodb-endpoint on a DynamoDB Local without -sharedDb", () => {
+// Concurrent, as every suite of this file: consecutive concurrent suites run side by side (vitest's maxConcurrency
+// bounds the runs at once), so no suite waits for the slowest run of the one before it.
+describe.concurrent("eonce run --dynamodb-endpoint on a DynamoDB Local without -sharedDb", () => {
   let ddb: DynamoDBLocal;
   let dir: string;
   beforeAll(async () => {
@@ -380,7 +382,7 @@ describe.concurrent("eonce run and a crashed holder's claim", () => {
   }, 240_000);
 });
 
-describe("eonce run --versions, --keep", () => {
+describe.concurrent("eonce run --versions, --keep", () => {
   let dir: string;
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), "eonce-versions-"));

@@ -39,7 +39,8 @@ async function runOwn(kind: string, flags: string[]): Promise<RunReport> {
   return JSON.parse(run.stdout) as RunReport;
 }
 
-describe("eonce run on a state server of its own", () => {
+// Side by side: each run starts a server of its own, on its own port.
+describe.concurrent("eonce run on a state server of its own", () => {
   it.each([
     ["postgres", ["--state-store", "postgres"]],
     ["postgres-inline", ["--state-store", "postgres-inline", "--state-table", "photos"]],

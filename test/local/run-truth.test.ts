@@ -112,120 +112,6 @@ describe.concurrent("eonce run reports failures as failures", () => {
   }, 120_000);
 });
 
-describe("eonce run over SQS", () => {
-  // The two DLQ tests side by side; the heartbeat test (timing: 1 s ticks against a 2 s timeout) alone after them.
-  it.concurrent("counts dead-lettered only what reached the DLQ; a failed duplicate of a delivered message is just failed", async () => {
-    // Every batch is delivered twice and half the runs fail: some copy fails while its twin succeeded.
-    // With 1000 receives allowed nothing can reach the DLQ.
-    const { code, stdout } = await eonce([
-      "run",
-      "test/local/fixtures/ok.ts:handler",
-      "--source",
-      "sqs",
-      "--generate",
-      "12",
-      "--batch-size",
-      "1",
-      "--visibility-timeout-s",
-      "1",
-      "--max-receive-count",
-      "1000",
-      "--duplicate-rate",
-      "1",
-      "--fail-before-rate",
-      "0.5",
-      // A plain handler without state: I1–I3 cannot be checked, the result is unknown; exit 0 without --strict.
-      "--no-strict",
-      "--json",
-      ...endpoint(),
-    ]);
-    const report = parse(stdout);
-    expect(report.outcomes["dead-lettered"]).toBe(0);
-    expect(report.outcomes.failed).toBeGreaterThan(0);
-    expect(report.unsuccessful.total).toBe(0);
-    expect(report.result).toBe("unknown");
-    expect(code).toBe(0);
-  }, 180_000);
-
-  it.concurrent("reads the DLQ: messages that exhausted their receives are dead-lettered, and the run fails", async () => {
-    const { code, stdout } = await eonce([
-      "run",
-      "test/local/fixtures/throwing.ts:handler",
-      "--source",
-      "sqs",
-      "--generate",
-      "2",
-      "--visibility-timeout-s",
-      "1",
-      "--max-receive-count",
-      "2",
-      "--json",
-      ...endpoint(),
-    ]);
-    const report = parse(stdout);
-    expect(report.outcomes["dead-lettered"]).toBe(2);
-    expect(report.unsuccessful).toEqual({ total: 2, deadLettered: 2, lost: 0 });
-    expect(report.errors[0]?.error).toBe("Error: boom from the throwing fixture");
-    expect(code).toBe(1);
-  }, 180_000);
-
-  it("replays orders through SQS: per-event outcomes, and the heartbeat keeps slow runs from redelivery", async () => {
-    const t = suffix();
-    const file = join(dir, `orders-${t}.jsonl`);
-    const orders = Array.from({ length: 4 }, (_, i) =>
-      JSON.stringify({ orderId: `o-${i}`, customerId: "c-1", amountCents: 100 + i }),
-    );
-    // A plain body, and one in the object form with message attributes.
-    await writeFile(
-      file,
-      `${orders.slice(0, 3).join("\n")}\n\n${JSON.stringify({ body: JSON.parse(orders[3] ?? "{}"), attributes: { tenant: "t1", n: 2 } })}\n`,
-    );
-    const { code, stdout, stderr } = await eonce([
-      "run",
-      "examples/orders/lambda.ts:handler",
-      "--source",
-      "sqs",
-      "--messages",
-      file,
-      "--table",
-      `charges-${t}:chargeId`,
-      "--env",
-      `CHARGES_TABLE=charges-${t}`,
-      "--state-table",
-      `orders-state-${t}`,
-      "--env",
-      "LEASE_MS=8000",
-      // Runs last 3 s at the fault point, past the queue's 2 s: only the heartbeat keeps them hidden.
-      "--visibility-timeout-s",
-      "2",
-      "--env",
-      "HEARTBEAT_VISIBILITY_S=3",
-      "--env",
-      "HEARTBEAT_INTERVAL_S=1",
-      "--slow-rate",
-      "1",
-      "--slow-ms",
-      "3000",
-      // One message a batch: a message done early in a batch is not extended while the rest runs.
-      "--batch-size",
-      "1",
-      "--timeout-ms",
-      "8000",
-      "--json",
-      ...endpoint(),
-    ]);
-    expect(stderr).not.toMatch(/ENOTFOUND|Warning/);
-    const report = parse(stdout);
-    expect(report).toMatchObject({ source: "sqs", messages: 4, events: 4, deliveries: 4 });
-    expect(report.outcomes.processed).toBe(4);
-    expect(report.outcomes.acknowledged).toBe(0);
-    expect(report.warnings).toEqual([]);
-    const charges = await scanTable(dynamoDBClient(inject("dynamodbEndpoint")), `charges-${t}`);
-    expect(charges).toHaveLength(4);
-    expect(code).toBe(0);
-  }, 180_000);
-});
-
 describe.concurrent("eonce run --messages", () => {
   async function replay(source: string, lines: string[], extra: string[] = []) {
     const t = suffix();
@@ -352,7 +238,7 @@ describe.concurrent("eonce run --messages", () => {
   }, 60_000);
 });
 
-describe("eonce run start-up errors: one line, before any server starts, and the process exits", () => {
+describe.concurrent("eonce run start-up errors: one line, before any server starts, and the process exits", () => {
   it("a missing --from folder", async () => {
     const { code, stderr } = await eonce([
       "run",
@@ -439,4 +325,120 @@ describe("eonce run start-up errors: one line, before any server starts, and the
       }),
     ).rejects.toThrow("--database-url sets the handler's DATABASE_URL: not with --env DATABASE_URL");
   });
+});
+
+// Last, after the concurrent suites above (consecutive concurrent suites run side by side): its heartbeat test runs
+// alone.
+describe("eonce run over SQS", () => {
+  // The two DLQ tests side by side; the heartbeat test (timing: 1 s ticks against a 2 s timeout) alone after them.
+  it.concurrent("counts dead-lettered only what reached the DLQ; a failed duplicate of a delivered message is just failed", async () => {
+    // Every batch is delivered twice and half the runs fail: some copy fails while its twin succeeded.
+    // With 1000 receives allowed nothing can reach the DLQ.
+    const { code, stdout } = await eonce([
+      "run",
+      "test/local/fixtures/ok.ts:handler",
+      "--source",
+      "sqs",
+      "--generate",
+      "12",
+      "--batch-size",
+      "1",
+      "--visibility-timeout-s",
+      "1",
+      "--max-receive-count",
+      "1000",
+      "--duplicate-rate",
+      "1",
+      "--fail-before-rate",
+      "0.5",
+      // A plain handler without state: I1–I3 cannot be checked, the result is unknown; exit 0 without --strict.
+      "--no-strict",
+      "--json",
+      ...endpoint(),
+    ]);
+    const report = parse(stdout);
+    expect(report.outcomes["dead-lettered"]).toBe(0);
+    expect(report.outcomes.failed).toBeGreaterThan(0);
+    expect(report.unsuccessful.total).toBe(0);
+    expect(report.result).toBe("unknown");
+    expect(code).toBe(0);
+  }, 180_000);
+
+  it.concurrent("reads the DLQ: messages that exhausted their receives are dead-lettered, and the run fails", async () => {
+    const { code, stdout } = await eonce([
+      "run",
+      "test/local/fixtures/throwing.ts:handler",
+      "--source",
+      "sqs",
+      "--generate",
+      "2",
+      "--visibility-timeout-s",
+      "1",
+      "--max-receive-count",
+      "2",
+      "--json",
+      ...endpoint(),
+    ]);
+    const report = parse(stdout);
+    expect(report.outcomes["dead-lettered"]).toBe(2);
+    expect(report.unsuccessful).toEqual({ total: 2, deadLettered: 2, lost: 0 });
+    expect(report.errors[0]?.error).toBe("Error: boom from the throwing fixture");
+    expect(code).toBe(1);
+  }, 180_000);
+
+  it("replays orders through SQS: per-event outcomes, and the heartbeat keeps slow runs from redelivery", async () => {
+    const t = suffix();
+    const file = join(dir, `orders-${t}.jsonl`);
+    const orders = Array.from({ length: 4 }, (_, i) =>
+      JSON.stringify({ orderId: `o-${i}`, customerId: "c-1", amountCents: 100 + i }),
+    );
+    // A plain body, and one in the object form with message attributes.
+    await writeFile(
+      file,
+      `${orders.slice(0, 3).join("\n")}\n\n${JSON.stringify({ body: JSON.parse(orders[3] ?? "{}"), attributes: { tenant: "t1", n: 2 } })}\n`,
+    );
+    const { code, stdout, stderr } = await eonce([
+      "run",
+      "examples/orders/lambda.ts:handler",
+      "--source",
+      "sqs",
+      "--messages",
+      file,
+      "--table",
+      `charges-${t}:chargeId`,
+      "--env",
+      `CHARGES_TABLE=charges-${t}`,
+      "--state-table",
+      `orders-state-${t}`,
+      "--env",
+      "LEASE_MS=8000",
+      // Runs last 3 s at the fault point, past the queue's 2 s: only the heartbeat keeps them hidden.
+      "--visibility-timeout-s",
+      "2",
+      "--env",
+      "HEARTBEAT_VISIBILITY_S=3",
+      "--env",
+      "HEARTBEAT_INTERVAL_S=1",
+      "--slow-rate",
+      "1",
+      "--slow-ms",
+      "3000",
+      // One message a batch: a message done early in a batch is not extended while the rest runs.
+      "--batch-size",
+      "1",
+      "--timeout-ms",
+      "8000",
+      "--json",
+      ...endpoint(),
+    ]);
+    expect(stderr).not.toMatch(/ENOTFOUND|Warning/);
+    const report = parse(stdout);
+    expect(report).toMatchObject({ source: "sqs", messages: 4, events: 4, deliveries: 4 });
+    expect(report.outcomes.processed).toBe(4);
+    expect(report.outcomes.acknowledged).toBe(0);
+    expect(report.warnings).toEqual([]);
+    const charges = await scanTable(dynamoDBClient(inject("dynamodbEndpoint")), `charges-${t}`);
+    expect(charges).toHaveLength(4);
+    expect(code).toBe(0);
+  }, 180_000);
 });

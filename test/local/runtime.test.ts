@@ -119,7 +119,9 @@ describe("local runtime", () => {
   });
 });
 
-describe("stopping", () => {
+// This suite and the next side by side (consecutive concurrent suites): each starts a DynamoDB Local of its own, on
+// its own ports, and waits on it.
+describe.concurrent("stopping", () => {
   it("stops its servers (DynamoDB Local included) and removes their files on SIGINT", async () => {
     const script = `
       import { LocalRuntime } from "./src/local/runtime.ts";
@@ -154,7 +156,7 @@ describe("stopping", () => {
   }, 60_000);
 });
 
-describe("local runtime start-up failure", () => {
+describe.concurrent("local runtime start-up failure", () => {
   /** Whether something accepts connections on 127.0.0.1:port. */
   const listening = (port: number) =>
     new Promise<boolean>((resolve) => {

@@ -113,8 +113,13 @@ describe.each(STEP_ENGINES)("dispatcher and guarded steps under faults: $name", 
   }
 
   it("finds the double effects of steps keyed per attempt (the check can fail)", async () => {
-    const found: string[] = [];
-    for (const seed of SEEDS) found.push(...(await runSeed(env, seed, false)));
-    expect(found.filter((f) => f.includes("applied 2 times")).length).toBeGreaterThan(0);
+    // The seeds in turn until one shows a double effect (the first does on every engine today): each further seed
+    // would only repeat the finding, at the cost of a whole history.
+    let doubles = 0;
+    for (const seed of SEEDS) {
+      doubles += (await runSeed(env, seed, false)).filter((f) => f.includes("applied 2 times")).length;
+      if (doubles > 0) break;
+    }
+    expect(doubles).toBeGreaterThan(0);
   });
 });
