@@ -84,6 +84,11 @@ export async function main(argv: string[], io: Io = defaultIo()): Promise<Report
       msList,
     )
     .option("--jitter <ms>", "± jitter on each injected delay (default 0)", milliseconds)
+    .option(
+      "--stream-subjects <n>",
+      "partition keys (items) per stream batch (default 4; quick 3; at most the batch's 100 records)",
+      positiveInt,
+    )
     .exitOverride()
     .configureOutput({ writeOut: io.stdout, writeErr: (s) => io.stderr.write(s) });
   program.parse(argv, { from: "user" });
@@ -100,6 +105,7 @@ export async function main(argv: string[], io: Io = defaultIo()): Promise<Report
     workers?: number[];
     latency?: number[];
     jitter?: number;
+    streamSubjects?: number;
   }>();
 
   let report: Report;
@@ -125,6 +131,7 @@ type Opts = {
   workers?: number[];
   latency?: number[];
   jitter?: number;
+  streamSubjects?: number;
 };
 
 /** The command line over the full (or quick) defaults. */
@@ -139,6 +146,7 @@ function benchOptions(opts: Opts, io: Io): BenchOptions {
     ...(opts.workers ? { workers: opts.workers } : {}),
     ...(opts.latency ? { injectedOneWayMs: opts.latency } : {}),
     ...(opts.jitter !== undefined ? { jitterMs: opts.jitter } : {}),
+    ...(opts.streamSubjects ? { streamSubjects: opts.streamSubjects } : {}),
     // --latency alone is the latency mode: only the runs behind the proxy (the stream path's among them).
     ...(opts.latency && !opts.only ? { only: ["injected" as const, "streams" as const] } : {}),
     progress: terminalProgress(io.stderr),
