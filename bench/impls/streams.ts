@@ -54,9 +54,6 @@ export interface StreamBatch {
   event: KinesisStreamEvent | DynamoDBStreamEvent | SQSEvent;
 }
 
-/** Lambda's default batch size for Kinesis and DynamoDB Streams event source mappings. */
-export const DEFAULT_BATCH = 100;
-
 /**
  * Batch `index` of one shard (`shard` names it): `size` new producer requests over the same `subjects` partition keys
  * (items) in every batch, round robin, each subject's `seq` going on from the batch before.
