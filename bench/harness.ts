@@ -16,6 +16,7 @@ import { dynamoDBLocalVersion } from "./jar-version.js";
 import { type Progress, silentProgress } from "./progress.js";
 import { type Delivery, deliverAll, type RunResult } from "./runner.js";
 import { percentile, round, type Spread, spread } from "./stats.js";
+import { measureStreams, type StreamResults } from "./stream-path.js";
 import { measureWrapperPath, type WrapperResults } from "./wrapper-path.js";
 
 export interface BenchOptions {
@@ -45,6 +46,14 @@ export interface BenchOptions {
   /** Measured events per implementation per repetition, and repetitions, at each injected latency. */
   injectedEvents: number;
   injectedReps: number;
+  /**
+   * The stream path (bench/stream-path.ts): records per batch and partition keys (items) in it, measured batches per
+   * row and repetition, and repetitions; at the loopback and at each of `injectedOneWayMs`.
+   */
+  streamBatch: number;
+  streamSubjects: number;
+  streamBatches: number;
+  streamReps: number;
   /** Run only these scenarios (development); default all. */
   only?: Scenario[];
   progress?: Progress;
@@ -58,6 +67,7 @@ export const SCENARIOS = [
   "storm",
   "wrappers",
   "injected",
+  "streams",
 ] as const;
 export type Scenario = (typeof SCENARIOS)[number];
 
@@ -76,6 +86,10 @@ export const FULL: Omit<BenchOptions, "endpoint" | "progress" | "only"> = {
   jitterMs: 0,
   injectedEvents: 100,
   injectedReps: 3,
+  streamBatch: 100,
+  streamSubjects: 4,
+  streamBatches: 5,
+  streamReps: 3,
   seed: 20261121,
 };
 
@@ -95,6 +109,10 @@ export const QUICK: Omit<BenchOptions, "endpoint" | "progress" | "only"> = {
   jitterMs: 0,
   injectedEvents: 8,
   injectedReps: 1,
+  streamBatch: 10,
+  streamSubjects: 3,
+  streamBatches: 2,
+  streamReps: 1,
   seed: 20261121,
 };
 
@@ -313,6 +331,8 @@ export interface Report {
   wrappers?: WrapperResults;
   /** Latency behind the latency proxy, one run per one-way delay (bench/injected-latency.ts); absent before it. */
   injectedLatency?: InjectedRun[];
+  /** The stream path per condition, and its cost per record beside SQS (bench/stream-path.ts); absent before it. */
+  streams?: StreamResults;
 }
 
 export async function runBench(options: BenchOptions): Promise<Report> {
@@ -374,6 +394,23 @@ async function runAll(
     prefix,
     runs,
   );
+  const streams = runs("streams")
+    ? await measureStreams(
+        bc,
+        endpoint,
+        (client, impl) => impl.open({ client: client.client, prefix: prefix(impl.name) }),
+        {
+          batch: options.streamBatch,
+          subjects: options.streamSubjects,
+          batches: options.streamBatches,
+          reps: options.streamReps,
+          oneWayMs: options.injectedOneWayMs,
+          jitterMs: options.jitterMs,
+          maxSockets: 32,
+        },
+        progress,
+      )
+    : undefined;
   progress.stop();
   const { progress: _p, endpoint: _e, only: _o, ...rest } = options;
   return {
@@ -399,6 +436,7 @@ async function runAll(
     storm,
     ...(wrappers ? { wrappers } : {}),
     ...(injectedLatency ? { injectedLatency } : {}),
+    ...(streams ? { streams } : {}),
   };
 }
 

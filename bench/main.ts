@@ -8,7 +8,9 @@
  *   tsx bench/main.ts --out r.json --svg chart.svg   also keep the full report and draw the chart
  *   tsx bench/main.ts --from r.json --svg chart.svg  redraw from a saved report, without running
  *   tsx bench/main.ts --latency 1,4,8 [--jitter 1]  latency mode: only the runs behind the latency proxy
- *                                                    (bench/latency-proxy.ts) at these one-way delays, in ms
+ *                                                    (bench/latency-proxy.ts) at these one-way delays, in ms:
+ *                                                    the injected scenario and the stream path
+ *   tsx bench/main.ts --only streams --latency 1,4,8  the stream path alone (loopback, then each delay)
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { pathToFileURL } from "node:url";
@@ -78,10 +80,15 @@ export async function main(argv: string[], io: Io = defaultIo()): Promise<Report
     .option("--workers <list>", "worker counts for throughput (default 1,4,16)", workerList)
     .option(
       "--latency <ms>",
-      "latency mode: one-way delays injected by a TCP proxy, e.g. 1,4,8 (alone: runs only that scenario)",
+      "latency mode: one-way delays injected by a TCP proxy, e.g. 1,4,8 (alone: runs only injected and streams)",
       msList,
     )
     .option("--jitter <ms>", "± jitter on each injected delay (default 0)", milliseconds)
+    .option(
+      "--stream-subjects <n>",
+      "partition keys (items) per stream batch (default 4; quick 3; at most the batch's 100 records)",
+      positiveInt,
+    )
     .exitOverride()
     .configureOutput({ writeOut: io.stdout, writeErr: (s) => io.stderr.write(s) });
   program.parse(argv, { from: "user" });
@@ -98,6 +105,7 @@ export async function main(argv: string[], io: Io = defaultIo()): Promise<Report
     workers?: number[];
     latency?: number[];
     jitter?: number;
+    streamSubjects?: number;
   }>();
 
   let report: Report;
@@ -123,6 +131,7 @@ type Opts = {
   workers?: number[];
   latency?: number[];
   jitter?: number;
+  streamSubjects?: number;
 };
 
 /** The command line over the full (or quick) defaults. */
@@ -137,8 +146,9 @@ function benchOptions(opts: Opts, io: Io): BenchOptions {
     ...(opts.workers ? { workers: opts.workers } : {}),
     ...(opts.latency ? { injectedOneWayMs: opts.latency } : {}),
     ...(opts.jitter !== undefined ? { jitterMs: opts.jitter } : {}),
-    // --latency alone is the latency mode: only the runs behind the proxy.
-    ...(opts.latency && !opts.only ? { only: ["injected" as const] } : {}),
+    ...(opts.streamSubjects ? { streamSubjects: opts.streamSubjects } : {}),
+    // --latency alone is the latency mode: only the runs behind the proxy (the stream path's among them).
+    ...(opts.latency && !opts.only ? { only: ["injected" as const, "streams" as const] } : {}),
     progress: terminalProgress(io.stderr),
   };
 }

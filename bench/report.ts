@@ -1,6 +1,7 @@
 import type { Report } from "./harness.js";
 import { dynamodbCostPerMillionUsd, lambdaCostPerMillionUsd, PRICES } from "./prices.js";
 import { lambdaPathTargets, renderLambdaPath } from "./report-lambda.js";
+import { renderStreams, type StreamsJson, streamsJson, streamTargets } from "./report-streams.js";
 import { RATES, scaleRows } from "./scale.js";
 import { round } from "./stats.js";
 import type { Target } from "./target.js";
@@ -27,6 +28,8 @@ export interface BenchJson {
   wrappers: Record<string, Record<string, Record<string, WrapperJson>>>;
   /** Per implementation: USD per month at each rate (events/s), DynamoDB + Lambda, new events. */
   scale: Record<string, Record<string, { dynamodb: number; lambda: number; total: number }>>;
+  /** The stream path (bench/stream-path.ts): cost per record beside SQS, and one shard's figures per condition. */
+  streams: StreamsJson;
 }
 
 export interface WrapperJson {
@@ -89,6 +92,7 @@ export function toBenchJson(report: Report): BenchJson {
     capacityPerEvent,
     costPerMillion: costPerMillion(report),
     ...lambdaPathJson(report),
+    streams: streamsJson(report.streams),
   };
 }
 
@@ -177,6 +181,7 @@ export function targets(report: Report): Target[] {
     }),
     ...inlineTargets(report),
     ...lambdaPathTargets(report),
+    ...streamTargets(report.streams),
   ];
 }
 
@@ -525,6 +530,7 @@ export function renderMarkdown(report: Report): string {
   );
 
   parts.push(renderLambdaPath(report));
+  if (report.streams) parts.push(`\n${renderStreams(report.streams)}`);
 
   parts.push("\n### Targets\n");
   parts.push(

@@ -32,6 +32,7 @@ describe("bench --quick --json", () => {
       "overheadRatio",
       "requestsPerEvent",
       "scale",
+      "streams",
       "throughput",
       "wrappers",
     ]);
@@ -262,6 +263,45 @@ describe("bench --quick --json", () => {
         expect(row.correct, `${trigger} ${name}`).toBe(true);
     }
     expect(report.wrappers?.sqs?.["wrapper apply"]?.batch).toBe(10);
+  });
+
+  it("stream path: one shard through kinesisHandler, dynamodbStreamHandler and Powertools' BatchProcessor, every record once", () => {
+    const { cost, runs } = json.streams;
+    // A stream record costs what the same handler's SQS message costs: requests and WCU, new and redelivered.
+    for (const mode of ["run", "apply"]) {
+      const sqs = cost[`sqs sqsHandler ${mode}`];
+      expect(sqs?.new, mode).toBeGreaterThan(0);
+      expect(cost[`kinesis kinesisHandler ${mode}`], mode).toEqual(sqs);
+      expect(cost[`dynamodb dynamodbStreamHandler ${mode}`], mode).toEqual(sqs);
+    }
+    expect(cost["kinesis kinesisHandler run"]).toMatchObject({ new: 3, duplicate: 1 });
+    expect(cost["kinesis kinesisHandler apply"]).toMatchObject({ new: 1, duplicate: 1 });
+    expect(cost["kinesis powertools"]).toMatchObject({ new: 3, duplicate: 1 });
+    // The redelivered batch ran no handler of mode run (apply computes before its one request).
+    expect(report.streams?.cost["kinesis kinesisHandler run"]?.handlerRunsPerRecord).toBe(1);
+    expect(Object.keys(runs)).toEqual(["loopback", "4ms"]);
+    for (const [condition, bySource] of Object.entries(runs)) {
+      expect(Object.keys(bySource), condition).toEqual(["kinesis", "dynamodb"]);
+      for (const [source, rows] of Object.entries(bySource)) {
+        const wrapper = source === "kinesis" ? "kinesisHandler" : "dynamodbStreamHandler";
+        expect(Object.keys(rows), `${condition} ${source}`).toEqual([
+          `${wrapper} run`,
+          `${wrapper} apply`,
+          "powertools",
+          "powertools sequential",
+        ]);
+        for (const [name, row] of Object.entries(rows)) {
+          const at = `${condition} ${source} ${name}`;
+          expect(row.exactlyOnce, at).toBe(true);
+          expect(row.requestsPerRecord, at).toBeGreaterThan(0);
+          expect(row.recordsPerSecond, at).toBeGreaterThan(0);
+        }
+        // Ours keeps each partition key's (item's) records in shard order.
+        expect(rows[`${wrapper} run`]?.outOfOrder, `${condition} ${source}`).toBe(0);
+        expect(rows[`${wrapper} apply`]?.outOfOrder, `${condition} ${source}`).toBe(0);
+        expect(rows[`${wrapper} apply`]?.requestsPerRecord, `${condition} ${source}`).toBe(1);
+      }
+    }
   });
 
   it("scale on paper: monthly cost from the measured units and latency, and each hot key's write units by table", () => {
