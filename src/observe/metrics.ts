@@ -10,6 +10,9 @@ import {
 
 export * from "./metric-names.js";
 
+/** Below Powertools' 100 values of one metric, at which it publishes by itself (`MAX_METRIC_VALUES_SIZE`). */
+const VALUES_PER_PUBLISH = 99;
+
 /**
  * The Powertools instance used when the user passes none: namespace and service from
  * POWERTOOLS_METRICS_NAMESPACE / POWERTOOLS_SERVICE_NAME when set, else `EffectivelyOnce` and the pipeline.
@@ -67,18 +70,27 @@ export class InvocationMetrics {
 
   /**
    * Adds everything to the Powertools instance and publishes it (EMF on stdout). The dimension is added
-   * per flush (Powertools clears non-default dimensions on publish), so a user's instance keeps its defaults.
+   * per publish (Powertools clears non-default dimensions on publish), so a user's instance keeps its defaults.
+   * Powertools publishes by itself when one metric holds 100 values, before the explicit publish, and without the
+   * dimension added after it: a stream batch of 100 records has 100 durations. So the values go out in chunks of at
+   * most `VALUES_PER_PUBLISH` per metric, one EMF line each, every line with the dimension.
    */
   flush(): void {
     const m = this.#metrics;
     if (this.#counts.size + this.#receiveCounts.length + this.#durationsMs.length === 0) return;
-    m.addDimension(PIPELINE_DIMENSION, this.#pipeline);
-    for (const [name, n] of this.#counts) m.addMetric(name, MetricUnit.Count, n);
-    for (const n of this.#receiveCounts) m.addMetric(RECEIVE_COUNT_METRIC, MetricUnit.Count, n);
-    for (const ms of this.#durationsMs) m.addMetric(HANDLER_DURATION_METRIC, MetricUnit.Milliseconds, ms);
+    const longest = Math.max(this.#receiveCounts.length, this.#durationsMs.length);
+    for (let from = 0; from === 0 || from < longest; from += VALUES_PER_PUBLISH) {
+      const to = from + VALUES_PER_PUBLISH;
+      m.addDimension(PIPELINE_DIMENSION, this.#pipeline);
+      if (from === 0) for (const [name, n] of this.#counts) m.addMetric(name, MetricUnit.Count, n);
+      for (const n of this.#receiveCounts.slice(from, to))
+        m.addMetric(RECEIVE_COUNT_METRIC, MetricUnit.Count, n);
+      for (const ms of this.#durationsMs.slice(from, to))
+        m.addMetric(HANDLER_DURATION_METRIC, MetricUnit.Milliseconds, ms);
+      m.publishStoredMetrics();
+    }
     this.#counts.clear();
     this.#receiveCounts.length = 0;
     this.#durationsMs.length = 0;
-    m.publishStoredMetrics();
   }
 }

@@ -232,7 +232,7 @@ describe.concurrent("eonce run --messages", () => {
       ...endpoint(),
     ]);
     expect(stderr.trim()).toBe(
-      `eonce run: ${file}:2: unknown key "group" (allowed: body, groupId, dedupId, attributes)`,
+      `eonce run: ${file}:2: unknown key "group" (allowed: body, groupId, dedupId, attributes, partitionKey, op)`,
     );
     expect(code).toBe(2);
   }, 60_000);

@@ -64,6 +64,23 @@ describe("InvocationMetrics (EMF through Powertools)", () => {
     expect(o.lines()).toHaveLength(1);
   });
 
+  it("a batch of 150 records: every duration published with the pipeline dimension, no empty publish", () => {
+    const o = captureOutput();
+    const m = new InvocationMetrics(new Metrics({ namespace: "Tests", serviceName: "svc" }), "orders");
+    m.count("processed", 150);
+    for (let i = 0; i < 150; i++) m.handlerDuration(i);
+    m.flush();
+    const lines = o.emf();
+    // Powertools publishes by itself at 100 values of one metric: before the fix, the 100th value published the line
+    // early and the last 50 went out without the pipeline (and the explicit publish warned that nothing was left).
+    expect(lines.length).toBeGreaterThan(1);
+    for (const l of lines) expect(l).toMatchObject({ pipeline: "orders", service: "svc" });
+    const durations = lines.flatMap((l) => [l.handlerDuration ?? []].flat());
+    expect(durations).toEqual(Array.from({ length: 150 }, (_, i) => i));
+    expect(lines.filter((l) => l.processed !== undefined).map((l) => l.processed)).toEqual([150]);
+    expect(o.lines().filter((l) => /No application metrics to publish/.test(l))).toEqual([]);
+  });
+
   it("keeps a user instance's namespace and default dimensions, adding pipeline per flush", () => {
     const o = captureOutput();
     const user = new Metrics({
