@@ -1,11 +1,10 @@
-import { Logger } from "@aws-lambda-powertools/logger";
-import type { Metrics } from "@aws-lambda-powertools/metrics";
 import type { KinesisStreamRecord } from "aws-lambda";
 import { isAcknowledged } from "../core/outcomes.js";
 import type { StateStore } from "../core/store.js";
 import { type InvocationResult, InvocationRunner } from "../lambda/invocation.js";
 import { resolveOptions, type StreamRecordEvent, type WrapperMode } from "../lambda/options.js";
 import type { Run } from "./run.js";
+import { silentObservability } from "./silent-observability.js";
 import type { SimEvent } from "./sim-event.js";
 import type { StreamSettings } from "./stream-config.js";
 import type { SimStream, StreamBatch } from "./stream-source.js";
@@ -23,13 +22,6 @@ export interface StreamWorker {
 
 type StreamResult = Extract<InvocationResult<Answer>, { kind: "stream" }>;
 
-let silentLogger: Logger | undefined;
-const SILENT_METRICS = {
-  addDimension() {},
-  addMetric() {},
-  publishStoredMetrics() {},
-} as unknown as Metrics;
-
 /** The partition key, identity and position of the record's simulated event: the history's own keys. */
 export function createStreamWorker(
   run: Run,
@@ -40,7 +32,6 @@ export function createStreamWorker(
   const calls: CallInfo[] = [];
   const w: StreamWorker = { id, runners: {} as StreamWorker["runners"], deadline: 0, calls };
   const guard = callGuard(run, shared, { id, offsetMs: run.cfg.offsets[id] ?? 0 }, () => w.deadline, calls);
-  silentLogger ??= new Logger({ logLevel: "SILENT" });
   const common = {
     store: shared,
     pipeline: "chaos",
@@ -48,8 +39,7 @@ export function createStreamWorker(
     identity: (e: StreamRecordEvent) => eventOf(run, e).identity,
     position: (e: StreamRecordEvent) => eventOf(run, e).position,
     concurrency: ss.concurrency,
-    logger: silentLogger,
-    metrics: SILENT_METRICS,
+    ...silentObservability(),
   };
   for (const mode of ["run", "apply"] as const) {
     const resolved = resolveOptions("kinesisHandler", mode === "apply" ? { ...common, mode } : common, true);

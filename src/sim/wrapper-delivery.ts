@@ -1,5 +1,3 @@
-import { Logger } from "@aws-lambda-powertools/logger";
-import type { Metrics } from "@aws-lambda-powertools/metrics";
 import type { SQSRecord } from "aws-lambda";
 import { StoreError } from "../core/errors.js";
 import {
@@ -20,6 +18,7 @@ import {
 } from "../lambda/options.js";
 import { compute, handle, noteKnownIssues } from "./delivery.js";
 import type { Run } from "./run.js";
+import { silentObservability } from "./silent-observability.js";
 import type { SimEvent } from "./sim-event.js";
 import type { Message, Receipt } from "./source.js";
 import { VIRTUAL_EPOCH_MS } from "./virtual-time.js";
@@ -39,14 +38,6 @@ export interface WrapperWorker {
 export type Answer = { w: number };
 type SqsResult = Extract<InvocationResult<Answer>, { kind: "sqs" }>;
 
-/** The wrappers' logs and metrics go nowhere: the checks read the reports and the stores. */
-let silentLogger: Logger | undefined;
-const SILENT_METRICS = {
-  addDimension() {},
-  addMetric() {},
-  publishStoredMetrics() {},
-} as unknown as Metrics;
-
 export function createWrapperWorker(
   run: Run,
   shared: StateStore,
@@ -56,7 +47,6 @@ export function createWrapperWorker(
   const calls: CallInfo[] = [];
   const w: WrapperWorker = { id, runners: {} as WrapperWorker["runners"], deadline: 0, calls };
   const guard = callGuard(run, shared, { id, offsetMs: run.cfg.offsets[id] ?? 0 }, () => w.deadline, calls);
-  silentLogger ??= new Logger({ logLevel: "SILENT" });
   const common = {
     store: shared,
     pipeline: "chaos",
@@ -65,8 +55,7 @@ export function createWrapperWorker(
     identity: (m: HandledEvent) => eventOf(run, m).identity,
     position: (m: HandledEvent) => eventOf(run, m).position,
     concurrency: ws.concurrency,
-    logger: silentLogger,
-    metrics: SILENT_METRICS,
+    ...silentObservability(),
   };
   for (const mode of ["run", "apply"] as const) {
     const resolved = resolveOptions("sqsHandler", mode === "apply" ? { ...common, mode } : common);

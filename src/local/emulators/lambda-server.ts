@@ -21,12 +21,14 @@
  * Seeded faults: an Invoke that fails before its start lands (500 `ServiceException`: nothing started), or one
  * whose answer is lost after the start landed (the connection drops: the SDK and the dispatcher send it again).
  */
+
 import { createHash } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { DURABLE_EXECUTION_NAME_PATTERN } from "../../durable/execution-name.js";
 import { createPrng, type Prng } from "../../sim/prng.js";
 import { LOCAL_ACCOUNT_ID, LOCAL_REGION } from "../aws-local.js";
+import { startHttpServer } from "./http-server.js";
 import type { LocalServer } from "./local-server.js";
 
 /** One durable execution the endpoint started, in start order. */
@@ -128,37 +130,17 @@ class LambdaError extends Error {
 /** Starts the endpoint on 127.0.0.1. */
 export async function startLambdaServer(options: StartLambdaServerOptions = {}): Promise<LocalLambdaServer> {
   const state = new LambdaState(options);
-  const server = createServer((req, res) => {
-    void state.handle(req, res).catch((error: unknown) => {
-      if (!res.headersSent)
-        answerError(res, new LambdaError(500, "ServiceException", String(error), "Service"));
-      else res.destroy();
-    });
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(options.port ?? 0, "127.0.0.1", () => {
-      server.off("error", reject);
-      resolve();
-    });
-  });
-  const bound = server.address() as AddressInfo;
-  let stopped: Promise<void> | undefined;
+  const server = await startHttpServer(
+    options.port ?? 0,
+    (req, res) => state.handle(req, res),
+    (res, error) => answerError(res, new LambdaError(500, "ServiceException", String(error), "Service")),
+  );
   return {
-    endpoint: `http://127.0.0.1:${bound.port}`,
-    port: bound.port,
-    address: bound.address,
+    ...server,
     starts: state.starts,
     invokes: state.invokes,
     onStart: (listener) => state.onStart(listener),
     injectFaults: (faults) => state.setFaults(faults),
-    stop() {
-      stopped ??= new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      });
-      return stopped;
-    },
   };
 }
 

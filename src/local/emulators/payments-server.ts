@@ -15,10 +15,12 @@
  * and then the connection destroyed without an answer (`lostResponseRate`); `slowMs` is how long each new charge
  * takes (the window in which a second request with its key gets 409).
  */
+
 import { createHash } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createPrng, type Prng } from "../../sim/prng.js";
+import { startHttpServer } from "./http-server.js";
 import type { LocalServer } from "./local-server.js";
 
 /** What a charge request asks for. */
@@ -132,35 +134,16 @@ export async function startPaymentsServer(
   options: StartPaymentsServerOptions = {},
 ): Promise<LocalPaymentsServer> {
   const state = new PaymentsState(options);
-  const server = createServer((req, res) => {
-    void state.handle(req, res).catch((error: unknown) => {
-      if (!res.headersSent) answer(res, 500, { error: { type: "api_error", message: String(error) } });
-      else res.destroy();
-    });
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(options.port ?? 0, "127.0.0.1", () => {
-      server.off("error", reject);
-      resolve();
-    });
-  });
-  const bound = server.address() as AddressInfo;
-  let stopped: Promise<void> | undefined;
+  const server = await startHttpServer(
+    options.port ?? 0,
+    (req, res) => state.handle(req, res),
+    (res, error) => answer(res, 500, { error: { type: "api_error", message: String(error) } }),
+  );
   return {
-    endpoint: `http://127.0.0.1:${bound.port}`,
-    port: bound.port,
-    address: bound.address,
+    ...server,
     charges: state.charges,
     requests: state.requests,
     injectFaults: (faults) => state.setFaults(faults),
-    stop() {
-      stopped ??= new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      });
-      return stopped;
-    },
   };
 }
 
