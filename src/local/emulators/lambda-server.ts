@@ -28,7 +28,7 @@ import type { AddressInfo } from "node:net";
 import { DURABLE_EXECUTION_NAME_PATTERN } from "../../durable/execution-name.js";
 import { createPrng, type Prng } from "../../sim/prng.js";
 import { LOCAL_ACCOUNT_ID, LOCAL_REGION } from "../aws-local.js";
-import { startHttpServer } from "./http-server.js";
+import { header, readBody, startHttpServer } from "./http-server.js";
 import type { LocalServer } from "./local-server.js";
 
 /** One durable execution the endpoint started, in start order. */
@@ -385,20 +385,6 @@ function answerError(res: ServerResponse, error: LambdaError): void {
       "Content-Length": String(Buffer.byteLength(body)),
     })
     .end(body);
-}
-
-function header(req: IncomingMessage, name: string): string | undefined {
-  const value = req.headers[name];
-  return Array.isArray(value) ? value[0] : value;
-}
-
-function readBody(req: IncomingMessage): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => resolve(Buffer.concat(chunks)));
-    req.on("error", reject);
-  });
 }
 
 function isJson(body: Buffer): boolean {

@@ -20,7 +20,7 @@ import { createHash } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createPrng, type Prng } from "../../sim/prng.js";
-import { startHttpServer } from "./http-server.js";
+import { header, readBody, startHttpServer } from "./http-server.js";
 import type { LocalServer } from "./local-server.js";
 
 /** What a charge request asks for. */
@@ -350,20 +350,6 @@ function parseCharge(body: Buffer): ChargeRequest {
 function fingerprintOf(r: ChargeRequest): string {
   const canonical = JSON.stringify([r.amountCents, r.currency, r.customerId, r.orderId ?? null]);
   return createHash("sha256").update(canonical, "utf8").digest("base64url");
-}
-
-function header(req: IncomingMessage, name: string): string | undefined {
-  const value = req.headers[name];
-  return Array.isArray(value) ? value[0] : value;
-}
-
-function readBody(req: IncomingMessage): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => resolve(Buffer.concat(chunks)));
-    req.on("error", reject);
-  });
 }
 
 function answer(res: ServerResponse, status: number, value: unknown): void {
