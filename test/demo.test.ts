@@ -134,9 +134,29 @@ describe.each(SEEDS)("demo with seed %i", (seed) => {
     expect(row("records", "off").duplicateEffects).toBeGreaterThan(0);
     expect(row("orders", "off").duplicateEffects).toBeGreaterThan(0);
     expect(row("images", "off").staleResults).toBeGreaterThan(0);
+    // Counted at the payments API too: guard on, one charge per order there and one row per order in the table.
+    const ordersOn = row("orders", "on").details;
+    expect(ordersOn.orders).toBe(row("orders", "on").distinctEvents);
+    expect(ordersOn["charges at the provider"]).toBe(ordersOn.orders);
+    expect(ordersOn["charge rows"]).toBe(ordersOn.orders);
     // Both modes saw the same uploads.
     expect(row("records", "on").distinctEvents).toBe(row("records", "off").distinctEvents);
     expect(row("images", "on").stateStore).toBe(IMAGES_STATE_STORES[seed] ?? "dynamodb");
+  });
+});
+
+describe("orders at the payments API", () => {
+  it("guard off charges some orders more than once at the provider over the seeds", () => {
+    let charges = 0;
+    let orders = 0;
+    for (const seed of SEEDS) {
+      const off = reports.get(seed)?.scenarios.find((s) => s.name === "orders" && s.guard === "off");
+      if (!off) throw new Error(`no orders/off row for seed ${seed}`);
+      charges += off.details["charges at the provider"] ?? 0;
+      orders += off.details.orders ?? 0;
+    }
+    expect(orders).toBeGreaterThan(0);
+    expect(charges).toBeGreaterThan(orders);
   });
 });
 

@@ -8,30 +8,74 @@ import { DynamoDBFencedSink } from "../../src/engines/dynamodb/sink.js";
 import { sqsHandler } from "../../src/lambda/handlers.js";
 import type { EffectivelyOnceOptions } from "../../src/lambda/options.js";
 import { faultPoint } from "../../src/local/delivery/invocation-scope.js";
-import { parseOrder } from "./order.js";
+import { chargeWithKey, PaymentsApiError } from "../shared/payments.js";
+import { type Order, parseOrder } from "./order.js";
 
 /**
- * Orders: SQS → Lambda → a charge per order in DynamoDB (the "duplicate delivery dilemma" article).
- * When charging takes longer than the queue's visibility timeout, the message reappears and a second
- * consumer charges the order again.
+ * Orders: SQS → Lambda → a charge per order at the payments API, recorded in DynamoDB (the "duplicate delivery
+ * dilemma" article). When charging takes longer than the queue's visibility timeout, the message reappears and a
+ * second consumer charges the order again; when the API's answer is lost, the client's retry charges it again.
  *
- * Charges table: `chargeId` (hash key), `orderId`, `customerId`, `amountCents`, `chargedAt`.
+ * Charges table: `chargeId` (hash key: the API's charge id), `orderId`, `customerId`, `amountCents`, `chargedAt`.
  */
 export interface OrdersConfig {
   dynamodb: DynamoDBClient;
   chargesTable: string;
+  /**
+   * The payments API (`PAYMENTS_API_URL`, src/local/emulators/payments-server.ts). Absent: no provider is called,
+   * the charge is only recorded (under a random id).
+   */
+  paymentsUrl?: string;
 }
 
-/** The naive consumer: charge every message it is handed. Any error fails (and redelivers) the batch. */
+/** Sends a charge this many times at most when the answer is lost, a 5xx or a 409 (the key's request in progress). */
+const CHARGE_ATTEMPTS = 3;
+const CHARGE_RETRY_DELAY_MS = 50;
+
+/**
+ * Charges `order` at the payments API as a client does: it sends the request again when the answer is lost or the
+ * API asks for a retry. Without `idempotencyKey`, each resend after a lost answer is a new charge; with it, the
+ * API replays the first one. The charge's id (a random one without an API).
+ */
+async function chargeOrder(
+  config: OrdersConfig,
+  order: Order,
+  options: { idempotencyKey?: string; signal?: AbortSignal } = {},
+): Promise<string> {
+  await faultPoint(); // the payment provider call, sometimes slow
+  if (config.paymentsUrl === undefined) return randomUUID();
+  // Only the API's parameters, a function of the order alone (a key reused with another body is refused, 422).
+  const input = {
+    amountCents: order.amountCents,
+    currency: "eur",
+    customerId: order.customerId,
+    orderId: order.orderId,
+  };
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return (await chargeWithKey(config.paymentsUrl, input, options)).charge.id;
+    } catch (error) {
+      // A lost answer rejects as fetch does (TypeError); anything else the API did not ask to retry is final.
+      const retryable = error instanceof TypeError || (error instanceof PaymentsApiError && error.retryable);
+      if (!retryable || attempt >= CHARGE_ATTEMPTS || options.signal?.aborted) throw error;
+      await new Promise((r) => setTimeout(r, CHARGE_RETRY_DELAY_MS * attempt));
+    }
+  }
+}
+
+/**
+ * The naive consumer: charge every message it is handed, without an idempotency key, then record the charge. Any
+ * error fails (and redelivers) the batch.
+ */
 export function naiveOrdersHandler(config: OrdersConfig) {
   return async (event: SQSEvent): Promise<void> => {
     for (const record of event.Records) {
       const order = parseOrder(record.body);
-      await faultPoint(); // the payment provider call, sometimes slow
+      const chargeId = await chargeOrder(config, order);
       await config.dynamodb.send(
         new PutItemCommand({
           TableName: config.chargesTable,
-          Item: marshall({ chargeId: randomUUID(), ...order, chargedAt: new Date().toISOString() }),
+          Item: marshall({ chargeId, ...order, chargedAt: new Date().toISOString() }),
         }),
       );
     }
@@ -48,9 +92,11 @@ export interface GuardedOrdersConfig extends OrdersConfig {
 }
 
 /**
- * Guard on: one charge per order id, written in the same DynamoDB transaction as the guard's commit
- * (exactly once, not just deduplicated), plus a visibility heartbeat so a slow charge is not handed to
- * a second consumer in the first place. Failures are reported per message (ReportBatchItemFailures).
+ * Guard on: the order is charged with `Idempotency-Key: ctx.effectKey("charge")` (every retry, takeover and
+ * redelivery of the order sends the same key, so the API makes one charge and replays it), and its row is written
+ * in the same DynamoDB transaction as the guard's commit (exactly once, not just deduplicated), plus a visibility
+ * heartbeat so a slow charge is not handed to a second consumer in the first place. Failures are reported per
+ * message (ReportBatchItemFailures).
  */
 export function guardedOrdersHandler(config: GuardedOrdersConfig) {
   const charges = new DynamoDBFencedSink({
@@ -62,8 +108,10 @@ export function guardedOrdersHandler(config: GuardedOrdersConfig) {
     async (event, ctx) => {
       if (event.kind !== "message") return undefined;
       const order = parseOrder(event.body);
-      await faultPoint();
-      const chargeId = randomUUID();
+      const chargeId = await chargeOrder(config, order, {
+        idempotencyKey: ctx.effectKey("charge"),
+        signal: ctx.signal,
+      });
       charges.putAtCommit(ctx, { chargeId, ...order, chargedAt: new Date().toISOString() });
       return { chargeId };
     },
