@@ -190,7 +190,12 @@ describe("InlinePostgresStore with server functions", () => {
         ctx.atCommit(ran.store.row(ctx, { thumb: "c" })),
       );
       expect(out.status).toBe("processed");
-      expect(calls(ran.texts)).toEqual(["claim", "fits?", "statement", "statement"]);
+      // The claim's call, the fallback's check, then statements only: the claim's and the commit's (a commit retried
+      // after a transient error under load is one more statement, still no function call).
+      const [first, check, ...rest] = calls(ran.texts);
+      expect([first, check]).toEqual(["claim", "fits?"]);
+      expect(rest.length, rest.join()).toBeGreaterThanOrEqual(2);
+      expect(new Set(rest)).toEqual(new Set(["statement"]));
       expect(await rowOf(name, key(1))).toMatchObject({ thumb: "c", eo_cpos: p(3) });
     },
   );
