@@ -51,8 +51,8 @@ export function createPrng(seed: number): Prng {
   };
 }
 
-/** FNV-1a, enough to spread labels over seeds. */
-function hash32(text: string): number {
+/** FNV-1a (32 bits): spreads labels over seeds, and keys over shards and lanes (stable across runs). */
+export function hash32(text: string): number {
   let h = 0x811c9dc5;
   for (let i = 0; i < text.length; i++) {
     h ^= text.charCodeAt(i);

@@ -1,5 +1,6 @@
 import type { Chooser } from "./chooser.js";
 import type { HistoryFaultInjector } from "./faults.js";
+import { hash32 } from "./prng.js";
 import type { VirtualScheduler } from "./virtual-time.js";
 
 /**
@@ -110,7 +111,7 @@ export class SimStream {
 
   /** The shard a partition key's records go to now: after a split, shard 0's keys go to its children. */
   #append(p: { event: number; partitionKey: string }): void {
-    const h = hash(p.partitionKey);
+    const h = hash32(p.partitionKey);
     let shard = h % this.o.shards;
     if (shard === 0 && this.#shards.length > this.o.shards) shard = this.o.shards + ((h >>> 8) % 2);
     const lane = (this.#shards[shard] as Shard).lanes[(h >>> 4) % this.o.lanes] as Lane;
@@ -185,14 +186,4 @@ export class SimStream {
       lane.limit = Math.ceil(b.records.length / 2);
     }
   }
-}
-
-/** FNV-1a: a partition key's shard and lane, stable across runs. */
-function hash(text: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) {
-    h ^= text.charCodeAt(i);
-    h = Math.imul(h, 0x01000193) >>> 0;
-  }
-  return h;
 }

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { boolean, func, integer, nested, resolveOptions, schemaFor } from "../../core/options.js";
 import { FaultInjector, type FaultOptions, resolveFaults } from "../../sim/live/faults.js";
 import type { Simulation } from "../../sim/live/simulation.js";
+import { hash32 } from "../../sim/prng.js";
 import { isDuration, numberField } from "../fields.js";
 import type { LocalFunction, RunResult } from "./lambda-runner.js";
 import type { ReadRecord, StreamReader, StreamShard } from "./stream-reader.js";
@@ -64,6 +65,21 @@ export const STREAM_EVENT_SOURCE_OPTIONS = schemaFor<StreamEventSourceOptions>()
 
 type Resolved = Required<Omit<StreamEventSourceOptions, "faults" | "onFailure">>;
 
+/** What a shard worker uses of its event source: the settings, the stream, the clock, and invoking and discarding. */
+interface ShardContext {
+  readonly options: Resolved;
+  readonly reader: StreamReader;
+  readonly sim: Simulation;
+  running(): boolean;
+  invoke(records: ReadRecord[], attempt: number): Promise<RunResult>;
+  discard(
+    shardId: string,
+    records: ReadRecord[],
+    condition: DiscardedBatch["condition"],
+    invokes: number,
+  ): Promise<void>;
+}
+
 /**
  * Lambda's event source mapping for Kinesis and DynamoDB Streams: reads each shard in order (a child only after its
  * parents are read to their end), invokes the function with batches of one shard, and moves the shard's checkpoint
@@ -87,6 +103,7 @@ export class StreamEventSource {
   readonly #faults: FaultInjector;
   readonly #sim: Simulation;
   readonly #shards = new Map<string, ShardWorker>();
+  readonly #context: ShardContext;
   /** Batches discarded to the on-failure destination, in order. */
   readonly discarded: DiscardedBatch[] = [];
   #running = false;
@@ -104,6 +121,14 @@ export class StreamEventSource {
     this.#onFailure = onFailure;
     this.#faults = new FaultInjector(faults, sim.prng.fork(`stream:${fn.name}:${reader.streamArn}`));
     this.#sim = sim;
+    this.#context = {
+      options: o,
+      reader,
+      sim,
+      running: () => this.#running && !sim.sleeper.stopped,
+      invoke: (records, attempt) => this.#invoke(records, attempt),
+      discard: (shardId, records, condition, invokes) => this.#discard(shardId, records, condition, invokes),
+    };
   }
 
   get source(): StreamReader["source"] {
@@ -150,7 +175,7 @@ export class StreamEventSource {
         // A parent past the stream's retention is no longer listed: nothing of it is left to read.
         const parents = shard.parentShardIds.filter((p) => known.has(p));
         if (!parents.every((p) => this.#shards.get(p)?.ended)) continue;
-        const worker = new ShardWorker(shard.shardId, this);
+        const worker = new ShardWorker(shard.shardId, this.#context);
         this.#shards.set(shard.shardId, worker);
         worker.start();
       }
@@ -158,22 +183,8 @@ export class StreamEventSource {
     }
   }
 
-  /** What the shard workers share (not part of the public surface). */
-  get options(): Resolved {
-    return this.#o;
-  }
-  get reader(): StreamReader {
-    return this.#reader;
-  }
-  get running(): boolean {
-    return this.#running && !this.#sim.sleeper.stopped;
-  }
-  get sim(): Simulation {
-    return this.#sim;
-  }
-
   /** One invocation with `records` (and a second one when the duplicate fault hits): the first answer counts. */
-  async invoke(records: ReadRecord[], attempt: number): Promise<RunResult> {
+  async #invoke(records: ReadRecord[], attempt: number): Promise<RunResult> {
     const { delaysMs } = this.#faults.forDelivery();
     // Tracked, so that the runtime waits for them (the shards' read loops are not: an open shard never ends).
     const runs = delaysMs.map((delayMs, copy) =>
@@ -203,7 +214,7 @@ export class StreamEventSource {
   }
 
   /** A batch given up on: its metadata to the on-failure destination, as Lambda sends it. */
-  async discard(
+  async #discard(
     shardId: string,
     records: ReadRecord[],
     condition: DiscardedBatch["condition"],
@@ -233,7 +244,7 @@ export class StreamEventSource {
 /** One shard: its records read in order into lanes (by partition key), each lane's batches one at a time. */
 class ShardWorker {
   readonly shardId: string;
-  readonly #source: StreamEventSource;
+  readonly #source: ShardContext;
   readonly #lanes: Lane[];
   /** The last sequence number read from the shard. */
   #readTo: string | undefined;
@@ -243,7 +254,7 @@ class ShardWorker {
   ended = false;
   done: Promise<void> = Promise.resolve();
 
-  constructor(shardId: string, source: StreamEventSource) {
+  constructor(shardId: string, source: ShardContext) {
     this.shardId = shardId;
     this.#source = source;
     const { batchSize, parallelizationFactor } = source.options;
@@ -272,7 +283,7 @@ class ShardWorker {
 
   async #run(lane: Lane): Promise<void> {
     const { sim } = this.#source;
-    while (this.#source.running) {
+    while (this.#source.running()) {
       if (lane.pending.length === 0) {
         if (this.#readEnded) return;
         const before = this.#readTo;
@@ -392,13 +403,7 @@ export function failedIndex(run: RunResult, batch: readonly ReadRecord[], report
   return lowest;
 }
 
-/** The lane of a partition key (FNV-1a): stable, so a key's records stay in one lane and in order. */
+/** The lane of a partition key: its hash is stable, so a key's records stay in one lane and in order. */
 function laneOf(partitionKey: string, lanes: number): number {
-  if (lanes === 1) return 0;
-  let h = 0x811c9dc5;
-  for (let i = 0; i < partitionKey.length; i++) {
-    h ^= partitionKey.charCodeAt(i);
-    h = Math.imul(h, 0x01000193) >>> 0;
-  }
-  return h % lanes;
+  return lanes === 1 ? 0 : hash32(partitionKey) % lanes;
 }

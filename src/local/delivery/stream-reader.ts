@@ -38,8 +38,3 @@ export interface StreamReader {
   /** Up to `limit` records after `afterSequenceNumber` (from the shard's start when undefined). */
   read(shardId: string, afterSequenceNumber: string | undefined, limit: number): Promise<ShardRead>;
 }
-
-/** Numeric order of two decimal sequence numbers (their string order is not: they differ in length). */
-export function compareSequenceNumbers(a: string, b: string): number {
-  return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
-}
