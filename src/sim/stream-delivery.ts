@@ -1,24 +1,24 @@
 import type { KinesisStreamRecord } from "aws-lambda";
 import { isAcknowledged } from "../core/outcomes.js";
 import type { StateStore } from "../core/store.js";
-import { type InvocationResult, InvocationRunner } from "../lambda/invocation.js";
-import { resolveOptions, type StreamRecordEvent, type WrapperMode } from "../lambda/options.js";
+import type { InvocationResult } from "../lambda/invocation.js";
+import type { WrapperMode } from "../lambda/options.js";
 import type { Run } from "./run.js";
-import { silentObservability } from "./silent-observability.js";
 import type { SimEvent } from "./sim-event.js";
 import type { StreamSettings } from "./stream-config.js";
 import type { SimStream, StreamBatch } from "./stream-source.js";
 import { VIRTUAL_EPOCH_MS } from "./virtual-time.js";
-import { type Answer, checkNotCommitted, eventOf, handlerOf, recordOutcome } from "./wrapper-delivery.js";
-import { type CallInfo, callGuard } from "./wrapper-guard.js";
+import {
+  type Answer,
+  checkNotCommitted,
+  createWorker,
+  handlerOf,
+  recordOutcome,
+  type WrapperWorker,
+} from "./wrapper-delivery.js";
 
 /** A Lambda instance of a stream history: the real Kinesis wrapper's runner per mode, over one call guard. */
-export interface StreamWorker {
-  id: number;
-  runners: Record<WrapperMode, InvocationRunner>;
-  deadline: number;
-  calls: CallInfo[];
-}
+export type StreamWorker = WrapperWorker;
 
 type StreamResult = Extract<InvocationResult<Answer>, { kind: "stream" }>;
 
@@ -29,23 +29,7 @@ export function createStreamWorker(
   id: number,
   ss: StreamSettings,
 ): StreamWorker {
-  const calls: CallInfo[] = [];
-  const w: StreamWorker = { id, runners: {} as StreamWorker["runners"], deadline: 0, calls };
-  const guard = callGuard(run, shared, { id, offsetMs: run.cfg.offsets[id] ?? 0 }, () => w.deadline, calls);
-  const common = {
-    store: shared,
-    pipeline: "chaos",
-    subject: (e: StreamRecordEvent) => eventOf(run, e).subject,
-    identity: (e: StreamRecordEvent) => eventOf(run, e).identity,
-    position: (e: StreamRecordEvent) => eventOf(run, e).position,
-    concurrency: ss.concurrency,
-    ...silentObservability(),
-  };
-  for (const mode of ["run", "apply"] as const) {
-    const resolved = resolveOptions("kinesisHandler", mode === "apply" ? { ...common, mode } : common, true);
-    w.runners[mode] = new InvocationRunner("kinesisHandler", { ...resolved, guard });
-  }
-  return w;
+  return createWorker(run, shared, id, "kinesisHandler", ss.concurrency);
 }
 
 /** A Lambda instance takes batches of the stream's lanes until every record is past its checkpoint. */

@@ -12,7 +12,6 @@ import {
   type AnyHandledEvent,
   type ApplyEventHandler,
   type EventHandler,
-  type HandledEvent,
   resolveOptions,
   type WrapperMode,
 } from "../lambda/options.js";
@@ -26,7 +25,10 @@ import type { WrapperSettings } from "./wrapper-config.js";
 import { type CallInfo, callGuard, currentCall } from "./wrapper-guard.js";
 import { receiveBatch } from "./wrapper-source.js";
 
-/** A Lambda instance of a wrapper history: one runner per mode (the real SQS wrapper's), over one call guard. */
+/**
+ * A Lambda instance of a wrapper or stream history: one runner per mode (the real SQS or Kinesis wrapper's), over one
+ * call guard.
+ */
 export interface WrapperWorker {
   id: number;
   runners: Record<WrapperMode, InvocationRunner>;
@@ -44,22 +46,37 @@ export function createWrapperWorker(
   id: number,
   ws: WrapperSettings,
 ): WrapperWorker {
+  return createWorker(run, shared, id, "sqsHandler", ws.concurrency);
+}
+
+/**
+ * A worker whose runners are `what`'s: the guard's keys are the simulated event's own (the body of an SQS message, the
+ * data of a Kinesis record, names it), logs and metrics silent.
+ */
+export function createWorker(
+  run: Run,
+  shared: StateStore,
+  id: number,
+  what: "sqsHandler" | "kinesisHandler",
+  concurrency: number,
+): WrapperWorker {
   const calls: CallInfo[] = [];
   const w: WrapperWorker = { id, runners: {} as WrapperWorker["runners"], deadline: 0, calls };
   const guard = callGuard(run, shared, { id, offsetMs: run.cfg.offsets[id] ?? 0 }, () => w.deadline, calls);
+  const streams = what === "kinesisHandler";
   const common = {
     store: shared,
     pipeline: "chaos",
-    messages: "accept" as const,
-    subject: (m: HandledEvent) => eventOf(run, m).subject,
-    identity: (m: HandledEvent) => eventOf(run, m).identity,
-    position: (m: HandledEvent) => eventOf(run, m).position,
-    concurrency: ws.concurrency,
+    ...(streams ? {} : { messages: "accept" as const }),
+    subject: (e: AnyHandledEvent) => eventOf(run, e).subject,
+    identity: (e: AnyHandledEvent) => eventOf(run, e).identity,
+    position: (e: AnyHandledEvent) => eventOf(run, e).position,
+    concurrency,
     ...silentObservability(),
   };
   for (const mode of ["run", "apply"] as const) {
-    const resolved = resolveOptions("sqsHandler", mode === "apply" ? { ...common, mode } : common);
-    w.runners[mode] = new InvocationRunner("sqsHandler", { ...resolved, guard });
+    const resolved = resolveOptions(what, mode === "apply" ? { ...common, mode } : common, streams);
+    w.runners[mode] = new InvocationRunner(what, { ...resolved, guard });
   }
   return w;
 }
