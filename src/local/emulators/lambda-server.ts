@@ -23,8 +23,7 @@
  */
 
 import { createHash } from "node:crypto";
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { DURABLE_EXECUTION_NAME_PATTERN } from "../../durable/execution-name.js";
 import { createPrng, type Prng } from "../../sim/prng.js";
 import { LOCAL_ACCOUNT_ID, LOCAL_REGION } from "../aws-local.js";

@@ -17,8 +17,7 @@
  */
 
 import { createHash } from "node:crypto";
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { createPrng, type Prng } from "../../sim/prng.js";
 import { header, readBody, startHttpServer } from "./http-server.js";
 import type { LocalServer } from "./local-server.js";
