@@ -13,15 +13,11 @@ import type { QueueSettings, S3Settings, StreamSettings } from "./resolve-props.
 
 /** Async invokes (S3, EventBridge): Lambda retries twice, then the event goes to the DLQ, never lost. */
 export function configureAsyncInvoke(pipeline: PipelineParts): void {
-  const dlq = pipeline.deadLetterQueue;
-  // A destination granting only SendMessage (the stock SqsDestination also grants GetQueueAttributes/Url).
-  const onFailure: lambda.IDestination = {
-    bind: (_scope, fn) => {
-      dlq.grant(fn, "sqs:SendMessage");
-      return { destination: dlq.queueArn };
-    },
-  };
-  pipeline.function.configureAsyncInvoke({ retryAttempts: 2, maxEventAge: Duration.hours(6), onFailure });
+  pipeline.function.configureAsyncInvoke({
+    retryAttempts: 2,
+    maxEventAge: Duration.hours(6),
+    onFailure: sendOnlyDlq(pipeline),
+  });
 }
 
 /** S3 notifications of the input bucket's object events to `destination`. */
@@ -125,8 +121,11 @@ function streamSourceProps(pipeline: PipelineParts, s: StreamSettings): sources.
   };
 }
 
-/** The DLQ as the mapping's on-failure destination, granting only SendMessage (SqsDlq also grants reads). */
-function sendOnlyDlq(pipeline: PipelineParts): lambda.IEventSourceDlq {
+/**
+ * The DLQ as an on-failure destination, of async invokes and of stream mappings alike, granting only SendMessage (the
+ * stock SqsDestination and SqsDlq also grant GetQueueAttributes/Url).
+ */
+function sendOnlyDlq(pipeline: PipelineParts): lambda.IDestination & lambda.IEventSourceDlq {
   const dlq = pipeline.deadLetterQueue;
   return {
     bind: (_mapping, fn) => {
