@@ -9,7 +9,9 @@ import { requireKeyText } from "./key-text.js";
  */
 export type EffectKeyScope =
   | { kind: "event"; subject: string; identity: string }
-  | { kind: "step"; step: string };
+  | { kind: "step"; step: string }
+  /** A message an event published through the outbox (src/outbox/message-id.ts): its ids never equal its keys. */
+  | { kind: "message"; subject: string; identity: string };
 
 /** What every effect key starts with: the library and the derivation's version (a new one would change every key). */
 export const EFFECT_KEY_PREFIX = "eo1_";
@@ -35,7 +37,7 @@ export function effectKey(scope: EffectKeyScope, name: string): string {
   }
   requireKeyText("effect name", name);
   const fields =
-    scope.kind === "event"
+    scope.kind !== "step"
       ? [requireKeyText("subject", scope.subject), requireKeyText("identity", scope.identity)]
       : [requireKeyText("step name", scope.step)];
   const text = [scope.kind, ...fields, name].map((f) => `${f.length}:${f}`).join("");

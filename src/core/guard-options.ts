@@ -1,3 +1,4 @@
+import type { Outbox } from "../outbox/types.js";
 import { type Clock, clockReading, systemClock } from "./clock.js";
 import type { GuardTrace } from "./guard-types.js";
 import {
@@ -38,6 +39,14 @@ export const GUARD_PASS_THROUGH_OPTIONS = {
       "a state store (see src/core/store.ts)",
       (v) => typeof (v as StateStore | null)?.claim === "function",
     ),
+  ),
+  /**
+   * Where `ctx.publish` puts messages: an outbox of the store's engine (its entries fold into the commit; a relay
+   * sends them after it: docs/effects.md). Without one, `ctx.publish` throws.
+   */
+  outbox: custom<Outbox>(
+    "an outbox of the store's engine (see src/outbox/types.ts)",
+    (v) => typeof (v as Outbox | null)?.entryWrite === "function",
   ),
   /** How long a claim holds without a heartbeat. Default 30 000. */
   leaseMs: integer({ min: 1, default: 30_000, doc: "how long a claim holds without a heartbeat" }),
@@ -98,8 +107,10 @@ export interface GuardOptions extends InputOf<typeof GUARD_OPTIONS> {}
 
 /** The guard's options after validation: every pass-through option filled in, and one clock. */
 export type ResolvedGuardOptions = {
-  [K in GuardPassThroughKey]-?: NonNullable<Resolved<typeof GUARD_PASS_THROUGH_OPTIONS>[K]>;
-} & { clock: Clock };
+  [K in Exclude<GuardPassThroughKey, "outbox">]-?: NonNullable<
+    Resolved<typeof GUARD_PASS_THROUGH_OPTIONS>[K]
+  >;
+} & { clock: Clock; outbox: Outbox | undefined };
 
 /** Validates eagerly and fills the defaults; the rules that relate options are checked here. */
 export function resolveGuardOptions(what: string, options: GuardOptions): ResolvedGuardOptions {
@@ -122,6 +133,11 @@ export function resolveGuardOptions(what: string, options: GuardOptions): Resolv
     `maxStoredResultBytes (${maxStoredResultBytes}) exceeds the ${o.store.engine} store's limit (${storeLimit})`,
   );
   optionsRule(what, now === undefined || clock === undefined, "give now or clock, not both");
+  optionsRule(
+    what,
+    o.outbox === undefined || o.outbox.engine === o.store.engine,
+    `the outbox is a ${o.outbox?.engine} outbox; the store's engine is ${o.store.engine}`,
+  );
   // Renewals keep the item's expiry ahead of the lease; this keeps a claim that is never renewed safe too.
   optionsRule(
     what,
@@ -131,6 +147,7 @@ export function resolveGuardOptions(what: string, options: GuardOptions): Resolv
   // A literal, not a spread of `o`: one fixed shape for the object every guard step reads.
   return {
     store: o.store,
+    outbox: o.outbox,
     leaseMs,
     heartbeatMs,
     busy: o.busy,

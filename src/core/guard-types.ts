@@ -1,3 +1,4 @@
+import type { Publish } from "../outbox/publish.js";
 import type { GuardOutcomeStatus } from "./outcomes.js";
 import type { Position } from "./position.js";
 import type { StateRecord } from "./state.js";
@@ -49,6 +50,12 @@ export interface GuardContext {
    * (src/core/effect-key.ts; docs/effects.md says what it makes once).
    */
   effectKey(name: string): string;
+  /**
+   * Publishes `message` to `destination` at the commit: an outbox entry folded into the commit (the guard's `outbox`
+   * option), sent by a relay after it, so the message exists if and only if the event committed. Returns the
+   * message's id (`eonceMessageId`), the same in every run of the event (docs/effects.md).
+   */
+  publish: Publish;
 }
 
 /**
@@ -109,5 +116,5 @@ export type GuardHandler<R> = (ctx: GuardContext) => Promise<R>;
 /** What `apply`'s compute function gets: no lease, no signal; the fence its one request will take. */
 export type ApplyContext = Pick<
   GuardContext,
-  "position" | "subject" | "identity" | "stateKey" | "fence" | "atCommit" | "effectKey"
+  "position" | "subject" | "identity" | "stateKey" | "fence" | "atCommit" | "effectKey" | "publish"
 >;

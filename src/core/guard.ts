@@ -1,3 +1,4 @@
+import { type Publish, publisher } from "../outbox/publish.js";
 import { acquire, type NotAcquired } from "./acquire.js";
 import { type EffectKeyScope, effectKey } from "./effect-key.js";
 import { StoreError, UnsupportedAtomicWriteError } from "./errors.js";
@@ -116,6 +117,24 @@ function atCommitFor(o: Resolved, writes: AtomicWrite[]): (write: AtomicWrite) =
   };
 }
 
+/** The run's `publish`: its messages fold into `writes`, ordered by the commit's fence. */
+function publishFor(
+  o: Resolved,
+  event: GuardedEvent,
+  key: string,
+  fence: number,
+  writes: AtomicWrite[],
+): Publish {
+  return publisher(o.outbox, {
+    subject: event.subject,
+    identity: event.identity,
+    stateKey: key,
+    fence,
+    nowMs: () => o.clock.now(),
+    atCommit: atCommitFor(o, writes),
+  });
+}
+
 /** The event's effect keys: of its subject and identity only, so that every claim of it gives the same. */
 function effectKeyFor(event: GuardedEvent): (name: string) => string {
   const scope: EffectKeyScope = { kind: "event", subject: event.subject, identity: event.identity };
@@ -190,6 +209,7 @@ async function execute<R>(
     stateKey: key,
     atCommit: atCommitFor(o, writes),
     effectKey: effectKeyFor(event),
+    publish: publishFor(o, event, key, fence, writes),
   };
   try {
     const result = await handler(ctx);
@@ -330,6 +350,7 @@ class FenceComputer<R> {
       fence,
       atCommit: atCommitFor(o, writes),
       effectKey: effectKeyFor(event),
+      publish: publishFor(o, event, this.key, fence, writes),
     };
     try {
       const result = await this.compute(ctx);

@@ -17,7 +17,8 @@ export type KeyKind =
   | "key prefix"
   | "sink key"
   | "object key"
-  | "effect name";
+  | "effect name"
+  | "message name";
 
 /**
  * A key whose text breaks the rule. A `MalformedEventError`, so that a subject, identity or position derived from an

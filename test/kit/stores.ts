@@ -4,6 +4,7 @@ import { StoreError } from "../../src/core/errors.js";
 import type { AtomicWrite, StateStore } from "../../src/core/store.js";
 import { ENGINES } from "../../src/engines/registry.js";
 import type { RequestCounter } from "../../src/observe/request-counter.js";
+import type { Outbox, OutboxReader } from "../../src/outbox/types.js";
 import { type StoreName, selectStoreNames } from "./store-names.js";
 import "./test-engines.js";
 
@@ -45,6 +46,12 @@ export interface StoreUnderTest {
   loseResponses(count: number): void;
   /** The state item as stored, for size checks: its attribute names and its size in bytes. */
   rawItem(key: string): Promise<{ attributes: string[]; bytes: number } | undefined>;
+  /**
+   * The engine's outbox for this store (its entries fold into the store's commits) and a reader relays claim its
+   * entries through; `reader()` makes another reader on its own connection (two relays racing). Every engine has
+   * one: test/engines/outbox.test.ts fails an engine without it.
+   */
+  outbox?: { outbox: Outbox; reader(): Promise<OutboxReader> };
   close(): Promise<void>;
 }
 

@@ -1,3 +1,4 @@
+import { MemoryOutbox } from "../../../src/engines/memory/outbox.js";
 import { type MemoryAtomicWrite, MemoryStore } from "../../../src/engines/memory/store.js";
 import { losingResponses, type StoreUnderTest } from "../../kit/stores.js";
 
@@ -15,9 +16,11 @@ export async function memoryUnderTest(memory = new MemoryStore(), name = "memory
     return true;
   };
   const { store, lose } = losingResponses(memory);
+  const outbox = new MemoryOutbox();
   return {
     name,
     store,
+    outbox: { outbox, reader: async () => outbox },
     forget: async (key) => memory.forget(key),
     loseResponses: lose,
     rawItem: async (key) => {

@@ -1,0 +1,34 @@
+import { effectKey } from "../core/effect-key.js";
+import { OptionsError } from "../core/errors.js";
+
+/**
+ * The message attribute (SQS, SNS) and EventBridge `detail` field the relay puts each message's id in; a guarded
+ * consumer takes it as the message's identity without configuration (src/sources/payload.ts).
+ */
+export const OUTBOX_MESSAGE_ID_ATTRIBUTE = "eonceMessageId";
+
+/** The most messages one commit publishes (the entry's index has 4 digits in `outboxOrder`). */
+export const MAX_MESSAGES_PER_COMMIT = 10_000;
+
+/**
+ * The id of message `name` of the event (`subject`, `identity`): `eo1_` and 40 base64url characters, a SHA-256 as
+ * `effectKey`'s but tagged as a message's (so it never equals the event's effect keys). Fixed at the commit and kept
+ * in the entry, so every relay sends the message with it; a pure function of the event and the name, so a script
+ * can find a message's id again.
+ */
+export function outboxMessageId(subject: string, identity: string, name: string): string {
+  return effectKey({ kind: "message", subject, identity }, name);
+}
+
+/** The fence's digits: 2^53 has 16. */
+const FENCE_DIGITS = 16;
+const INDEX_DIGITS = 4;
+
+/** An entry's `order`: the commit's fence and the message's index, zero-padded, so string order is commit order. */
+export function outboxOrder(fence: number, index: number): string {
+  if (!Number.isSafeInteger(fence) || fence < 0) throw new OptionsError(`outboxOrder: bad fence ${fence}`);
+  if (!Number.isSafeInteger(index) || index < 0 || index >= MAX_MESSAGES_PER_COMMIT) {
+    throw new OptionsError(`a commit publishes at most ${MAX_MESSAGES_PER_COMMIT} messages`);
+  }
+  return `${String(fence).padStart(FENCE_DIGITS, "0")}.${String(index).padStart(INDEX_DIGITS, "0")}`;
+}
