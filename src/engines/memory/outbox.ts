@@ -1,4 +1,10 @@
-import type { OutboxEntry, ClaimedEntry, ClaimEntriesRequest, Outbox, OutboxReader } from "../../outbox/types.js";
+import type {
+  ClaimEntriesRequest,
+  ClaimedEntry,
+  Outbox,
+  OutboxEntry,
+  OutboxReader,
+} from "../../outbox/types.js";
 import type { MemoryAtomicWrite } from "./store.js";
 
 interface Held {
