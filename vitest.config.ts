@@ -69,6 +69,7 @@ const INTEGRATION = [
   "test/local/servers.test.ts",
   "test/local/stream-event-source.test.ts",
   "test/local/run-streams.test.ts",
+  "test/local/run-payments.test.ts",
   "test/local/test-servers.test.ts",
   "test/local/run-local-state.test.ts",
   // eonce run on the test suite's toy engine (the rest of its tests run in unit).
