@@ -158,6 +158,13 @@ const PUBLIC: Record<string, string[]> = {
     "INLINE_RESERVED_PREFIX",
     "INLINE_STATE_ATTRIBUTES",
     "InlineDynamoDBStore",
+    "DynamoDBOutbox",
+    "isDynamoDBOutboxWrite",
+    "createOutboxTable",
+    "OUTBOX_ATTRIBUTES",
+    "OUTBOX_PENDING_INDEX",
+    "OUTBOX_UNSENT_INDEX",
+    "outboxStreamHandler",
   ],
   "./engines/memory": ["MemoryStore"],
   "./engines/postgres": [
