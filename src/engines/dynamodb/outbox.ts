@@ -120,10 +120,6 @@ export class DynamoDBOutbox implements Outbox, OutboxReader {
     return this.#table;
   }
 
-  get client(): DynamoDBClient {
-    return this.#client;
-  }
-
   entryWrite(entry: OutboxEntry): DynamoDBOutboxWrite {
     const write: DynamoDBOutboxWrite = {
       engine: this.engine,

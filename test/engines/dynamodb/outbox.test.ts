@@ -273,4 +273,24 @@ describe("DynamoDBOutbox", () => {
     // The stream handler's mark finds it marked.
     expect(await outbox.markSentUnleased(e, nowMs)).toBe(false);
   });
+
+  it("claims the oldest subjects' heads first, at most limit, over every bucket of the pending index", async () => {
+    const subjects = ["x", "y", "z"].map((s) => `${s}-oldest-${randomUUID()}`);
+    for (const [i, subject] of subjects.entries()) {
+      const key = stateKey(subject, "e", true);
+      const fence = await claim(store, key);
+      // Older than anything else in the table: made at 1, 2, 3 ms after the epoch.
+      const e = { ...entry(subject, fence, 0), createdAtMs: 1 + i };
+      const later = { ...entry(subject, fence, 1), createdAtMs: 1 + i };
+      const r = await store.commit(commitOf(key, fence, [outbox.entryWrite(e), outbox.entryWrite(later)]));
+      expect(r.committed).toBe(true);
+    }
+    const nowMs = Date.now();
+    const got = await outbox.claim({ limit: 2, owner: "r", nowMs, leaseUntilMs: nowMs + 5_000 });
+    // Each subject's head (its first message), the two oldest subjects.
+    expect(got.map((c) => c.subject)).toEqual(subjects.slice(0, 2));
+    expect(got.map((c) => c.order.endsWith(".0000"))).toEqual([true, true]);
+    const next = await outbox.claim({ limit: 1, owner: "r", nowMs, leaseUntilMs: nowMs + 5_000 });
+    expect(next.map((c) => c.subject)).toEqual([subjects[2]]);
+  });
 });
