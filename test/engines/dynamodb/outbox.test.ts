@@ -187,6 +187,41 @@ describe("DynamoDBOutbox", () => {
     expect(await stored(e)).toBeUndefined();
   });
 
+  it("inline: a publishing commit whose row write is refused (a newer direct write) lands with its entries", async () => {
+    const subject = `newer-${randomUUID()}`;
+    const key = stateKey(subject, "", true);
+    const start = Date.now();
+    const req = (position: string, identity: string, fence: number, nowMs: number) => ({
+      key,
+      position,
+      identity,
+      nowMs,
+      leaseUntilMs: nowMs + 100,
+      expiresAtSeconds: Math.ceil(nowMs / 1000) + 3600,
+      supersede: false,
+      fence,
+      token: randomUUID(),
+      leaseGraceMs: 0,
+    });
+    expect(await inline.claim(req(p(2), "dog", 10, start))).toMatchObject({ claimed: true });
+    expect(await inline.putRow({ stateKey: key, fence: 10 }, { thumb: "dog" })).toBe("applied");
+    expect(await inline.claim(req(p(1), "cat", 20, start + 1000))).toMatchObject({ claimed: true });
+    const cat = entry(subject, 20, 0);
+    const commit = await inline.commit({
+      ...commitOf(key, 20, [inline.row({ stateKey: key }, { thumb: "cat" }), inlineOutbox.entryWrite(cat)]),
+      identity: "cat",
+    });
+    expect(commit).toMatchObject({ committed: true, writes: [{ status: "stale" }, { status: "applied" }] });
+    const between = entry(subject, 30, 0);
+    const applied = await inline.claimAndCommit({
+      ...req(`${p(1)}5`, "between", 30, start + 2000),
+      writes: [inline.row({ stateKey: key }, { thumb: "between" }), inlineOutbox.entryWrite(between)],
+    });
+    expect(applied).toMatchObject({ claimed: true, writes: [{ status: "stale" }, { status: "applied" }] });
+    expect(await stored(cat)).toBeDefined();
+    expect(await stored(between)).toBeDefined();
+  });
+
   it("inline: folds its own outbox's entries only, and no other row's write", () => {
     const e = entry("s", 1, 0);
     expect(inline.canFold(inlineOutbox.entryWrite(e))).toBe(true);
