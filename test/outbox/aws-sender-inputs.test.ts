@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { OptionsError } from "../../src/core/errors.js";
 import {
-  awsOutboxSender,
   eventBridgePutEventsInput,
   snsPublishInput,
   sqsSendMessageInput,
-} from "../../src/outbox/aws-sender.js";
+} from "../../src/outbox/aws-requests.js";
+import { awsOutboxSender } from "../../src/outbox/aws-sender.js";
 import {
   EventBridgeEntryFailedError,
   OutboxEntryInvalidError,
