@@ -43,12 +43,16 @@ export function awsOutboxSender(options: AwsOutboxSenderOptions = {}): OutboxSen
       command: (i: SendMessageCommandInput) => new SendMessageCommand(i),
     };
   });
+  // `.catch` on the optional clients' imports: esbuild then leaves one that is not installed to fail at the first send
+  // there, rather than failing the bundle of a handler that never sends to SNS or EventBridge.
   const sns = lazyClient(o.sns, "@aws-sdk/client-sns", async () => {
-    const { SNSClient, PublishCommand } = await import("@aws-sdk/client-sns");
+    const { SNSClient, PublishCommand } = await import("@aws-sdk/client-sns").catch(rethrow);
     return { make: () => new SNSClient({}), command: (i: PublishCommandInput) => new PublishCommand(i) };
   });
   const eventBridge = lazyClient(o.eventBridge, "@aws-sdk/client-eventbridge", async () => {
-    const { EventBridgeClient, PutEventsCommand } = await import("@aws-sdk/client-eventbridge");
+    const { EventBridgeClient, PutEventsCommand } = await import("@aws-sdk/client-eventbridge").catch(
+      rethrow,
+    );
     return {
       make: () => new EventBridgeClient({}),
       command: (i: PutEventsCommandInput) => new PutEventsCommand(i),
@@ -122,6 +126,10 @@ async function sendWith<I>(entry: OutboxEntry, lazy: LazyClient<I>, input: I): P
   } catch (cause) {
     throw new OutboxSendError(entry, errorText(cause), { cause });
   }
+}
+
+function rethrow(error: unknown): never {
+  throw error;
 }
 
 function errorText(error: unknown): string {
