@@ -13,6 +13,7 @@ export {
   TTL_ATTRIBUTE,
 } from "./constants.js";
 export * from "./metrics.js";
+export type { PipelineOutbox } from "./outbox.js";
 export { EffectivelyOncePipeline } from "./pipeline.js";
 export type { PipelineAlarms } from "./pipeline-alarms.js";
 export {
@@ -23,6 +24,7 @@ export {
   type ExternalStateOptions,
   type InlineStateOptions,
   MIN_MAX_RECEIVE_COUNT,
+  type OutboxOptions,
   type RecordsTableAction,
   type RecordsTableOptions,
   type Removal,

@@ -8,6 +8,7 @@ import type * as s3 from "aws-cdk-lib/aws-s3";
 import type * as sqs from "aws-cdk-lib/aws-sqs";
 import type { Construct } from "constructs";
 import type { PipelineMetric } from "./metrics.js";
+import type { PipelineOutbox } from "./outbox.js";
 import type { PipelineAlarms } from "./pipeline-alarms.js";
 
 /**
@@ -28,5 +29,6 @@ export interface PipelineParts extends Construct {
   readonly sourceTable?: dynamodb.ITable;
   readonly deadLetterQueue: sqs.Queue;
   readonly alarms: PipelineAlarms;
+  readonly outbox?: PipelineOutbox;
   metric(name: PipelineMetric, props?: cloudwatch.MetricOptions): cloudwatch.Metric;
 }
