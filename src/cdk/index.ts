@@ -13,9 +13,9 @@ export {
   TTL_ATTRIBUTE,
 } from "./constants.js";
 export * from "./metrics.js";
-export type { PipelineOutbox } from "./outbox.js";
 export { EffectivelyOncePipeline } from "./pipeline.js";
 export type { PipelineAlarms } from "./pipeline-alarms.js";
+export type { PipelineOutbox } from "./pipeline-parts.js";
 export {
   type Architecture,
   DELIVERIES,

@@ -9,7 +9,7 @@ import * as sqs from "aws-cdk-lib/aws-sqs";
 import { ENV, RUNTIME } from "./constants.js";
 import { streamSourceProps } from "./delivery.js";
 import { bundled } from "./function.js";
-import type { PipelineParts } from "./pipeline-parts.js";
+import type { PipelineOutbox, PipelineParts } from "./pipeline-parts.js";
 import type { OutboxSettings } from "./resolve-outbox.js";
 import type { ResolvedProps } from "./resolve-props.js";
 
@@ -37,15 +37,6 @@ export const OUTBOX_TABLE_SCHEMA = {
  */
 export const OUTBOX_WRITER_ACTIONS = ["dynamodb:PutItem"];
 export const OUTBOX_RELAY_ACTIONS = ["dynamodb:UpdateItem"];
-
-/** What `createOutbox` made. */
-export interface PipelineOutbox {
-  readonly table: dynamodb.Table;
-  readonly relay: lambda.Function;
-  readonly relayRole: iam.Role;
-  /** Where the relay's stream mapping sends the batches it gives up on. */
-  readonly relayDeadLetterQueue: sqs.IQueue;
-}
 
 /**
  * The outbox: the table (stream NEW_IMAGE, TTL, PITR as the state table), the function's right to put entries and

@@ -8,7 +8,6 @@ import type * as s3 from "aws-cdk-lib/aws-s3";
 import type * as sqs from "aws-cdk-lib/aws-sqs";
 import type { Construct } from "constructs";
 import type { PipelineMetric } from "./metrics.js";
-import type { PipelineOutbox } from "./outbox.js";
 import type { PipelineAlarms } from "./pipeline-alarms.js";
 
 /**
@@ -31,4 +30,13 @@ export interface PipelineParts extends Construct {
   readonly alarms: PipelineAlarms;
   readonly outbox?: PipelineOutbox;
   metric(name: PipelineMetric, props?: cloudwatch.MetricOptions): cloudwatch.Metric;
+}
+
+/** The outbox a pipeline made (outbox.ts, the `outbox` prop). */
+export interface PipelineOutbox {
+  readonly table: dynamodb.Table;
+  readonly relay: lambda.Function;
+  readonly relayRole: iam.Role;
+  /** Where the relay's stream mapping sends the batches it gives up on. */
+  readonly relayDeadLetterQueue: sqs.IQueue;
 }

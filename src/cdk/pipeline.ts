@@ -24,9 +24,9 @@ import {
 import { createFunction } from "./function.js";
 import { PIPELINE_DIMENSION, type PipelineMetric, SERVICE_DIMENSION } from "./metrics.js";
 import { acknowledgeNagFindings } from "./nag.js";
-import { createOutbox, type PipelineOutbox } from "./outbox.js";
+import { createOutbox } from "./outbox.js";
 import type { PipelineAlarms } from "./pipeline-alarms.js";
-import type { PipelineParts } from "./pipeline-parts.js";
+import type { PipelineOutbox, PipelineParts } from "./pipeline-parts.js";
 import type { EffectivelyOncePipelineProps } from "./props.js";
 import { createQueries } from "./queries.js";
 import { type ResolvedProps, resolveProps } from "./resolve-props.js";
