@@ -236,6 +236,16 @@ const PUBLIC: Record<string, string[]> = {
     "nextStepIdentity",
     "stepEffectKey",
   ],
+  "./outbox": [
+    "EventBridgeEntryFailedError",
+    "OUTBOX_MESSAGE_ID_ATTRIBUTE",
+    "OutboxEntryInvalidError",
+    "OutboxSendError",
+    "awsOutboxSender",
+    "outboxMessageId",
+    "relayOutbox",
+    "startOutboxRelay",
+  ],
   "./observe": [
     "CORRELATION_ID_KEY",
     "COUNTERS",
