@@ -37,7 +37,10 @@ export interface OrdersConfig {
 async function sendCharged(config: OrdersConfig, orderId: string, chargeId: string): Promise<void> {
   if (!config.charged) return;
   await config.charged.sqs.send(
-    new SendMessageCommand({ QueueUrl: config.charged.queueUrl, MessageBody: JSON.stringify({ orderId, chargeId }) }),
+    new SendMessageCommand({
+      QueueUrl: config.charged.queueUrl,
+      MessageBody: JSON.stringify({ orderId, chargeId }),
+    }),
   );
 }
 
