@@ -58,7 +58,6 @@ async function chargeOrder(
   order: Order,
   options: { idempotencyKey?: string; signal?: AbortSignal } = {},
 ): Promise<string> {
-  await faultPoint(); // the payment provider call, sometimes slow
   if (config.paymentsUrl === undefined) return randomUUID();
   // Only the API's parameters, a function of the order alone (a key reused with another body is refused, 422).
   const input = {
@@ -88,6 +87,7 @@ export function naiveOrdersHandler(config: OrdersConfig) {
     for (const record of event.Records) {
       const order = parseOrder(record.body);
       const chargeId = await chargeOrder(config, order);
+      await faultPoint(); // after the charge, before its row: sometimes slow, sometimes the run dies here
       await config.dynamodb.send(
         new PutItemCommand({
           TableName: config.chargesTable,
@@ -141,6 +141,8 @@ export function guardedOrdersHandler(config: GuardedOrdersConfig) {
       } else if (config.charged) {
         ctx.publish({ kind: "sqs", queueUrl: config.charged.queueUrl }, { orderId: order.orderId, chargeId });
       }
+      // After the charge and "order charged", before the commit: sometimes slow, sometimes the run dies here.
+      await faultPoint();
       return { chargeId };
     },
     {

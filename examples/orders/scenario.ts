@@ -45,14 +45,37 @@ export const ordersScenario: Scenario = {
     // A payments API of this run's own (its charges are this run's alone), its faults seeded by the demo's seed.
     const payments = await startPaymentsServer({ seed: ctx.seed, faults: PAYMENTS_FAULTS });
     try {
-      return await runOrders(ctx, payments);
+      return await runOrders(ctx, payments, "outbox");
     } finally {
       await payments.stop();
     }
   },
 };
 
-async function runOrders(ctx: ScenarioRunContext, payments: LocalPaymentsServer): Promise<ScenarioResult> {
+/**
+ * The orders scenario whose guarded orders function sends "order charged" from its handler (`direct`) instead of
+ * publishing it at the commit: what a guarded pipeline without an outbox does (test/examples/orders-chain.test.ts
+ * shows the double shipments it leaves downstream). Guard off is the same as the demo's.
+ */
+export function ordersScenarioPublishing(publish: "outbox" | "direct"): Scenario {
+  return {
+    ...ordersScenario,
+    async run(ctx) {
+      const payments = await startPaymentsServer({ seed: ctx.seed, faults: PAYMENTS_FAULTS });
+      try {
+        return await runOrders(ctx, payments, publish);
+      } finally {
+        await payments.stop();
+      }
+    },
+  };
+}
+
+async function runOrders(
+  ctx: ScenarioRunContext,
+  payments: LocalPaymentsServer,
+  publish: "outbox" | "direct",
+): Promise<ScenarioResult> {
   const { runtime } = ctx;
   const ddb = runtime.dynamodbClient();
   const sqs = runtime.sqsClient();
@@ -70,7 +93,7 @@ async function runOrders(ctx: ScenarioRunContext, payments: LocalPaymentsServer)
     paymentsUrl: payments.endpoint,
     charged: { queueUrl: charged.url, sqs },
   };
-  const relay = ctx.guard ? await startRelay(ctx, `${ctx.prefix}-outbox`) : undefined;
+  const relay = ctx.guard && publish === "outbox" ? await startRelay(ctx, `${ctx.prefix}-outbox`) : undefined;
   const outbox = relay?.outbox;
   const relayRetries = () =>
     runtime.trace.events.filter(
@@ -81,6 +104,7 @@ async function runOrders(ctx: ScenarioRunContext, payments: LocalPaymentsServer)
         ...config,
         store: await localStateStore(ctx, `${ctx.prefix}-state`),
         sqsClient: sqs,
+        publish,
         visibilityTimeoutSeconds: 4,
         intervalSeconds: 1,
         options: {
@@ -97,7 +121,7 @@ async function runOrders(ctx: ScenarioRunContext, payments: LocalPaymentsServer)
     handler,
     timeoutMs: 8000,
     concurrency: 10,
-    faults: { slowRate: 0.3, slowMs: 3500, failAfterRate: 0.1, failBeforeRate: 0.03 },
+    faults: { slowRate: 0.3, slowMs: 3500, failAfterRate: 0.1, failBeforeRate: 0.03, crashRate: 0.05 },
   });
   const sourceOptions = { batchSize: 3, faults: { duplicateRate: 0.1, reorderWindowMs: 200 } };
   runtime.sqsEventSource(fn, { ...sourceOptions, queueUrl: standard.url, queueArn: standard.arn });
