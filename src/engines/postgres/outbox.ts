@@ -106,7 +106,7 @@ export class PostgresOutbox implements Outbox, OutboxReader {
     this.engine = o.engine;
     this.#pool = o.pool;
     this.#maxPending = o.maxPending;
-    const t = qualified(o.schema, outboxTableName("PostgresOutbox", o.stateTable, o.table));
+    const t = qualified(o.schema, outboxTableName("PostgresOutbox", o.stateTable, o.table, "table"));
     this.#table = t;
     this.#sql = {
       // A message id is one event's message: a second commit of the event (its state row expired and deleted) finds

@@ -87,12 +87,17 @@ function outboxTableDdl(table: string): string {
 const MAX_IDENTIFIER_LENGTH = 63;
 
 /** The outbox table's name: `table` if given, else `<stateTable>_outbox`, which must still be an identifier. */
-export function outboxTableName(what: string, stateTable: string, table: string | undefined): string {
+export function outboxTableName(
+  what: string,
+  stateTable: string,
+  table: string | undefined,
+  option = "outboxTable",
+): string {
   if (table !== undefined) return table;
   const name = `${stateTable}_outbox`;
   if (name.length > MAX_IDENTIFIER_LENGTH)
     throw new OptionsError(
-      `${what}: the outbox table's default name ${name} is longer than ${MAX_IDENTIFIER_LENGTH} characters; set outboxTable`,
+      `${what}: the outbox table's default name ${name} is longer than ${MAX_IDENTIFIER_LENGTH} characters; set ${option}`,
     );
   return name;
 }
