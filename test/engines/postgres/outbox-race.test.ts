@@ -182,19 +182,19 @@ describe("postgres outbox: relays racing on separate pools", () => {
     await migrate(db.pool, { schema: db.schema, table: "stalls", outbox: true });
     const outbox = new PostgresOutbox({ pool: db.pool, schema: db.schema, stateTable: "stalls" });
     const subjects = await commitEntries(outbox, "stalls");
-    const leaseMs = 60;
+    const leaseMs = 250;
     // Every third entry's first send stalls past the lease: another relay takes it over and sends it again.
     const stalled = new Set(subjects.flat().filter((_, i) => i % 3 === 0));
     const rec = recording((e, attempt) => (attempt === 1 && stalled.has(e.messageId) ? leaseMs * 4 : 0));
     await race("stalls_outbox", rec, { leaseMs, batchSize: 4 });
+    // Every duplicate's claim came after the previous claim's lease ended (checkRace): a slow send on a loaded
+    // machine may also outlive its lease, so duplicates are not only the stalled ones; but those are sent twice.
     const { duplicates } = checkRace(subjects, rec.steps, leaseMs);
     expect(duplicates).toBeGreaterThan(0);
-    // Each duplicate is a message that stalled: the ids sent twice are among them.
     const counts = new Map<string, number>();
     for (const s of rec.steps) if (s.kind === "send") counts.set(s.id, (counts.get(s.id) ?? 0) + 1);
-    const twice = [...counts].filter(([, n]) => n > 1).map(([id]) => id);
-    expect(twice.length).toBeGreaterThan(0);
-    for (const id of twice) expect(stalled.has(id), `${id} was sent twice without stalling`).toBe(true);
+    const stalledTwice = [...stalled].filter((id) => (counts.get(id) ?? 0) > 1);
+    expect(stalledTwice.length).toBeGreaterThan(stalled.size / 2);
   });
 });
 
