@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createGuard } from "../../../src/core/guard.js";
 import { positionFromNumber } from "../../../src/core/position.js";
 import {
+  InlinePostgresStore,
   migrate,
   migrateInline,
   OutboxTableMissingError,
@@ -198,7 +199,7 @@ describe("postgres outbox: relays racing on separate pools", () => {
   });
 });
 
-describe("postgres outbox: tables and options", () => {
+describe("postgres outbox: tables, options, inline state", () => {
   it("migrateInline creates the inline table's outbox; a reader without its table fails with OutboxTableMissingError", async () => {
     await createSinkTable(db.pool, db.schema, "inline_rows");
     await migrateInline(db.pool, { schema: db.schema, table: "inline_rows", outbox: true });
@@ -211,6 +212,46 @@ describe("postgres outbox: tables and options", () => {
     expect(await inline.pending()).toEqual([]);
     const missing = new PostgresOutbox({ pool: db.pool, schema: db.schema, table: "no_such_outbox" });
     await expect(missing.pending()).rejects.toBeInstanceOf(OutboxTableMissingError);
+  });
+
+  it("inline: a commit that publishes is one transaction, also when the store's functions are missing", async () => {
+    // No server functions: the store's first call fails inside the transaction, which then runs with statements.
+    await createSinkTable(db.pool, db.schema, "bare_rows");
+    await migrateInline(db.pool, {
+      schema: db.schema,
+      table: "bare_rows",
+      serverFunctions: false,
+      outbox: true,
+    });
+    const store = new InlinePostgresStore({ pool: db.pool, schema: db.schema, table: "bare_rows" });
+    const outbox = new PostgresOutbox({
+      pool: db.pool,
+      schema: db.schema,
+      engine: "postgres-inline",
+      stateTable: "bare_rows",
+    });
+    const guard = createGuard({ store, outbox, leaseMs: 5_000 });
+    const subject = `inline-${randomUUID()}`;
+    // apply first: the store's very first call is the one inside the transaction.
+    const applied = await guard.apply({ subject, identity: "a", position: positionFromNumber(1) }, (ctx) => {
+      ctx.atCommit(store.row(ctx, { value: "v" }));
+      ctx.publish(QUEUE, "first");
+    });
+    expect(applied.status).toBe("processed");
+    expect(applied.status === "processed" && applied.writes.map((w) => w.status)).toEqual([
+      "applied",
+      "applied",
+    ]);
+    const r = await guard.run({ subject, identity: "b", position: positionFromNumber(2) }, async (ctx) => {
+      ctx.publish(QUEUE, "second");
+    });
+    expect(r.status).toBe("processed");
+    const mine = (await outbox.pending()).filter((e) => e.subject === subject);
+    expect(mine.map((e) => e.body)).toEqual(["first", "second"]);
+    const row = await db.pool.query(`SELECT value FROM "${db.schema}".bare_rows WHERE strpos(pk, $1) > 0`, [
+      subject,
+    ]);
+    expect(row.rows[0]?.value).toBe("v");
   });
 
   it("validates its options eagerly", () => {
