@@ -178,9 +178,11 @@ const PUBLIC: Record<string, string[]> = {
     "MigrationLockTimeoutError",
     "migrate",
     "migrateInline",
+    "OutboxTableMissingError",
+    "PostgresOutbox",
     "postgresWrite",
   ],
-  "./engines/sqlite": ["SqliteFencedSink", "SqliteStore", "isSqliteAtomicWrite"],
+  "./engines/sqlite": ["SqliteFencedSink", "SqliteOutbox", "SqliteStore", "isSqliteAtomicWrite"],
   "./engines/valkey": [
     "ReplicasNotReachedError",
     "ValkeyFencedSink",
