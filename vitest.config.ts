@@ -19,6 +19,7 @@ const STORE_SUITES = [
   "test/core/guard.test.ts",
   "test/core/guard-faults.test.ts",
   "test/engines/contract.test.ts",
+  "test/engines/outbox.test.ts",
 ];
 /** PostgreSQL's suites outside its folder (the orders example, chaos, audit): run with the postgres store suites. */
 const POSTGRES_SUITES = [
