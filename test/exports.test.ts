@@ -170,6 +170,7 @@ const PUBLIC: Record<string, string[]> = {
   "./engines/valkey": [
     "ReplicasNotReachedError",
     "ValkeyFencedSink",
+    "ValkeyOutbox",
     "ValkeyStateAdmin",
     "ValkeyStore",
     "ValkeyWriteRefusedError",
