@@ -70,6 +70,7 @@ const INTEGRATION = [
   "test/local/servers.test.ts",
   "test/local/stream-event-source.test.ts",
   "test/local/run-streams.test.ts",
+  "test/local/run-payments.test.ts",
   "test/local/test-servers.test.ts",
   "test/local/run-local-state.test.ts",
   // eonce run on the test suite's toy engine (the rest of its tests run in unit).
@@ -82,6 +83,8 @@ const INTEGRATION = [
   "test/durable/engines/**/*.test.ts",
   "test/sinks/fenced-rule.property.test.ts",
   "test/sinks/s3-fenced.test.ts",
+  // The outbox's AWS sender on fauxqs (SQS and SNS).
+  "test/outbox/aws-sender.test.ts",
   "test/audit/table.test.ts",
 ];
 
