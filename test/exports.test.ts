@@ -186,6 +186,7 @@ const PUBLIC: Record<string, string[]> = {
   "./engines/valkey": [
     "ReplicasNotReachedError",
     "ValkeyFencedSink",
+    "ValkeyOutbox",
     "ValkeyStateAdmin",
     "ValkeyStore",
     "ValkeyWriteRefusedError",
