@@ -315,32 +315,33 @@ export class InvocationRunner {
 
   /**
    * `newestPerSubject`: one subject's records of a stream batch, newest first. The newest well-formed one runs (a
-   * malformed one is acknowledged and decides nothing: the next newest runs); once it is acknowledged, the older ones
-   * end `stale`, as the guard would end them after its commit. If it is not, they are deferred too, so the checkpoint
-   * (the lowest failed sequence number) falls to the oldest: nothing older than an unacknowledged record is
-   * acknowledged unrun. A lane with a record without a position (no order) runs in order, as without the option.
+   * malformed one is acknowledged and decides nothing: the next newest runs); once one is acknowledged, the records
+   * with a lower position end `stale` unrun, as the guard would end them after its commit. One with the same position
+   * still runs (the guard tells a duplicate from another event's stale). If a record is not acknowledged, the rest
+   * are deferred, so the checkpoint (the lowest failed sequence number) falls to the oldest: nothing older than an
+   * unacknowledged record is acknowledged unrun. A lane with a record without a position (no order) runs in order.
    */
   async #deliverNewest<R>(call: Call<R>, group: Delivery<R>[]): Promise<boolean> {
-    if (!group.every((d) => positionOf(d) !== undefined)) {
-      const inOrder = [...group].sort((a, b) => a.index - b.index);
-      for (const [i, d] of inOrder.entries()) {
-        if (await this.#deliver(call, d, undefined)) continue;
-        for (const rest of inOrder.slice(i + 1))
-          defer(rest, undefined, `not processed: ${skipReason(rest, "stream")}`);
-        return false;
+    const ordered = group.every((d) => positionOf(d) !== undefined);
+    const lane = ordered ? group : [...group].sort((a, b) => a.index - b.index);
+    let newest: Delivery<R> | undefined; // the first record of the lane acknowledged
+    for (const [i, d] of lane.entries()) {
+      if (ordered && newest && comparePositions(positionOf(d) ?? "", positionOf(newest) ?? "") < 0) {
+        superseded(call, d, newest);
+        continue;
       }
-      return true;
-    }
-    for (const [i, d] of group.entries()) {
       const ok = await this.#deliver(call, d, undefined);
       if (d.report.events.at(-1)?.status === "malformed") continue;
-      const older = group.slice(i + 1);
-      if (ok) for (const o of older) superseded(call, o, d);
-      else {
-        const reason = `not processed: a newer record of its subject (${d.report.sequenceNumber}) was not acknowledged in this batch`;
-        for (const o of older) defer(o, undefined, reason);
+      if (!ok) {
+        for (const rest of lane.slice(i + 1)) {
+          const reason = ordered
+            ? `a newer record of its subject (${d.report.sequenceNumber}) was not acknowledged in this batch`
+            : skipReason(rest, "stream");
+          defer(rest, undefined, `not processed: ${reason}`);
+        }
+        return false;
       }
-      return ok;
+      newest ??= d;
     }
     return true;
   }
