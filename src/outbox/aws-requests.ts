@@ -3,7 +3,7 @@ import type { PublishCommandInput } from "@aws-sdk/client-sns";
 import type { MessageAttributeValue, SendMessageCommandInput } from "@aws-sdk/client-sqs";
 import { fifoId } from "../lambda/fifo-producer.js";
 import { OutboxEntryInvalidError } from "./errors.js";
-import { OUTBOX_MESSAGE_ID_ATTRIBUTE } from "./message-id.js";
+import { MAX_OUTBOX_ATTRIBUTES, OUTBOX_MESSAGE_ID_ATTRIBUTE } from "./message-id.js";
 import type { OutboxEntry } from "./types.js";
 
 /**
@@ -16,7 +16,6 @@ import type { OutboxEntry } from "./types.js";
  * SQS and SNS take at most 10 message attributes (an SNS message over it is not delivered raw to SQS); the message
  * id takes one of them.
  */
-const MAX_OUTBOX_ATTRIBUTES = 9;
 
 /** SendMessage's input for an entry to an SQS queue. */
 export function sqsSendMessageInput(entry: OutboxEntry): SendMessageCommandInput {

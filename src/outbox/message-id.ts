@@ -7,6 +7,9 @@ import { OptionsError } from "../core/errors.js";
  */
 export const OUTBOX_MESSAGE_ID_ATTRIBUTE = "eonceMessageId";
 
+/** A message's own attributes at most: SQS and SNS take 10, and the id is one of them. */
+export const MAX_OUTBOX_ATTRIBUTES = 9;
+
 /** The most messages one commit publishes (the entry's index has 4 digits in `outboxOrder`). */
 export const MAX_MESSAGES_PER_COMMIT = 10_000;
 

@@ -1,7 +1,12 @@
 import { OptionsError } from "../core/errors.js";
 import { requireKeyText } from "../core/key-text.js";
 import type { AtomicWrite } from "../core/store.js";
-import { outboxMessageId, outboxOrder } from "./message-id.js";
+import {
+  MAX_OUTBOX_ATTRIBUTES,
+  OUTBOX_MESSAGE_ID_ATTRIBUTE,
+  outboxMessageId,
+  outboxOrder,
+} from "./message-id.js";
 import type { Destination, Outbox, OutboxEntry, PublishOptions } from "./types.js";
 
 /** What `ctx.publish` of one run needs: the event, the fence its commit takes, the clock, and where writes go. */
@@ -102,8 +107,14 @@ function isJsonObject(text: string): boolean {
 const ATTRIBUTE_NAME = /^[A-Za-z0-9_.-]{1,256}$/;
 
 function checkAttributes(attributes: Readonly<Record<string, string>>): Readonly<Record<string, string>> {
-  for (const [k, v] of Object.entries(attributes ?? {})) {
-    if (!ATTRIBUTE_NAME.test(k) || typeof v !== "string" || k === "eonceMessageId") {
+  const entries = Object.entries(attributes ?? {});
+  if (entries.length > MAX_OUTBOX_ATTRIBUTES) {
+    throw new OptionsError(
+      `publish: ${entries.length} attributes; SQS and SNS take ${MAX_OUTBOX_ATTRIBUTES} besides ${OUTBOX_MESSAGE_ID_ATTRIBUTE}`,
+    );
+  }
+  for (const [k, v] of entries) {
+    if (!ATTRIBUTE_NAME.test(k) || typeof v !== "string" || k === OUTBOX_MESSAGE_ID_ATTRIBUTE) {
       throw new OptionsError(
         `publish: attribute ${JSON.stringify(k)} is not a name SQS and SNS take with a string value`,
       );

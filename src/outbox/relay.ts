@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { type Clock, systemClock } from "../core/clock.js";
 import { custom, func, integer, required, resolveOptions, schemaFor, string } from "../core/options.js";
+import { OutboxEntryInvalidError } from "./errors.js";
 import type { ClaimedEntry, OutboxReader, OutboxSender } from "./types.js";
 
 /** The options of `relayOutbox` and `startOutboxRelay`. */
@@ -44,6 +45,11 @@ export interface RelayRound {
   failed: number;
   /** Sent, but marking them failed or found them claimed by another relay: sent again, under the same id. */
   unmarked: number;
+  /**
+   * Refused for good by the sender (`OutboxEntryInvalidError`: no send can succeed): marked, so that they do not hold
+   * their subject's later messages forever, and reported to `onSendError`.
+   */
+  rejected: number;
 }
 
 /**
@@ -72,15 +78,20 @@ async function round(o: Resolved): Promise<RelayRound> {
     nowMs,
     leaseUntilMs: nowMs + o.leaseMs,
   });
-  const r: RelayRound = { claimed: entries.length, sent: 0, failed: 0, unmarked: 0 };
+  const r: RelayRound = { claimed: entries.length, sent: 0, failed: 0, unmarked: 0, rejected: 0 };
   // Heads of distinct subjects: independent of each other, so sent at once.
   await Promise.all(
     entries.map(async (entry) => {
       try {
         await o.sender.send(entry);
       } catch (error) {
-        r.failed++;
         o.onSendError?.(entry, error);
+        if (!(error instanceof OutboxEntryInvalidError)) {
+          r.failed++;
+          return;
+        }
+        r.rejected++;
+        await o.reader.markSent(entry, o.clock.now()).catch(() => false);
         return;
       }
       r.sent++;
@@ -108,7 +119,7 @@ export interface RunningRelay {
  */
 export function startOutboxRelay(options: OutboxRelayOptions): RunningRelay {
   const o = resolve(options);
-  const totals: RelayRound = { claimed: 0, sent: 0, failed: 0, unmarked: 0 };
+  const totals: RelayRound = { claimed: 0, sent: 0, failed: 0, unmarked: 0, rejected: 0 };
   let stopped = false;
   let waiters: (() => void)[] = [];
   const loop = (async () => {

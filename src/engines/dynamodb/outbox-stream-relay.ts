@@ -1,6 +1,7 @@
 import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from "aws-lambda";
 import { type Clock, systemClock } from "../../core/clock.js";
 import { custom, func, required, resolveOptions, schemaFor } from "../../core/options.js";
+import { OutboxEntryInvalidError } from "../../outbox/errors.js";
 import type { OutboxEntry, OutboxSender } from "../../outbox/types.js";
 import { unmarshallImage } from "../../sources/dynamodb-attributes.js";
 import { DynamoDBOutbox } from "./outbox.js";
@@ -32,7 +33,7 @@ const OUTBOX_STREAM_HANDLER_OPTIONS = schemaFor<OutboxStreamHandlerOptions>()({
 /** The handler, and what it has done since it was made (one Lambda container's share). */
 export interface OutboxStreamHandler {
   (event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse>;
-  readonly counts: { sent: number; failed: number; malformed: number; ignored: number };
+  readonly counts: { sent: number; failed: number; malformed: number; ignored: number; rejected: number };
 }
 
 /**
@@ -50,7 +51,7 @@ export interface OutboxStreamHandler {
 export function outboxStreamHandler(options: OutboxStreamHandlerOptions): OutboxStreamHandler {
   const o = resolveOptions("outboxStreamHandler", OUTBOX_STREAM_HANDLER_OPTIONS, options);
   const clock = o.clock ?? systemClock;
-  const counts = { sent: 0, failed: 0, malformed: 0, ignored: 0 };
+  const counts = { sent: 0, failed: 0, malformed: 0, ignored: 0, rejected: 0 };
   const onMalformed =
     o.onMalformed ??
     ((record: DynamoDBRecord, error: unknown) =>
@@ -91,8 +92,14 @@ export function outboxStreamHandler(options: OutboxStreamHandlerOptions): Outbox
             // False: sent and marked already (a polling relay, an earlier try): nothing to do.
             await o.outbox.markSentUnleased(entry, clock.now());
           } catch (error) {
-            counts.failed++;
             o.onSendError?.(entry, error);
+            if (error instanceof OutboxEntryInvalidError) {
+              // No send of it can succeed: acknowledged and counted, or it would hold the shard forever.
+              counts.rejected++;
+              await o.outbox.markSentUnleased(entry, clock.now()).catch(() => false);
+              continue;
+            }
+            counts.failed++;
             if (firstFailed === undefined || index < firstFailed) firstFailed = index;
             return;
           }

@@ -146,7 +146,7 @@ export class LocalOutboxRelay {
 
   /** What the relays did so far, over every copy. */
   get stats(): RelayStats {
-    const rounds: RelayRound = { claimed: 0, sent: 0, failed: 0, unmarked: 0 };
+    const rounds: RelayRound = { claimed: 0, sent: 0, failed: 0, unmarked: 0, rejected: 0 };
     for (const r of this.#relays)
       for (const k of Object.keys(rounds) as (keyof RelayRound)[]) rounds[k] += r.totals[k];
     return { ...rounds, ...this.#faultCounts };
