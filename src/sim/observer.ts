@@ -5,11 +5,12 @@ import { VIRTUAL_EPOCH_MS, type VirtualScheduler } from "./virtual-time.js";
 
 /**
  * The invariants a history checks, from the one catalogue (src/core/invariants.ts; of I5, bad input, the keys that
- * break the key rule: src/sim/hostile-keys.ts). `fencing` marks those that fencing guarantees whatever the clocks do: they are reported even in
- * histories whose clocks differ beyond the guard's clockSkewMs.
+ * break the key rule: src/sim/hostile-keys.ts; O1–O5, the outbox's, in outbox histories: src/sim/outbox-checks.ts).
+ * `fencing` marks those that fencing guarantees whatever the clocks do: they are reported even in histories whose
+ * clocks differ beyond the guard's clockSkewMs.
  */
 export const INVARIANTS = Object.fromEntries(
-  (["I1", "I2", "I3", "I4", "I5", "I6", "I7"] as const).map((id) => [id, INVARIANT_CATALOGUE[id].statement]),
+  Object.entries(INVARIANT_CATALOGUE).map(([id, i]) => [id, i.statement]),
 ) as Record<InvariantId, string>;
 
 export type { InvariantId };
