@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { type DynamoDBClient, PutItemCommand } from "@aws-sdk/client-dynamodb";
-import type { SQSClient } from "@aws-sdk/client-sqs";
+import { SendMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import { marshall } from "@aws-sdk/util-dynamodb";
 import type { SQSEvent } from "aws-lambda";
 import type { StateStore } from "../../src/core/store.js";
@@ -26,6 +26,19 @@ export interface OrdersConfig {
    * the charge is only recorded (under a random id).
    */
   paymentsUrl?: string;
+  /**
+   * Where "order charged" goes (the fulfilment pipeline's queue, examples/orders/fulfilment.ts), with the SQS client
+   * to send it; absent: nothing is published.
+   */
+  charged?: { queueUrl: string; sqs: SQSClient };
+}
+
+/** Sends "order charged" from the handler itself: once per run that gets this far, committed or not. */
+async function sendCharged(config: OrdersConfig, orderId: string, chargeId: string): Promise<void> {
+  if (!config.charged) return;
+  await config.charged.sqs.send(
+    new SendMessageCommand({ QueueUrl: config.charged.queueUrl, MessageBody: JSON.stringify({ orderId, chargeId }) }),
+  );
 }
 
 /** Sends a charge this many times at most when the answer is lost, a 5xx or a 409 (the key's request in progress). */
@@ -78,6 +91,7 @@ export function naiveOrdersHandler(config: OrdersConfig) {
           Item: marshall({ chargeId, ...order, chargedAt: new Date().toISOString() }),
         }),
       );
+      await sendCharged(config, order.orderId, chargeId);
     }
   };
 }
@@ -89,6 +103,11 @@ export interface GuardedOrdersConfig extends OrdersConfig {
   visibilityTimeoutSeconds?: number;
   intervalSeconds?: number;
   options?: Omit<EffectivelyOnceOptions, "store" | "visibilityHeartbeat" | "sqsClient">;
+  /**
+   * How "order charged" leaves (with `charged`): `outbox` (default) publishes at the commit (`ctx.publish`: the
+   * guard's `outbox` option must be set), `direct` sends it from the handler, as a handler without an outbox would.
+   */
+  publish?: "outbox" | "direct";
 }
 
 /**
@@ -113,6 +132,12 @@ export function guardedOrdersHandler(config: GuardedOrdersConfig) {
         signal: ctx.signal,
       });
       charges.putAtCommit(ctx, { chargeId, ...order, chargedAt: new Date().toISOString() });
+      if (config.charged && config.publish === "direct") {
+        // Sent now: a run that then fails (or loses its lease, or its commit) has sent, and its retry sends again.
+        await sendCharged(config, order.orderId, chargeId);
+      } else if (config.charged) {
+        ctx.publish({ kind: "sqs", queueUrl: config.charged.queueUrl }, { orderId: order.orderId, chargeId });
+      }
       return { chargeId };
     },
     {

@@ -90,6 +90,10 @@ export interface MessageEvent {
   kind: "message";
   /** The raw body. */
   body: string;
+  /**
+   * The message's id: the relay's `eonceMessageId` when an outbox relay sent it (the same on every send of the
+   * message: src/sources/relayed-id.ts), else the transport's (SQS, SNS or EventBridge id).
+   */
   messageId: string;
 }
 

@@ -35,6 +35,7 @@ import {
   LocalFunction,
   type LocalFunctionOptions,
 } from "./delivery/lambda-runner.js";
+import { LocalOutboxRelay, type LocalOutboxRelayOptions } from "./delivery/outbox-relay.js";
 import { S3NotificationFactory } from "./delivery/s3-notifications.js";
 import { SqsEventSource, type SqsEventSourceOptions } from "./delivery/sqs-event-source.js";
 import { StreamEventSource, type StreamEventSourceOptions } from "./delivery/stream-event-source.js";
@@ -176,7 +177,7 @@ export class LocalRuntime {
   readonly payments?: LocalPaymentsServer;
   readonly notifications?: BucketNotifications;
   readonly #functions: LocalFunction[] = [];
-  readonly #sources: (SqsEventSource | StreamEventSource)[] = [];
+  readonly #sources: (SqsEventSource | StreamEventSource | LocalOutboxRelay)[] = [];
   readonly #clients: { destroy(): void }[] = [];
   readonly #crashedClaims: CrashedClaims;
   #removeSignalHandlers: (() => void) | undefined;
@@ -498,6 +499,17 @@ export class LocalRuntime {
     this.#sources.push(source);
     source.start();
     return source;
+  }
+
+  /**
+   * Starts relaying an outbox (`copies` relays racing, with seeded faults): counted as settled by `idle` only once
+   * every committed entry has been sent.
+   */
+  outboxRelay(options: LocalOutboxRelayOptions, name = "outbox"): LocalOutboxRelay {
+    const relay = new LocalOutboxRelay(options, this.sim, name);
+    this.#sources.push(relay);
+    relay.start();
+    return relay;
   }
 
   /**

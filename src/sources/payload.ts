@@ -8,6 +8,7 @@ import {
   parseEventBridgeS3,
 } from "./eventbridge.js";
 import { type JsonObject, join } from "./fields.js";
+import { relayedIdOfAttributes, relayedIdOfEventBridge, relayedIdOfSnsEnvelope } from "./relayed-id.js";
 import { isS3Notification, isS3TestEvent, parseS3Notification, parseS3TestEvent } from "./s3-notification.js";
 import { isSnsEnvelope, snsMetadata } from "./sns.js";
 import type { ResolvedParseOptions } from "./types.js";
@@ -31,6 +32,7 @@ export function parseSqsBody(
   messageId: string,
   options: ResolvedParseOptions,
 ): Payload {
+  messageId = relayedIdOfAttributes(delivery.sqs?.messageAttributes) ?? messageId;
   const json = parseJson(body);
   if (!json.ok) {
     // Application messages need not be JSON; notifications always are.
@@ -52,7 +54,8 @@ export function parseSqsBody(
       return s3Payload(inner, messagePath);
     }
     // SNS fan-out of an application message: the payload is the SNS Message, not the envelope.
-    return message(() => parsed.Message, messageId, "the SNS Message", messagePath, options);
+    const id = relayedIdOfSnsEnvelope(parsed) ?? messageId;
+    return message(() => parsed.Message, id, "the SNS Message", messagePath, options);
   }
   if (isEventBridgeEvent(parsed)) {
     delivery.envelope = "sqs-eventbridge";
@@ -79,7 +82,8 @@ export function eventBridgePayload(
     return { events: [event], correlationId: event.requestId ?? meta.id };
   }
   const what = `an EventBridge event from ${describeValue(meta.source)}`;
-  const payload = message(() => detailBody(value, path), messageId, what, path, options);
+  const id = relayedIdOfEventBridge(value) ?? messageId;
+  const payload = message(() => detailBody(value, path), id, what, path, options);
   payload.correlationId = meta.id;
   return payload;
 }
