@@ -52,7 +52,7 @@ export type FaultKind =
   | "send-failed"
   /** Outbox histories: the destination took a relay's send, whose response was lost (the relay thinks it failed). */
   | "send-lost"
-  /** Outbox histories: a relay crashed after a send, before marking it sent (it restarts under a new name). */
+  /** Outbox histories: a relay crashed after a send before marking it, or after a claim (a new copy starts). */
   | "relay-crash"
   /** Outbox histories: a relay stalled about to send until its lease ran out, then sent (late, a duplicate). */
   | "relay-stall"

@@ -13,7 +13,7 @@ const CONSUMER_IDS = 200;
 
 /**
  * A downstream consumer: a Lambda instance polling the destination queue, each message through the real guard keyed
- * by its message id (its identity; its group as subject), as a consumer of a message carrying `eonceMessageId` is,
+ * by its message id (subject and identity, as the wrappers key a message carrying `eonceMessageId` by default),
  * over the history's store behind a fault decorator of its own. Its folded effect counts the message (a counter per
  * message id); its handler throws now and then and may pause past its lease (a zombie). Acknowledged outcomes delete
  * the message, the rest return it.
@@ -41,7 +41,7 @@ async function consume(o: OutboxRun, guard: Guard, state: WorkerState, r: QueueR
   const mode = run.chooser.chance(os.applyShare) ? "apply" : "run";
   const who = `c${state.id - CONSUMER_IDS}`;
   run.observer.log(() => `${who} receives ${short(m.messageId)} (receive ${r.receive}) -> ${mode}`);
-  const event = { subject: m.groupId, identity: m.messageId };
+  const event = { subject: m.messageId, identity: m.messageId };
   const runOptions = { deadlineMs: r.deadline - 500 };
   let out: GuardOutcome<unknown> | undefined;
   try {
@@ -50,7 +50,7 @@ async function consume(o: OutboxRun, guard: Guard, state: WorkerState, r: QueueR
         ? await guard.apply(event, (ctx) => fold(o, m, target, ctx), runOptions)
         : await guard.run(event, (ctx) => handle(o, state, m, target, ctx), runOptions);
   } catch (error) {
-    // The message id is key text, its group a committed event's subject: neither can be malformed.
+    // A message id is key text: it cannot be malformed.
     const what = error instanceof MalformedEventError ? "refused as malformed" : "ended without an outcome";
     run.observer.violate("I4", false, `consumer delivery of ${m.messageId} ${what}: ${String(error)}`);
   }

@@ -136,12 +136,11 @@ class RelayCopy {
     return {
       claim: async (req) => {
         await this.#point("claim");
-        const fault = this.faults.draw(["claim-lost"] as const);
+        const fault = this.faults.draw(["claim-lost", "relay-crash"] as const);
         const entries = await run.sim.track(() => inner.claim(req));
-        log(
-          () =>
-            `claims [${entries.map((e) => short(e.messageId)).join(" ")}]${fault ? ", response LOST" : ""}`,
-        );
+        const said = fault === "claim-lost" ? ", response LOST" : fault ? ", then CRASHES holding them" : "";
+        log(() => `claims [${entries.map((e) => short(e.messageId)).join(" ")}]${said}`);
+        if (fault === "relay-crash") return this.#die();
         if (fault) throw new StoreError("claim: response lost (injected)");
         return entries;
       },

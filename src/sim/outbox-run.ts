@@ -35,7 +35,7 @@ export interface PlannedMessage {
   /** The name given to `ctx.publish` (undefined: the default `#<n>`), and the name its id derives from. */
   readonly given: string | undefined;
   readonly name: string;
-  /** The consumer's folded effect: a counter per message, in the state of (its group, its id). */
+  /** The consumer's folded effect: a counter per message, in the state of its id (its subject and identity). */
   readonly target: EffectTarget;
 }
 
@@ -71,15 +71,15 @@ export function planMessages(run: Run, maxMessages: number): Map<number, Planned
       const given = run.chooser.chance(0.5) ? `n${index + 1}` : undefined;
       const name = given ?? `#${index + 1}`;
       const id = outboxMessageId(e.subject, e.identity, name);
-      const target = { counterId: `${e.counterId}.m${index}`, subject: e.subject, identity: id, key: "" };
-      messages.push({ id, event: e.index, index, given, name, target: withKey(target) });
+      const target = withKey({ counterId: `${e.counterId}.m${index}`, subject: id, identity: id });
+      messages.push({ id, event: e.index, index, given, name, target });
     }
     plan.set(e.index, messages);
   }
   return plan;
 }
 
-/** The consumer's state key for a message: an event without a position, its identity the message id. */
-export function withKey(t: Omit<EffectTarget, "key"> & { key?: string }): EffectTarget {
+/** The consumer's state key for a message: an event without a position, named by the message id. */
+export function withKey(t: Omit<EffectTarget, "key">): EffectTarget {
   return { ...t, key: stateKey(t.subject, t.identity, false) };
 }
