@@ -19,6 +19,7 @@ const STORE_SUITES = [
   "test/core/guard.test.ts",
   "test/core/guard-faults.test.ts",
   "test/engines/contract.test.ts",
+  "test/engines/outbox.test.ts",
 ];
 /** PostgreSQL's suites outside its folder (the orders example, chaos, audit): run with the postgres store suites. */
 const POSTGRES_SUITES = [
@@ -69,6 +70,7 @@ const INTEGRATION = [
   "test/local/servers.test.ts",
   "test/local/stream-event-source.test.ts",
   "test/local/run-streams.test.ts",
+  "test/local/run-payments.test.ts",
   "test/local/test-servers.test.ts",
   "test/local/run-local-state.test.ts",
   // eonce run on the test suite's toy engine (the rest of its tests run in unit).

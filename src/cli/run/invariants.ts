@@ -38,6 +38,8 @@ export interface EffectRows {
 export interface CheckInputs {
   classified: Classified;
   effects?: EffectRows;
+  /** `--payments`: the payments API's charges, counted as effects (each event charged once at the provider). */
+  charges?: EffectRows;
   /** The guard's state, read through its store's admin (`--state-store`, `--state-table`; state.ts). */
   state?: RunState;
   /** S3 runs: the input bucket (subjects are `bucket/key`). Message runs have none. */
@@ -48,7 +50,7 @@ export function checkInvariants(inputs: CheckInputs): InvariantCheck[] {
   return [exactlyOnce(inputs), monotonic(inputs), liveness(inputs), nothingLost(inputs)];
 }
 
-function exactlyOnce({ classified, effects }: CheckInputs): InvariantCheck {
+function exactlyOnce({ classified, effects, charges }: CheckInputs): InvariantCheck {
   const title = INVARIANT_CATALOGUE.I1.title;
   const problems: string[] = [];
   const evidence: string[] = [];
@@ -61,12 +63,13 @@ function exactlyOnce({ classified, effects }: CheckInputs): InvariantCheck {
     if (twice.length > 0)
       problems.push(`${twice.length} event(s) reported processed more than once (${twice[0]?.key})`);
   }
-  if (effects) {
-    const found = countEffects(effects, events);
+  for (const rows of [effects, charges]) {
+    if (!rows) continue;
+    const found = countEffects(rows, events);
     evidence.push(found.evidence);
     problems.push(...found.problems);
   }
-  if (!classified.detailed && !effects) {
+  if (!classified.detailed && !effects && !charges) {
     return {
       id: "I1",
       title,
@@ -74,7 +77,8 @@ function exactlyOnce({ classified, effects }: CheckInputs): InvariantCheck {
       detail: "the handler reports no per-event status; pass --effects <table>:<attribute> to count its rows",
     };
   }
-  const nothing = nothingProcessed(events, classified.detailed, effects?.rows.length ?? 0);
+  const rowCount = (effects?.rows.length ?? 0) + (charges?.rows.length ?? 0);
+  const nothing = nothingProcessed(events, classified.detailed, rowCount);
   if (nothing) return { id: "I1", title, status: "not checked", detail: nothing };
   return {
     id: "I1",

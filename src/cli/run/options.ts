@@ -99,6 +99,14 @@ export interface RunHandlerOptions {
    * field of that name) and, for durable steps, the step that wrote them in `step` (rows counted per event and step).
    */
   effects?: { table: string; attribute: string; step?: string };
+  /**
+   * Start the local payments API (PAYMENTS_API_URL) and count its charges for I1: a charge's `orderId` is its event's
+   * key, a message's body field of this name (each event charged once at the provider, not just recorded once).
+   */
+  payments?: string;
+  /** The payments API's faults: share of charges whose answer is lost (the charge made), of requests failing (500). */
+  paymentsLostRate?: number;
+  paymentsFailRate?: number;
   /** The handler's environment (on top of the endpoints). */
   env?: Record<string, string>;
   timeoutMs?: number;
@@ -202,6 +210,19 @@ export const RUN_OPTIONS = schemaFor<RunHandlerOptions>()({
         "name; step (durable steps) the step that wrote the row",
     },
   ),
+  payments: string({
+    doc:
+      "start the local payments API (PAYMENTS_API_URL) and count its charges per event for I1: a charge's orderId " +
+      "against each message's body field of this name",
+  }),
+  paymentsLostRate: numberField("a number in [0, 1]", isShare, {
+    default: 0,
+    doc: "payments API: share of charges whose answer is lost (the charge made)",
+  }),
+  paymentsFailRate: numberField("a number in [0, 1]", isShare, {
+    default: 0,
+    doc: "payments API: share of charge requests failing with a 500 before anything is done",
+  }),
   env: custom<Record<string, string>>(
     "an object of strings",
     (v) => isRecord(v) && Object.values(v).every((x) => typeof x === "string"),

@@ -38,7 +38,14 @@ export type { RunHandlerOptions, RunSource } from "./options.js";
 export { RUN_SOURCES } from "./options.js";
 export { formatRunReport, type RunReport } from "./report.js";
 
-type Ports = { s3: number; sqs?: number; dynamodb?: number; lambda: number; kinesis?: number };
+type Ports = {
+  s3: number;
+  sqs?: number;
+  dynamodb?: number;
+  lambda: number;
+  kinesis?: number;
+  payments?: number;
+};
 
 /** The function and, for an SQS source, its queue: what the inputs are fed to. */
 interface Wiring {
@@ -68,6 +75,7 @@ export async function runHandler(options: RunHandlerOptions, hooks: RunHooks = {
     dynamodb: needsDynamoDB(given) || given.source === "dynamodb-streams",
     lambda: true,
     kinesis: given.source === "kinesis",
+    payments: given.payments !== undefined,
   };
   LocalRuntime.preflight({ services, javaPath: given.javaPath, dynamodbEndpoint: given.dynamodbEndpoint });
   if (given.source === "dynamodb-streams") requireServers({ dynamodbStreams: true }, {});
@@ -87,7 +95,14 @@ export async function runHandler(options: RunHandlerOptions, hooks: RunHooks = {
 async function runOn(
   o: ResolvedRunOptions,
   inputs: Inputs,
-  services: { sqs: boolean; s3: boolean; dynamodb: boolean; lambda: boolean; kinesis: boolean },
+  services: {
+    sqs: boolean;
+    s3: boolean;
+    dynamodb: boolean;
+    lambda: boolean;
+    kinesis: boolean;
+    payments: boolean;
+  },
   started: number,
   hooks: { beforeStop(report: RunReport, runtime: LocalRuntime): Promise<void> },
 ): Promise<RunReport> {
@@ -96,6 +111,7 @@ async function runOn(
     lambda: await freePort(),
     ...(services.sqs ? { sqs: await freePort() } : {}),
     ...(services.kinesis ? { kinesis: await freePort() } : {}),
+    ...(services.payments ? { payments: await freePort() } : {}),
     ...(o.dynamodbEndpoint || !services.dynamodb ? {} : { dynamodb: await freePort() }),
   };
   const env = handlerEnvironment(o, ports);
@@ -120,6 +136,7 @@ async function runOn(
       ...(o.dynamodbEndpoint ? { dynamodbEndpoint: o.dynamodbEndpoint } : {}),
       ...(o.javaPath ? { javaPath: o.javaPath } : {}),
     });
+    runtime.payments?.injectFaults({ lostResponseRate: o.paymentsLostRate, failRate: o.paymentsFailRate });
     if (runtime.lambda)
       durable = await DurableSession.open(runtime.lambda, durableSetup, o.faults, runtime.prng);
     const report = await drive(runtime, o, inputs, handler, started, durable);
@@ -170,6 +187,7 @@ function handlerEnvironment(o: ResolvedRunOptions, ports: Ports): Record<string,
       sqs: local(ports.sqs),
       lambda: local(ports.lambda),
       kinesis: local(ports.kinesis),
+      payments: local(ports.payments),
     }),
     ...env,
     ...o.env,
@@ -236,6 +254,16 @@ async function drive(
             ...(inputs.kind === "messages"
               ? { keys: effectKeys(sent, inputs.messages, o.effects.attribute) }
               : {}),
+          },
+        }
+      : {}),
+    ...(runtime.payments && o.payments !== undefined
+      ? {
+          charges: {
+            table: "the payments API's charges",
+            attribute: "orderId",
+            rows: runtime.payments.charges.map((c) => ({ orderId: c.orderId ?? undefined })),
+            ...(inputs.kind === "messages" ? { keys: effectKeys(sent, inputs.messages, o.payments) } : {}),
           },
         }
       : {}),

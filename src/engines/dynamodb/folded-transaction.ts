@@ -11,6 +11,9 @@ import type { WriteOutcome } from "../../core/store.js";
 import type { DynamoDBAtomicWrite } from "./atomic-write.js";
 import type { Item } from "./expressions.js";
 
+/** What a folded write needs to be sent: its item, its description, what its condition failing means. */
+export type FoldedWrite = Pick<DynamoDBAtomicWrite, "item" | "description" | "refused">;
+
 /** How a folded transaction ended: landed (each write's outcome), or refused by a head item's condition. */
 export type FoldedAnswer =
   | { ok: true; writes: WriteOutcome[] }
@@ -27,7 +30,7 @@ export type FoldedAnswer =
 export async function sendFolded(
   client: DynamoDBClient,
   head: readonly TransactWriteItem[],
-  writes: readonly DynamoDBAtomicWrite[],
+  writes: readonly FoldedWrite[],
   storeError: (error: unknown) => StoreError,
 ): Promise<FoldedAnswer> {
   let pending = writes;

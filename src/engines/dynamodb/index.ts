@@ -16,6 +16,24 @@ export {
   type InlineRowWrite,
 } from "./inline-store.js";
 export {
+  DynamoDBOutbox,
+  type DynamoDBOutboxOptions,
+  type DynamoDBOutboxWrite,
+  isDynamoDBOutboxWrite,
+} from "./outbox.js";
+export {
+  type CreateOutboxTableOptions,
+  createOutboxTable,
+  OUTBOX_ATTRIBUTES,
+  OUTBOX_PENDING_INDEX,
+  OUTBOX_UNSENT_INDEX,
+} from "./outbox-schema.js";
+export {
+  type OutboxStreamHandler,
+  type OutboxStreamHandlerOptions,
+  outboxStreamHandler,
+} from "./outbox-stream-relay.js";
+export {
   type CreateStateTableOptions,
   createStateTable,
   createTableIfMissing,

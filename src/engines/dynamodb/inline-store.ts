@@ -11,11 +11,15 @@ import { INLINE_RESERVED_PREFIX } from "../../core/inline-prefix.js";
 import { func, resolveOptions, schemaFor, string } from "../../core/options.js";
 import { type ClaimRequest, claimAllowed, isOwnClaim, landedAs, type StateRecord } from "../../core/state.js";
 import type * as Store from "../../core/store.js";
+import { unknownWrites } from "../../core/store.js";
 import { InlineRowStore } from "../inline-row-store.js";
 import * as dx from "./expressions.js";
 import { type Item, N, S } from "./expressions.js";
+import { sendFolded } from "./folded-transaction.js";
 import { DYNAMODB_MAX_RESULT_BYTES } from "./limits.js";
 import { DYNAMODB_TABLE_FIELDS } from "./options.js";
+import { type DynamoDBOutboxWrite, isDynamoDBOutboxWrite } from "./outbox.js";
+import { checkTransactionLimits } from "./store.js";
 import { attributeItem, checkExpression, checkName, DYNAMODB_MAX_EXPRESSION_BYTES } from "./values.js";
 
 /**
@@ -114,9 +118,11 @@ export interface InlineDynamoDBRowSource {
  * and commit together, no transaction, 1 WCU for a row under 1 KB. `guard.run` is two plain UpdateItems (claim,
  * then commit with the row). Duplicates and stale deliveries are one refused write that returns the old row.
  *
- * The only effect it folds is its own row write (`row(ctx, attributes)`) for the row of the committing state key:
- * a write to another row would need a transaction, which is what this store exists to avoid (use `DynamoDBStore`
- * with `DynamoDBFencedSink` for that). The state machine sets and removes only `eo_*` attributes; the user's
+ * The only effects it folds are its own row write (`row(ctx, attributes)`) for the row of the committing state key
+ * and outbox entries (`ctx.publish` with a `DynamoDBOutbox` of engine `dynamodb-inline`): a write to another row
+ * would need a transaction, which is what this store exists to avoid (use `DynamoDBStore` with
+ * `DynamoDBFencedSink` for that). A commit that publishes is the exception: the state row's update and the entries'
+ * puts go as one TransactWriteItems (that commit only; without entries it stays one UpdateItem). The state machine sets and removes only `eo_*` attributes; the user's
  * attributes change only by a row write (folded into a commit, or `putRow` while the claim holds), and every row
  * write is fenced by the position and fence of the write the row holds (`eo_wpos`, `eo_wfence`), as the fenced sink
  * is: an older event that took an expired claim over cannot replace a newer event's work. A commit whose row write
@@ -207,16 +213,21 @@ export class InlineDynamoDBStore extends InlineRowStore<InlineDynamoDBRowWrite> 
     });
   }
 
+  /** Its own row writes, and outbox entries (a commit with entries is a transaction). */
+  override canFold(write: Store.AtomicWrite): boolean {
+    return super.canFold(write) || (isDynamoDBOutboxWrite(write) && write.engine === this.engine);
+  }
+
   // async: a write it cannot fold rejects the returned promise, as every store's does, rather than throwing.
   async claimAndCommit(req: Store.ClaimAndCommitRequest): Promise<Store.ClaimAndCommitResult> {
-    return unlessRowNewer(this.#rowWrites(req.key, req.writes), (writes) =>
-      this.#claimAndCommitOnce(req, writes),
-    );
+    const { rows, entries } = this.#writes(req.key, req.writes);
+    return unlessRowNewer(rows, (writes) => this.#claimAndCommitOnce(req, writes, entries));
   }
 
   async #claimAndCommitOnce(
     req: Store.ClaimAndCommitRequest,
     writes: InlineDynamoDBRowWrite[],
+    entries: DynamoDBOutboxWrite[],
   ): Promise<Store.ClaimAndCommitResult | "row-newer"> {
     const claim = dx.claimCondition(req, "#fence");
     const input = this.#rowUpdate(
@@ -226,28 +237,26 @@ export class InlineDynamoDBStore extends InlineRowStore<InlineDynamoDBRowWrite> 
       ":pos",
       writes.length > 0 ? `${claim} AND ${CLAIMED_ROW_NOT_NEWER}` : claim,
     );
-    try {
-      await this.#client.send(new UpdateItemCommand(input));
-      return { claimed: true, writes: applied(writes) };
-    } catch (error) {
-      if (!(error instanceof ConditionalCheckFailedException)) throw wrap("claimAndCommit", req.key, error);
-      const state = await this.#refusedState("claimAndCommit", req.key, error.Item);
-      // A retry of a claim-and-commit that landed: the row write is in the same update, so it applied.
-      if (isOwnClaim(state, req) && state.status === "done")
-        return { claimed: true, writes: applied(writes) };
-      if (writes.length > 0 && claimAllowed(state, req) && rowNewer(error.Item, req.position, req.fence))
-        return "row-newer";
-      return { claimed: false, state };
-    }
+    const sent = await this.#send("claimAndCommit", req.key, input, entries);
+    if (sent.ok) return { claimed: true, writes: [...applied(writes), ...sent.entries] };
+    const state = await this.#refusedState("claimAndCommit", req.key, sent.item);
+    // A retry of a claim-and-commit that landed: the row write is in the same update, so it applied.
+    if (isOwnClaim(state, req) && state.status === "done")
+      return { claimed: true, writes: [...applied(writes), ...unknownWrites(entries)] };
+    if (writes.length > 0 && claimAllowed(state, req) && rowNewer(sent.item, req.position, req.fence))
+      return "row-newer";
+    return { claimed: false, state };
   }
 
   async commit(req: Store.CommitRequest): Promise<Store.CommitResult> {
-    return unlessRowNewer(this.#rowWrites(req.key, req.writes), (writes) => this.#commitOnce(req, writes));
+    const { rows, entries } = this.#writes(req.key, req.writes);
+    return unlessRowNewer(rows, (writes) => this.#commitOnce(req, writes, entries));
   }
 
   async #commitOnce(
     req: Store.CommitRequest,
     writes: InlineDynamoDBRowWrite[],
+    entries: DynamoDBOutboxWrite[],
   ): Promise<Store.CommitResult | "row-newer"> {
     const input = this.#rowUpdate(
       this.rowKeyOf(req.key),
@@ -256,18 +265,48 @@ export class InlineDynamoDBStore extends InlineRowStore<InlineDynamoDBRowWrite> 
       "#pos",
       writes.length > 0 ? FENCED_ROW_NOT_NEWER : dx.FENCED_CONDITION,
     );
-    try {
-      await this.#client.send(new UpdateItemCommand(input));
-      return { committed: true, writes: applied(writes) };
-    } catch (error) {
-      if (!(error instanceof ConditionalCheckFailedException)) throw wrap("commit", req.key, error);
-      const state = hasState(error.Item) ? toInlineRecord(req.key, error.Item) : await this.read(req.key);
-      // A retry of a commit that landed: only the holder of this fence could have committed it.
-      if (landedAs(state, req.fence, "done")) return { committed: true, writes: applied(writes) };
-      const holds = state?.fence === req.fence && state.status === "running";
-      if (writes.length > 0 && holds && rowNewer(error.Item, state.position, req.fence)) return "row-newer";
-      return { committed: false, state };
+    const sent = await this.#send("commit", req.key, input, entries);
+    if (sent.ok) return { committed: true, writes: [...applied(writes), ...sent.entries] };
+    const state = hasState(sent.item) ? toInlineRecord(req.key, sent.item) : await this.read(req.key);
+    // A retry of a commit that landed: only the holder of this fence could have committed it.
+    if (landedAs(state, req.fence, "done"))
+      return { committed: true, writes: [...applied(writes), ...unknownWrites(entries)] };
+    const holds = state?.fence === req.fence && state.status === "running";
+    if (writes.length > 0 && holds && rowNewer(sent.item, state.position, req.fence)) return "row-newer";
+    return { committed: false, state };
+  }
+
+  /**
+   * The row's update: one UpdateItem, or, with outbox entries, one TransactWriteItems of the update and the
+   * entries' puts (only a commit that publishes pays for a transaction). `ok: false` is the update's own condition
+   * failing, with the row it was refused on (when DynamoDB returned it).
+   */
+  async #send(
+    op: string,
+    key: string,
+    input: UpdateItemCommandInput,
+    entries: DynamoDBOutboxWrite[],
+  ): Promise<{ ok: true; entries: Store.WriteOutcome[] } | { ok: false; item: Item | undefined }> {
+    if (entries.length === 0) {
+      try {
+        await this.#client.send(new UpdateItemCommand(input));
+        return { ok: true, entries: [] };
+      } catch (error) {
+        if (!(error instanceof ConditionalCheckFailedException)) throw wrap(op, key, error);
+        return { ok: false, item: error.Item };
+      }
     }
+    const update = {
+      TableName: this.tableName,
+      Key: input.Key ?? {},
+      UpdateExpression: input.UpdateExpression ?? "",
+      ConditionExpression: input.ConditionExpression,
+      ExpressionAttributeNames: input.ExpressionAttributeNames,
+      ExpressionAttributeValues: input.ExpressionAttributeValues,
+    };
+    checkTransactionLimits(update, entries);
+    const out = await sendFolded(this.#client, [{ Update: update }], entries, (e) => wrap(op, key, e));
+    return out.ok ? { ok: true, entries: out.writes } : { ok: false, item: out.refused[0]?.item };
   }
 
   renew(req: Store.RenewRequest): Promise<Store.FencedResult> {
@@ -323,9 +362,21 @@ export class InlineDynamoDBStore extends InlineRowStore<InlineDynamoDBRowWrite> 
     return state;
   }
 
-  /** The commit's row writes, checked: built by this store, for the committing key's own row. */
-  #rowWrites(key: string, writes: readonly Store.AtomicWrite[] | undefined): InlineDynamoDBRowWrite[] {
-    return this.rowWrites(this.rowKeyOf(key), writes);
+  /**
+   * The commit's writes: its row writes, checked (built by this store, for the committing key's own row), and its
+   * outbox entries.
+   */
+  #writes(
+    key: string,
+    writes: readonly Store.AtomicWrite[] | undefined,
+  ): { rows: InlineDynamoDBRowWrite[]; entries: DynamoDBOutboxWrite[] } {
+    const entries: DynamoDBOutboxWrite[] = [];
+    const others: Store.AtomicWrite[] = [];
+    for (const w of writes ?? []) {
+      if (isDynamoDBOutboxWrite(w) && w.engine === this.engine) entries.push(w);
+      else others.push(w);
+    }
+    return { rows: this.rowWrites(this.rowKeyOf(key), others), entries };
   }
 
   /** An UpdateItem of state clauses only (the state attributes are named in the expressions: `eo_*` are valid). */
@@ -529,7 +580,9 @@ async function unlessRowNewer<T extends object>(
   if (second === "row-newer")
     throw new Error("unreachable: an update without row writes has no row condition");
   if (!("writes" in second)) return second;
-  return { ...second, writes: writes.map((w) => ({ description: w.description, status: "stale" as const })) };
+  // The second try's writes are the outbox entries' alone (they go with the commit either way).
+  const stale = writes.map((w) => ({ description: w.description, status: "stale" as const }));
+  return { ...second, writes: [...stale, ...(second.writes as Store.WriteOutcome[])] };
 }
 
 /** @deprecated The name of 0.x: use InlineDynamoDBRowWrite (removed in the next minor version, CHANGELOG.md). */

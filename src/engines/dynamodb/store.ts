@@ -250,7 +250,7 @@ function wrap(op: string, key: string, error: unknown): StoreError {
  * DynamoDB refuses a transaction of more than 100 actions or 4 MB for good: say so before sending (the state update
  * is one of the actions). Sizes are DynamoDB's approximate item sizes of what each action carries.
  */
-function checkTransactionLimits(update: Update, writes: readonly DynamoDBAtomicWrite[]): void {
+export function checkTransactionLimits(update: Update, writes: readonly { item: TransactWriteItem }[]): void {
   const actions = writes.length + 1;
   if (actions > DYNAMODB_MAX_TRANSACTION_ACTIONS) {
     throw new TransactionLimitError(

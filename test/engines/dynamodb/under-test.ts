@@ -2,6 +2,8 @@ import { randomUUID } from "node:crypto";
 import { DeleteItemCommand, GetItemCommand } from "@aws-sdk/client-dynamodb";
 import { InlineDynamoDBStore } from "../../../src/engines/dynamodb/inline-store.js";
 import { dynamoItemBytes } from "../../../src/engines/dynamodb/limits.js";
+import { DynamoDBOutbox } from "../../../src/engines/dynamodb/outbox.js";
+import { createOutboxTable } from "../../../src/engines/dynamodb/outbox-schema.js";
 import { createStateTable, createTableIfMissing } from "../../../src/engines/dynamodb/schema.js";
 import { DynamoDBFencedSink } from "../../../src/engines/dynamodb/sink.js";
 import { DynamoDBStore } from "../../../src/engines/dynamodb/store.js";
@@ -16,6 +18,27 @@ export const storesUnderTest = {
   "dynamodb-inline": dynamodbInlineUnderTest,
 };
 
+/**
+ * An outbox table for `engine`'s store, and readers on their own clients (two relays racing), closed with the
+ * store's.
+ */
+async function outboxUnderTest(engine: "dynamodb" | "dynamodb-inline", tableName: string) {
+  const client = localDynamoDB();
+  await createOutboxTable(client, { tableName });
+  const clients = [client];
+  return {
+    outbox: new DynamoDBOutbox({ client, tableName, engine }),
+    reader: async () => {
+      const own = localDynamoDB();
+      clients.push(own);
+      return new DynamoDBOutbox({ client: own, tableName, engine });
+    },
+    close: () => {
+      for (const c of clients) c.destroy();
+    },
+  };
+}
+
 async function dynamodbUnderTest(): Promise<StoreUnderTest> {
   const client = localDynamoDB();
   const suffix = randomUUID().slice(0, 8);
@@ -26,10 +49,12 @@ async function dynamodbUnderTest(): Promise<StoreUnderTest> {
   const requests = countRequests(client);
   const lost = loseResponses(client);
   const sink = new DynamoDBFencedSink({ client, tableName: sinkTable });
+  const outbox = await outboxUnderTest("dynamodb", `outbox-${suffix}`);
   return {
     name: "dynamodb",
     store: new DynamoDBStore({ client, tableName }),
     requests,
+    outbox,
     sink: {
       atomic: (ctx, key, value) => sink.atomicPut(ctx, { pk: key, value }),
       put: (ctx, key, value) => sink.put(ctx, { pk: key, value }),
@@ -52,14 +77,19 @@ async function dynamodbUnderTest(): Promise<StoreUnderTest> {
       if (!out.Item) return undefined;
       return { attributes: Object.keys(out.Item).sort(), bytes: dynamoItemBytes(out.Item) };
     },
-    close: async () => client.destroy(),
+    close: async () => {
+      outbox.close();
+      client.destroy();
+    },
   };
 }
 
 async function dynamodbInlineUnderTest(): Promise<StoreUnderTest> {
   const client = localDynamoDB();
-  const tableName = `inline-${randomUUID().slice(0, 8)}`;
+  const suffix = randomUUID().slice(0, 8);
+  const tableName = `inline-${suffix}`;
   await createTableIfMissing(client, tableName, "pk");
+  const outbox = await outboxUnderTest("dynamodb-inline", `inline-outbox-${suffix}`);
   const requests = countRequests(client);
   const lost = loseResponses(client);
   const store = new InlineDynamoDBStore({ client, tableName });
@@ -78,6 +108,7 @@ async function dynamodbInlineUnderTest(): Promise<StoreUnderTest> {
     name: "dynamodb-inline",
     store,
     requests,
+    outbox,
     sink: {
       rowPerStateKey: true,
       rowFor,
@@ -102,6 +133,9 @@ async function dynamodbInlineUnderTest(): Promise<StoreUnderTest> {
       if (!out.Item) return undefined;
       return { attributes: Object.keys(out.Item).sort(), bytes: dynamoItemBytes(out.Item) };
     },
-    close: async () => client.destroy(),
+    close: async () => {
+      outbox.close();
+      client.destroy();
+    },
   };
 }

@@ -1,0 +1,343 @@
+import {
+  ConditionalCheckFailedException,
+  type DynamoDBClient,
+  QueryCommand,
+  type QueryCommandOutput,
+  ScanCommand,
+  type TransactWriteItem,
+  UpdateItemCommand,
+} from "@aws-sdk/client-dynamodb";
+import { unmarshall } from "@aws-sdk/util-dynamodb";
+import type { StoreError } from "../../core/errors.js";
+import { integer, oneOf, resolveOptions, schemaFor } from "../../core/options.js";
+import type { AtomicWrite } from "../../core/store.js";
+import type {
+  ClaimEntriesRequest,
+  ClaimedEntry,
+  Outbox,
+  OutboxEntry,
+  OutboxReader,
+} from "../../outbox/types.js";
+import { type Item, N, S, storeError } from "./expressions.js";
+import { DYNAMODB_TABLE_FIELDS } from "./options.js";
+import {
+  OUTBOX_ATTRIBUTES as A,
+  entryOfItem,
+  OUTBOX_PENDING_INDEX,
+  OUTBOX_UNSENT_INDEX,
+  outboxItem,
+  outboxSortKey,
+} from "./outbox-schema.js";
+
+/** The options of `DynamoDBOutbox`. */
+export interface DynamoDBOutboxOptions {
+  client: DynamoDBClient;
+  /** The outbox table (`createOutboxTable`; its shape: src/engines/dynamodb/outbox-schema.ts). */
+  tableName: string;
+  /**
+   * The engine of the store whose commits fold the entries: `dynamodb` (`DynamoDBStore`, default) or
+   * `dynamodb-inline` (`InlineDynamoDBStore`: a commit that publishes becomes a transaction).
+   */
+  engine?: "dynamodb" | "dynamodb-inline";
+  /** How long a sent entry is kept before TTL deletes it (seconds). Default 86 400 (one day). */
+  sentRetentionSeconds?: number;
+  /**
+   * Partitions of the `pending` GSI, by subject: its writes spread over them (a GSI partition takes about 1 000
+   * writes a second, and a GSI that falls behind throttles the commits). A polling claim reads each. Default 8.
+   * Fixed for a table's life (a bucket no relay reads is never sent by polling).
+   */
+  pendingBuckets?: number;
+}
+
+const DYNAMODB_OUTBOX_OPTIONS = schemaFor<DynamoDBOutboxOptions>()({
+  ...DYNAMODB_TABLE_FIELDS,
+  engine: oneOf(["dynamodb", "dynamodb-inline"] as const, { default: "dynamodb" }),
+  sentRetentionSeconds: integer({ min: 1, default: 86_400 }),
+  pendingBuckets: integer({ min: 1, max: 100, default: 8 }),
+});
+
+/** An outbox entry's Put, as `DynamoDBOutbox.entryWrite` makes it: the DynamoDB stores recognise it by its brand. */
+export interface DynamoDBOutboxWrite extends AtomicWrite {
+  readonly engine: "dynamodb" | "dynamodb-inline";
+  readonly item: TransactWriteItem;
+  /**
+   * Its condition (no such entry yet) fails only when the same message (same id, same commit order) is in the
+   * outbox already: a re-run after the state was forgotten. The commit lands without it: the message is there.
+   */
+  readonly refused: "stale";
+}
+
+const OUTBOX_WRITES = new WeakSet<object>();
+
+/** Whether `write` is an outbox entry's Put made by a `DynamoDBOutbox` (not any other write to another row). */
+export function isDynamoDBOutboxWrite(write: AtomicWrite): write is DynamoDBOutboxWrite {
+  return OUTBOX_WRITES.has(write);
+}
+
+/** Names used in expressions: `order` is a reserved word, the rest named for uniformity. */
+const NAMES = {
+  "#subject": A.subject,
+  "#order": A.order,
+  "#unsent": A.unsent,
+  "#bucket": A.pendingBucket,
+  "#owner": A.leaseOwner,
+  "#until": A.leaseUntilMs,
+  "#sent": A.sentAtMs,
+  "#exp": A.expiresAt,
+};
+
+/** GSI pages read per bucket in one claim: enough to find `limit` free subjects behind busy ones, bounded. */
+const MAX_PENDING_PAGES = 4;
+
+/**
+ * The transactional outbox on DynamoDB: each entry an item of its own table (outbox-schema.ts), put by the commit
+ * of the event that published it (folded into `DynamoDBStore`'s TransactWriteItems, or turning
+ * `InlineDynamoDBStore`'s single UpdateItem into a transaction for that commit only).
+ *
+ * Two ways to relay: the table's stream (`outboxStreamHandler`, the usual one: no polling, a subject's entries in
+ * order in one shard), or this class as an `OutboxReader` for the polling relay (src/outbox/relay.ts). The reader
+ * finds subjects with unsent entries through the sparse GSI `pending` (eventually consistent, so only a hint),
+ * takes each subject's head with a consistent Query of the sparse LSI `unsentBySubject`, and leases it with a
+ * conditional UpdateItem: a relay whose condition fails lost the race and skips the entry.
+ */
+export class DynamoDBOutbox implements Outbox, OutboxReader {
+  readonly engine: "dynamodb" | "dynamodb-inline";
+  readonly #client: DynamoDBClient;
+  readonly #table: string;
+  readonly #retentionSeconds: number;
+  readonly #buckets: number;
+
+  constructor(options: DynamoDBOutboxOptions) {
+    const o = resolveOptions("DynamoDBOutbox", DYNAMODB_OUTBOX_OPTIONS, options);
+    this.#client = o.client;
+    this.#table = o.tableName;
+    this.engine = o.engine;
+    this.#retentionSeconds = o.sentRetentionSeconds;
+    this.#buckets = o.pendingBuckets;
+  }
+
+  get tableName(): string {
+    return this.#table;
+  }
+
+  entryWrite(entry: OutboxEntry): DynamoDBOutboxWrite {
+    const write: DynamoDBOutboxWrite = {
+      engine: this.engine,
+      description: `outbox ${entry.messageId}`,
+      refused: "stale",
+      item: {
+        Put: {
+          TableName: this.#table,
+          Item: outboxItem(entry, this.#bucketOf(entry.subject)),
+          // An entry is written by one commit only: never over another.
+          ConditionExpression: "attribute_not_exists(#order)",
+          ExpressionAttributeNames: { "#order": A.order },
+        },
+      },
+    };
+    OUTBOX_WRITES.add(write);
+    return write;
+  }
+
+  async claim(req: ClaimEntriesRequest): Promise<ClaimedEntry[]> {
+    const subjects = await this.#candidates(req);
+    const claimed: ClaimedEntry[] = [];
+    // Subjects in the order their oldest unsent entry was made, a batch at a time: the heads' reads and leases of a
+    // batch go out at once.
+    for (let i = 0; i < subjects.length && claimed.length < req.limit; ) {
+      const batch = subjects.slice(i, i + req.limit - claimed.length);
+      i += batch.length;
+      const got = await Promise.all(batch.map((subject) => this.#claimHead(subject, req)));
+      for (const c of got) if (c) claimed.push(c);
+    }
+    return claimed.sort((a, b) => a.createdAtMs - b.createdAtMs || cmp(a.order, b.order));
+  }
+
+  async markSent(entry: ClaimedEntry, sentAtMs: number): Promise<boolean> {
+    try {
+      await this.#client.send(
+        new UpdateItemCommand({
+          TableName: this.#table,
+          Key: this.#key(entry),
+          UpdateExpression: "SET #sent = :sent, #exp = :exp REMOVE #unsent, #bucket",
+          ConditionExpression: "attribute_exists(#unsent) AND #owner = :owner AND #until = :until",
+          ExpressionAttributeNames: pick("#sent", "#exp", "#unsent", "#bucket", "#owner", "#until"),
+          ExpressionAttributeValues: {
+            ":sent": N(sentAtMs),
+            ":exp": N(this.#expiresAt(sentAtMs)),
+            ":owner": S(entry.owner),
+            ":until": N(entry.leaseUntilMs),
+          },
+          ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw wrap("markSent", entry.messageId, error);
+      // Sent already (by this relay's earlier try, another relay or the stream handler): answered alike.
+      return error.Item?.[A.sentAtMs] !== undefined;
+    }
+  }
+
+  /**
+   * Marks an entry sent whoever holds it (the stream handler, which holds no lease): false when it was marked
+   * already, or is gone.
+   */
+  async markSentUnleased(
+    entry: Pick<OutboxEntry, "subject" | "order" | "messageId">,
+    sentAtMs: number,
+  ): Promise<boolean> {
+    try {
+      await this.#client.send(
+        new UpdateItemCommand({
+          TableName: this.#table,
+          Key: this.#key(entry),
+          UpdateExpression: "SET #sent = :sent, #exp = :exp REMOVE #unsent, #bucket",
+          ConditionExpression: "attribute_exists(#order) AND attribute_not_exists(#sent)",
+          ExpressionAttributeNames: pick("#sent", "#exp", "#unsent", "#bucket", "#order"),
+          ExpressionAttributeValues: { ":sent": N(sentAtMs), ":exp": N(this.#expiresAt(sentAtMs)) },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return false;
+      throw wrap("markSent", entry.messageId, error);
+    }
+  }
+
+  /** Unsent entries: a consistent Scan of the table (operators and tests; not for a hot path). */
+  async pending(): Promise<OutboxEntry[]> {
+    const entries: OutboxEntry[] = [];
+    let start: Item | undefined;
+    try {
+      do {
+        const out = await this.#client.send(
+          new ScanCommand({
+            TableName: this.#table,
+            ConsistentRead: true,
+            FilterExpression: "attribute_exists(#unsent)",
+            ExpressionAttributeNames: pick("#unsent"),
+            ExclusiveStartKey: start,
+          }),
+        );
+        for (const item of out.Items ?? []) entries.push(entryOfItem(unmarshall(item)));
+        start = out.LastEvaluatedKey;
+      } while (start);
+    } catch (error) {
+      throw wrap("pending", this.#table, error);
+    }
+    return entries;
+  }
+
+  /**
+   * Subjects with unsent entries whose head no live lease holds, as the GSI shows them (eventually consistent: a
+   * hint, checked by #claimHead), oldest first.
+   */
+  async #candidates(req: ClaimEntriesRequest): Promise<string[]> {
+    const oldest = new Map<string, number>();
+    const leased = new Set<string>();
+    const enough = req.limit * 4;
+    await Promise.all(
+      Array.from({ length: this.#buckets }, async (_, bucket) => {
+        let start: Item | undefined;
+        for (let page = 0; page < MAX_PENDING_PAGES; page++) {
+          let out: QueryCommandOutput;
+          try {
+            out = await this.#client.send(
+              new QueryCommand({
+                TableName: this.#table,
+                IndexName: OUTBOX_PENDING_INDEX,
+                KeyConditionExpression: "#bucket = :bucket",
+                ExpressionAttributeNames: pick("#bucket"),
+                ExpressionAttributeValues: { ":bucket": S(String(bucket)) },
+                ExclusiveStartKey: start,
+              }),
+            );
+          } catch (error) {
+            throw wrap("claim", this.#table, error);
+          }
+          for (const item of out.Items ?? []) {
+            const subject = item[A.subject]?.S;
+            if (subject === undefined) continue;
+            // Only a head is ever leased: a live lease on any entry of the subject holds the subject.
+            if (Number(item[A.leaseUntilMs]?.N ?? 0) > req.nowMs) leased.add(subject);
+            const at = Number(item[A.createdAtMs]?.N);
+            if (!(oldest.get(subject)! <= at)) oldest.set(subject, at);
+          }
+          start = out.LastEvaluatedKey;
+          if (!start || oldest.size >= enough) break;
+        }
+      }),
+    );
+    return [...oldest]
+      .filter(([subject]) => !leased.has(subject))
+      .sort((a, b) => a[1] - b[1])
+      .map(([subject]) => subject);
+  }
+
+  /** The subject's oldest unsent entry (a consistent read of the LSI), leased to the relay unless a live lease holds it. */
+  async #claimHead(subject: string, req: ClaimEntriesRequest): Promise<ClaimedEntry | undefined> {
+    try {
+      const out = await this.#client.send(
+        new QueryCommand({
+          TableName: this.#table,
+          IndexName: OUTBOX_UNSENT_INDEX,
+          KeyConditionExpression: "#subject = :subject",
+          ExpressionAttributeNames: pick("#subject"),
+          ExpressionAttributeValues: { ":subject": S(subject) },
+          ConsistentRead: true,
+          Limit: 1,
+        }),
+      );
+      const head = out.Items?.[0];
+      if (!head || Number(head[A.leaseUntilMs]?.N ?? 0) > req.nowMs) return undefined;
+      await this.#client.send(
+        new UpdateItemCommand({
+          TableName: this.#table,
+          Key: { [A.subject]: S(subject), [A.order]: head[A.order] ?? S("") },
+          UpdateExpression: "SET #owner = :owner, #until = :until",
+          // Still unsent and not leased since the read: else another relay won it.
+          ConditionExpression:
+            "attribute_exists(#unsent) AND (attribute_not_exists(#until) OR #until <= :now)",
+          ExpressionAttributeNames: pick("#owner", "#until", "#unsent"),
+          ExpressionAttributeValues: {
+            ":owner": S(req.owner),
+            ":until": N(req.leaseUntilMs),
+            ":now": N(req.nowMs),
+          },
+        }),
+      );
+      return { ...entryOfItem(unmarshall(head)), owner: req.owner, leaseUntilMs: req.leaseUntilMs };
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return undefined;
+      throw wrap("claim", subject, error);
+    }
+  }
+
+  #key(entry: Pick<OutboxEntry, "subject" | "order" | "messageId">): Item {
+    return { [A.subject]: S(entry.subject), [A.order]: S(outboxSortKey(entry)) };
+  }
+
+  #expiresAt(sentAtMs: number): number {
+    return Math.floor(sentAtMs / 1000) + this.#retentionSeconds;
+  }
+
+  /** A subject's GSI bucket: FNV-1a of the subject, so a subject's entries share one (any spread would do). */
+  #bucketOf(subject: string): string {
+    let h = 0x811c9dc5;
+    for (let i = 0; i < subject.length; i++) h = Math.imul(h ^ subject.charCodeAt(i), 0x01000193);
+    return String((h >>> 0) % this.#buckets);
+  }
+}
+
+function pick(...placeholders: (keyof typeof NAMES)[]): Record<string, string> {
+  return Object.fromEntries(placeholders.map((p) => [p, NAMES[p]]));
+}
+
+function cmp(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+function wrap(op: string, what: string, error: unknown): StoreError {
+  return storeError("DynamoDB outbox", op, what, error);
+}
