@@ -75,7 +75,7 @@ export interface Backend {
    * history's entries (histories on a server run at once, and a relay claims every subject's head), whose store
    * folds its entries; `clock` is the history's (virtual) clock. Called once per history.
    */
-  outbox?(clock: Clock): SimOutbox;
+  outbox?(clock: Clock): Promise<SimOutbox>;
 }
 
 /** An engine's outbox in one history: the writer the guard folds into commits, and a reader per relay copy. */

@@ -55,6 +55,7 @@ export class HistoryObserver {
   readonly #holders = new Map<string, Holder>();
   readonly #landedClaims = new Map<number, { key: string; fence: number }[]>();
   readonly #landedCommits = new Map<number, { key: string; fence: number }[]>();
+  readonly #commits = new Map<string, number[]>();
   readonly #fences = new Map<string, Map<number, number>>();
   readonly #lastState = new Map<string, { cpos?: string; fence: number }>();
   readonly #sink = new Map<string, { pos: string; fence: number }>();
@@ -162,6 +163,21 @@ export class HistoryObserver {
     if (!h) return;
     h.lastRenewLanded = this.sim.now;
     if (confirmed) h.confirmedUntil = Math.max(h.confirmedUntil, leaseUntilMs - this.#offset(worker));
+  }
+
+  /**
+   * A commit (or claim-and-commit) of (`key`, `identity`) landed with `fence`, its answer seen or found after a lost
+   * response: the commits that happened, whatever their folded writes did (outbox histories check messages by them).
+   */
+  committed(key: string, identity: string, fence: number): void {
+    const id = `${key}\n${identity}`;
+    const fences = this.#commits.get(id) ?? [];
+    if (!fences.includes(fence)) this.#commits.set(id, [...fences, fence]);
+  }
+
+  /** The fences whose commit of (`key`, `identity`) landed. */
+  commitsOf(key: string, identity: string): readonly number[] {
+    return this.#commits.get(`${key}\n${identity}`) ?? [];
   }
 
   commitLanded(call: number, key: string, fence: number): void {

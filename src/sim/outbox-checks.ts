@@ -7,7 +7,11 @@ import type { SimEvent } from "./sim-event.js";
 
 /** What the outbox checks read at the end: the upstream commits, the consumers' counts, the outbox's pending. */
 interface Facts {
-  /** Each upstream event's committed fence (its counter's), undefined when it never committed. */
+  /**
+   * Each upstream event's committed fence, undefined when it never committed: its commit as the store answered it
+   * (the observer's), whatever its folded writes did (inline state: a commit whose row write newer work refused
+   * still publishes).
+   */
   committed: Map<number, number | undefined>;
   /** Each planned message's (and each stray's) consumer effect count and the fence that applied it first. */
   consumedCount: Map<string, { count: number; fence: number | undefined }>;
@@ -24,8 +28,9 @@ export async function checkOutbox(o: OutboxRun, reader: OutboxReader, completed:
   const { run } = o;
   const committed = new Map<number, number | undefined>();
   for (const e of run.events) {
-    const c = await run.backend.readCounter(e);
-    committed.set(e.index, c.count >= 1 ? c.fences[0] : undefined);
+    const fences = run.observer.commitsOf(e.key, e.identity);
+    // Two commits of one event are I1's to report: the messages are checked against the first.
+    committed.set(e.index, fences.length > 0 ? Math.min(...fences) : undefined);
   }
   const consumedCount = new Map<string, { count: number; fence: number | undefined }>();
   for (const [id, m] of [...o.planned, ...[...o.strays].map(([id, s]) => [id, s] as const)]) {

@@ -39,7 +39,7 @@ export async function runOutboxHistory(
   // A stall past the deduplication window (5 minutes) and the relays' polls take virtual time and steps.
   const cfg: HistoryConfig = { ...base, maxSteps: 3 * base.maxSteps, maxVirtualMs: 3 * base.maxVirtualMs };
   const { run, beyondSkew, shared } = setUp(cfg, deps);
-  const simOutbox = run.backend.outbox?.(run.sim.clock(0));
+  const simOutbox = await run.backend.outbox?.(run.sim.clock(0));
   if (!simOutbox) throw new Error(`the ${run.backend.name} engine has no outbox in the simulator yet`);
   run.outbox = simOutbox.outbox;
   const queue = new SimQueue(run.sim, run.chooser, run.faults, {

@@ -53,7 +53,7 @@ export function memoryBackend(o: MemoryBackendOptions): Backend {
     },
     forget: async (key) => store.forget(key),
     stepEffects: (clock) => new MemoryStepEffects({ clock, ...quiet() }),
-    outbox: () => {
+    outbox: async () => {
       const outbox = new MemoryOutbox();
       return { outbox, reader: async () => outbox };
     },
