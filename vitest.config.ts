@@ -83,6 +83,8 @@ const INTEGRATION = [
   "test/durable/engines/**/*.test.ts",
   "test/sinks/fenced-rule.property.test.ts",
   "test/sinks/s3-fenced.test.ts",
+  // The outbox's AWS sender on fauxqs (SQS and SNS).
+  "test/outbox/aws-sender.test.ts",
   "test/audit/table.test.ts",
 ];
 

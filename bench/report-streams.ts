@@ -72,7 +72,7 @@ export function renderStreams(streams: StreamResults): string {
   const shape = any ? `batches of ${any.batch} records over ${any.subjects} subjects` : "";
   const parts = [
     `### 9. The stream path: one shard, ${shape} (bench/stream-path.ts)\n`,
-    "Per source, each row on its own tables, one batch in flight (as Lambda reads a shard), interleaved batch by batch. The user handler body is the same in every row: one PutItem of the record's row (`apply`: the same row folded into the commit with `ctx.atCommit(sink.atomicPut(…))`). Ours: the stream wrapper on a DynamoDB state table (`DynamoDBStore`), default keys (subject the partition key or item, position the sequence number), concurrency 10. Powertools: `processPartialResponse` with a `BatchProcessor` and the record handler made idempotent (`makeIdempotent`, `DynamoDBPersistenceLayer`, key `eventID`); `powertools` is its default (every record of the batch at once), `powertools sequential` is `processInParallel: false`.",
+    "Per source, each row on its own tables, one batch in flight (as Lambda reads a shard), interleaved batch by batch. The user handler body is the same in every row: one PutItem of the record's row (`apply`: the same row folded into the commit with `ctx.atCommit(sink.atomicPut(…))`). Ours: the stream wrapper on a DynamoDB state table (`DynamoDBStore`), default keys (subject the partition key or item, position the sequence number), default concurrency (up to 100 subjects' lanes at once). Rows named `… newestPerSubject` use that opt-in: only each subject's newest record of a batch runs and writes its row, the older ones end stale (for handlers where the newest state wins; not a ledger's). Powertools: `processPartialResponse` with a `BatchProcessor` and the record handler made idempotent (`makeIdempotent`, `DynamoDBPersistenceLayer`, key `eventID`); `powertools` is its default (every record of the batch at once), `powertools sequential` is `processInParallel: false`.",
     "\n#### Requests and capacity per record, beside the SQS path (loopback)\n",
     "A new batch, then the same batch again (Lambda's redelivery). SQS: the same payloads as application messages through `sqsHandler` (`messages: \"accept\"`, subject and a position per subject, as on the streams), same store, same handler. WCU from DynamoDB's ConsumedCapacity; a cancelled transaction (`apply`'s redelivery) at its full price, an upper bound (bench/capacity.ts).\n",
     table(
@@ -143,7 +143,7 @@ export function renderStreams(streams: StreamResults): string {
     );
   }
   parts.push(
-    "\nrecords/s: the measured batches' records over their summed wall time, median of the repetitions (min–max); × our run wrapper: over the `run` row of the same source and repetition. p50 ms/record: the batch's p50 over its records. exactly once: every record's row present and written once, the handler run once per record. Out of subject order: effects acknowledged after an effect of a later record of the same partition key (item).",
+    "\nrecords/s: the measured batches' records over their summed wall time, median of the repetitions (min–max); × our run wrapper: over the `run` row of the same source and repetition. p50 ms/record: the batch's p50 over its records. exactly once: every record's row present and written once, the handler run once per record (`newestPerSubject` rows: each subject's newest record per batch, and no other row). Out of subject order: effects acknowledged after an effect of a later record of the same partition key (item).",
   );
   return parts.join("\n");
 }

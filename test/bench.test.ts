@@ -287,6 +287,8 @@ describe("bench --quick --json", () => {
         expect(Object.keys(rows), `${condition} ${source}`).toEqual([
           `${wrapper} run`,
           `${wrapper} apply`,
+          `${wrapper} run newestPerSubject`,
+          `${wrapper} apply newestPerSubject`,
           "powertools",
           "powertools sequential",
         ]);

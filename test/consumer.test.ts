@@ -66,6 +66,8 @@ import * as middy from "effectively-once/lambda/middy";
 import * as local from "effectively-once/local";
 import type { LocalRuntimeOptions } from "effectively-once/local";
 import * as observe from "effectively-once/observe";
+import * as outbox from "effectively-once/outbox";
+import type { OutboxEntry, OutboxSender } from "effectively-once/outbox";
 import * as dynamodb from "effectively-once/engines/dynamodb";
 import * as memory from "effectively-once/engines/memory";
 import * as postgres from "effectively-once/engines/postgres";
@@ -95,6 +97,8 @@ export const sqs = lambda.sqsHandler(async (e: S3ObjectEvent | unknown, ctx: Han
 export const sqsEvent: SQSEvent = { Records: [] };
 export const props: Partial<EffectivelyOncePipelineProps> = { pipelineName: "p" };
 export const runtime: LocalRuntimeOptions = { seed: 1 };
+export const sender: OutboxSender = outbox.awsOutboxSender();
+export const pending: OutboxEntry[] = [];
 export const valkeyOptions: Partial<ValkeyStoreOptions> = { keyPrefix: "app:" };
 export const values = [
   root.createGuard,
@@ -102,6 +106,7 @@ export const values = [
   middy.effectivelyOnce,
   local.LocalRuntime,
   observe.Observer,
+  outbox.relayOutbox,
   sinks.DynamoDBFencedSink,
   dynamodb.DynamoDBStore,
   postgres.PostgresStore,

@@ -104,6 +104,15 @@ function effectItem(p: Payload, sequenceNumber: string): Record<string, string |
 
 export const effectKey = (p: Payload): string => `${p.producerId}#${p.requestId}`;
 
+/**
+ * The payloads whose effect a row writes: every one, or with `newestPerSubject` each subject's last one in the batch
+ * (the older ones end stale without running).
+ */
+export function effectsOf(payloads: readonly Payload[], newestPerSubject: boolean | undefined): Payload[] {
+  if (!newestPerSubject) return [...payloads];
+  return [...new Map(payloads.map((p) => [p.subject, p])).values()];
+}
+
 /** The user's handler body, the same for every row: one PutItem of the record's row. */
 function putEffect(client: DynamoDBClient, table: string, p: Payload, sequenceNumber: string) {
   return client.send(new PutItemCommand({ TableName: table, Item: marshall(effectItem(p, sequenceNumber)) }));
@@ -122,6 +131,8 @@ export interface StreamImplementation {
   readonly name: string;
   readonly source: StreamSource;
   readonly description: string;
+  /** The opt-in `newestPerSubject`: only each subject's newest record of a batch runs (and writes its row). */
+  readonly newestPerSubject?: boolean;
   open(ctx: OpenContext): Promise<StreamInstance>;
 }
 
@@ -130,6 +141,8 @@ export function streamRows(source: "kinesis" | "dynamodb"): StreamImplementation
   return [
     oursRow(source, "run"),
     oursRow(source, "apply"),
+    oursRow(source, "run", true),
+    oursRow(source, "apply", true),
     powertoolsRow(source, true),
     powertoolsRow(source, false),
   ];
@@ -142,11 +155,17 @@ const WRAPPER_NAME = { kinesis: "kinesisHandler", dynamodb: "dynamodbStreamHandl
  * put, commit). Mode `apply`: the same row folded into the commit (`ctx.atCommit(sink.atomicPut(…))`), one request.
  * SQS: application messages with the stream's keys (subject, a position per subject).
  */
-export function oursRow(source: StreamSource, mode: WrapperMode): StreamImplementation {
+export function oursRow(
+  source: StreamSource,
+  mode: WrapperMode,
+  newestPerSubject = false,
+): StreamImplementation {
+  const opts = `${mode === "apply" ? ', mode: "apply"' : ""}${newestPerSubject ? ", newestPerSubject: true" : ""}`;
   return {
-    name: `${WRAPPER_NAME[source]} ${mode}`,
+    name: `${WRAPPER_NAME[source]} ${mode}${newestPerSubject ? " newestPerSubject" : ""}`,
     source,
-    description: `${WRAPPER_NAME[source]}(handler, { store: DynamoDBStore${mode === "apply" ? ', mode: "apply"' : ""} })${mode === "apply" ? ": ctx.atCommit(sink.atomicPut(row))" : ": PutItem(row)"}`,
+    newestPerSubject,
+    description: `${WRAPPER_NAME[source]}(handler, { store: DynamoDBStore${opts} })${mode === "apply" ? ": ctx.atCommit(sink.atomicPut(row))" : ": PutItem(row)"}`,
     async open({ client, prefix }) {
       const stateTable = `${prefix}-state`;
       const out = `${prefix}-out`;
@@ -162,7 +181,7 @@ export function oursRow(source: StreamSource, mode: WrapperMode): StreamImplemen
         sink.putAtCommit(c, effectItem(p, sequenceNumber));
         return undefined;
       };
-      const handler = wrapperOf(source, mode, store, effect);
+      const handler = wrapperOf(source, mode, store, effect, newestPerSubject);
       return {
         outputTable: out,
         get handlerRuns() {
@@ -189,8 +208,14 @@ function wrapperOf(
   mode: WrapperMode,
   store: DynamoDBStore,
   effect: Effect,
+  newestPerSubject: boolean,
 ): AnyHandler {
-  const options = { store, ...quietObservability(), ...(mode === "apply" ? { mode } : {}) };
+  const options = {
+    store,
+    ...quietObservability(),
+    ...(mode === "apply" ? { mode } : {}),
+    ...(newestPerSubject ? { newestPerSubject } : {}),
+  };
   // Typed per mode by the wrappers' overloads; the bench picks the mode at run time.
   type Make = (handler: unknown, options: unknown) => AnyHandler;
   if (source === "kinesis") {

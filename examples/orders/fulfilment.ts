@@ -66,7 +66,11 @@ export function guardedFulfilmentHandler(
       if (event.kind !== "message") return undefined;
       const charged = parseCharged(event.body);
       await faultPoint();
-      shipments.putAtCommit(ctx, { shipmentId: randomUUID(), ...charged, shippedAt: new Date().toISOString() });
+      shipments.putAtCommit(ctx, {
+        shipmentId: randomUUID(),
+        ...charged,
+        shippedAt: new Date().toISOString(),
+      });
       return undefined;
     },
     { ...config.options, store: config.store, messages: "accept" },

@@ -37,7 +37,10 @@ export interface OrdersConfig {
 async function sendCharged(config: OrdersConfig, orderId: string, chargeId: string): Promise<void> {
   if (!config.charged) return;
   await config.charged.sqs.send(
-    new SendMessageCommand({ QueueUrl: config.charged.queueUrl, MessageBody: JSON.stringify({ orderId, chargeId }) }),
+    new SendMessageCommand({
+      QueueUrl: config.charged.queueUrl,
+      MessageBody: JSON.stringify({ orderId, chargeId }),
+    }),
   );
 }
 
@@ -55,7 +58,6 @@ async function chargeOrder(
   order: Order,
   options: { idempotencyKey?: string; signal?: AbortSignal } = {},
 ): Promise<string> {
-  await faultPoint(); // the payment provider call, sometimes slow
   if (config.paymentsUrl === undefined) return randomUUID();
   // Only the API's parameters, a function of the order alone (a key reused with another body is refused, 422).
   const input = {
@@ -85,6 +87,7 @@ export function naiveOrdersHandler(config: OrdersConfig) {
     for (const record of event.Records) {
       const order = parseOrder(record.body);
       const chargeId = await chargeOrder(config, order);
+      await faultPoint(); // after the charge, before its row: sometimes slow, sometimes the run dies here
       await config.dynamodb.send(
         new PutItemCommand({
           TableName: config.chargesTable,
@@ -138,6 +141,8 @@ export function guardedOrdersHandler(config: GuardedOrdersConfig) {
       } else if (config.charged) {
         ctx.publish({ kind: "sqs", queueUrl: config.charged.queueUrl }, { orderId: order.orderId, chargeId });
       }
+      // After the charge and "order charged", before the commit: sometimes slow, sometimes the run dies here.
+      await faultPoint();
       return { chargeId };
     },
     {

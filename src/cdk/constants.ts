@@ -12,6 +12,8 @@ export const ENV = {
   /** Inline state: the table whose rows hold it and its hash key (InlineDynamoDBStore's tableName, keyAttribute). */
   inlineStateTable: "EONCE_STATE_TABLE",
   inlineStateKeyAttribute: "EONCE_STATE_KEY_ATTRIBUTE",
+  /** The outbox table (the `outbox` prop), to the function and to the relay. */
+  outboxTable: "OUTBOX_TABLE",
   outputBucket: "OUTPUT_BUCKET",
   inputBucket: "INPUT_BUCKET",
   /** The pipeline's name, for the handler's `pipeline` option (the metric dimension). */

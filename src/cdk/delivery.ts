@@ -16,7 +16,7 @@ export function configureAsyncInvoke(pipeline: PipelineParts): void {
   pipeline.function.configureAsyncInvoke({
     retryAttempts: 2,
     maxEventAge: Duration.hours(6),
-    onFailure: sendOnlyDlq(pipeline),
+    onFailure: sendOnlyDlq(pipeline.deadLetterQueue),
   });
 }
 
@@ -84,7 +84,9 @@ export function sourceQueue(pipeline: PipelineParts, q: QueueSettings): sqs.Queu
 /** The stream deliveries: the function polls the Kinesis stream's shards. */
 export function kinesisSource(pipeline: PipelineParts, stream: kinesis.IStream, s: StreamSettings): void {
   // Grants the mapping's reads on this stream (and its key's Decrypt when it has a customer key).
-  pipeline.function.addEventSource(new sources.KinesisEventSource(stream, streamSourceProps(pipeline, s)));
+  pipeline.function.addEventSource(
+    new sources.KinesisEventSource(stream, streamSourceProps(s, pipeline.deadLetterQueue)),
+  );
 }
 
 /** The stream deliveries: the function polls the table's stream. */
@@ -94,7 +96,9 @@ export function dynamoDBStreamSource(
   s: StreamSettings,
 ): void {
   // Grants the mapping's reads on this table's stream, and dynamodb:ListStreams (which has no resource: `*`).
-  pipeline.function.addEventSource(new sources.DynamoEventSource(table, streamSourceProps(pipeline, s)));
+  pipeline.function.addEventSource(
+    new sources.DynamoEventSource(table, streamSourceProps(s, pipeline.deadLetterQueue)),
+  );
 }
 
 /**
@@ -106,8 +110,12 @@ export function dynamoDBStreamSource(
  *   trims it, and then it is gone without a trace;
  * - on failure the DLQ gets the failed batch's shard and sequence numbers (the records stay in the stream);
  * - no tumblingWindow: the stream wrappers refuse windowed events.
+ * The outbox relay's mapping is this one too (outbox.ts).
  */
-function streamSourceProps(pipeline: PipelineParts, s: StreamSettings): sources.StreamEventSourceProps {
+export function streamSourceProps(
+  s: Omit<StreamSettings, "iteratorAgeAlarmSeconds">,
+  deadLetterQueue: sqs.IQueue,
+): sources.StreamEventSourceProps {
   return {
     startingPosition: lambda.StartingPosition.TRIM_HORIZON,
     batchSize: s.batchSize,
@@ -117,7 +125,7 @@ function streamSourceProps(pipeline: PipelineParts, s: StreamSettings): sources.
     maxRecordAge: Duration.seconds(s.maxRecordAgeSeconds),
     bisectBatchOnError: true,
     reportBatchItemFailures: true,
-    onFailure: sendOnlyDlq(pipeline),
+    onFailure: sendOnlyDlq(deadLetterQueue),
   };
 }
 
@@ -125,8 +133,7 @@ function streamSourceProps(pipeline: PipelineParts, s: StreamSettings): sources.
  * The DLQ as an on-failure destination, of async invokes and of stream mappings alike, granting only SendMessage (the
  * stock SqsDestination and SqsDlq also grant GetQueueAttributes/Url).
  */
-function sendOnlyDlq(pipeline: PipelineParts): lambda.IDestination & lambda.IEventSourceDlq {
-  const dlq = pipeline.deadLetterQueue;
+function sendOnlyDlq(dlq: sqs.IQueue): lambda.IDestination & lambda.IEventSourceDlq {
   return {
     bind: (_mapping, fn) => {
       dlq.grant(fn, "sqs:SendMessage");

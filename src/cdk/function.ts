@@ -84,8 +84,8 @@ function required<T>(resource: T | undefined, what: string): T {
   return resource;
 }
 
-/** The entry, bundled by the local esbuild into one ES module, native modules copied beside it. */
-function bundled(
+/** The entry, bundled by the local esbuild into one ES module, native modules copied beside it (the outbox relay too). */
+export function bundled(
   source: Extract<FunctionSource, { kind: "bundle" }>,
   p: ResolvedProps,
 ): nodejs.NodejsFunctionProps {

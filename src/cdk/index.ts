@@ -15,6 +15,7 @@ export {
 export * from "./metrics.js";
 export { EffectivelyOncePipeline } from "./pipeline.js";
 export type { PipelineAlarms } from "./pipeline-alarms.js";
+export type { PipelineOutbox } from "./pipeline-parts.js";
 export {
   type Architecture,
   DELIVERIES,
@@ -23,6 +24,7 @@ export {
   type ExternalStateOptions,
   type InlineStateOptions,
   MIN_MAX_RECEIVE_COUNT,
+  type OutboxOptions,
   type RecordsTableAction,
   type RecordsTableOptions,
   type Removal,

@@ -12,6 +12,7 @@ export function acknowledgeNagFindings(pipeline: PipelineParts, p: ResolvedProps
   acknowledgeBuckets(pipeline, p);
   acknowledgeDeadLetterQueue(pipeline, p);
   acknowledgeFunction(pipeline);
+  acknowledgeOutboxRelay(pipeline);
   acknowledgeCdkSingletons(Stack.of(pipeline));
 }
 
@@ -88,6 +89,41 @@ function acknowledgeFunction(pipeline: PipelineParts): void {
         "An SQS source dead-letters by its redrive policy (maxReceiveCount); event source mapping " +
         "on-failure destinations are for stream and Kafka sources.",
     });
+  }
+}
+
+function acknowledgeOutboxRelay(pipeline: PipelineParts): void {
+  const outbox = pipeline.outbox;
+  if (!outbox) return;
+  Validations.of(outbox.relay).acknowledge(
+    {
+      id: "Serverless-LambdaDLQ",
+      reason:
+        "The relay is invoked by its stream mapping only: batches it gives up on go to the mapping's on-failure " +
+        "destination (the DLQ), and the entries stay in the outbox table.",
+    },
+    {
+      id: "Serverless-LambdaTracing",
+      reason:
+        "X-Ray is off by default (it is billed per trace); each message carries its id in the relay's logs.",
+    },
+  );
+  const policy = outbox.relayRole.node.tryFindChild("DefaultPolicy");
+  if (policy) {
+    Validations.of(policy).acknowledge({
+      id: "AwsSolutions-IAM5[Resource::*]",
+      reason:
+        "dynamodb:ListStreams, which the outbox table's stream mapping calls, has no resource-level permission: " +
+        "IAM only accepts `*` for it. The stream's reads are granted on the outbox table's stream only.",
+    });
+  }
+  if (outbox.relayDeadLetterQueue !== pipeline.deadLetterQueue) {
+    const reason =
+      "This queue is the relay's dead-letter queue itself: dead letters stay here until redriven.";
+    Validations.of(outbox.relayDeadLetterQueue).acknowledge(
+      { id: "AwsSolutions-SQS3", reason },
+      { id: "Serverless-SQSRedrivePolicy", reason },
+    );
   }
 }
 

@@ -28,5 +28,15 @@ export interface PipelineParts extends Construct {
   readonly sourceTable?: dynamodb.ITable;
   readonly deadLetterQueue: sqs.Queue;
   readonly alarms: PipelineAlarms;
+  readonly outbox?: PipelineOutbox;
   metric(name: PipelineMetric, props?: cloudwatch.MetricOptions): cloudwatch.Metric;
+}
+
+/** The outbox a pipeline made (outbox.ts, the `outbox` prop). */
+export interface PipelineOutbox {
+  readonly table: dynamodb.Table;
+  readonly relay: lambda.Function;
+  readonly relayRole: iam.Role;
+  /** Where the relay's stream mapping sends the batches it gives up on. */
+  readonly relayDeadLetterQueue: sqs.IQueue;
 }

@@ -24,8 +24,9 @@ import {
 import { createFunction } from "./function.js";
 import { PIPELINE_DIMENSION, type PipelineMetric, SERVICE_DIMENSION } from "./metrics.js";
 import { acknowledgeNagFindings } from "./nag.js";
+import { createOutbox } from "./outbox.js";
 import type { PipelineAlarms } from "./pipeline-alarms.js";
-import type { PipelineParts } from "./pipeline-parts.js";
+import type { PipelineOutbox, PipelineParts } from "./pipeline-parts.js";
 import type { EffectivelyOncePipelineProps } from "./props.js";
 import { createQueries } from "./queries.js";
 import { type ResolvedProps, resolveProps } from "./resolve-props.js";
@@ -57,6 +58,8 @@ export class EffectivelyOncePipeline extends Construct implements PipelineParts 
   /** The EventBridge rule (`s3-eventbridge`). */
   readonly rule?: events.Rule;
   readonly alarms: PipelineAlarms;
+  /** The outbox (the `outbox` prop): its table, the relay function on its stream, the relay's role and DLQ. */
+  readonly outbox?: PipelineOutbox;
   readonly dashboard?: cloudwatch.Dashboard;
   /** Saved Logs Insights queries (CloudWatch console → Logs Insights → Saved queries). */
   readonly queries: logs.QueryDefinition[];
@@ -109,6 +112,7 @@ export class EffectivelyOncePipeline extends Construct implements PipelineParts 
     this.logGroup.grantWrite(this.role);
     this.function = createFunction(this, p, serviceName);
     this.#grant(p);
+    if (p.outbox) this.outbox = createOutbox(this, p, p.outbox);
 
     ({ queue: this.queue, rule: this.rule } = this.#connectSource(p));
 

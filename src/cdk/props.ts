@@ -1,8 +1,11 @@
 import type * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
 import type * as dynamodb from "aws-cdk-lib/aws-dynamodb";
+import type * as events from "aws-cdk-lib/aws-events";
 import type * as kinesis from "aws-cdk-lib/aws-kinesis";
 import type * as lambda from "aws-cdk-lib/aws-lambda";
 import type * as s3 from "aws-cdk-lib/aws-s3";
+import type * as sns from "aws-cdk-lib/aws-sns";
+import type * as sqs from "aws-cdk-lib/aws-sqs";
 
 /**
  * How events reach the function:
@@ -143,6 +146,41 @@ export interface EffectivelyOncePipelineProps {
   dashboard?: boolean;
   /** Where the guard keeps its state. Default `{ kind: "table" }`: a state table in the stack. */
   state?: StateOptions;
+  /**
+   * A transactional outbox (`ctx.publish`, docs/effects.md): the DynamoDB outbox table, written by the function's
+   * commits, and a relay function on its stream that sends each entry to its destination.
+   */
+  outbox?: OutboxOptions;
+}
+
+/**
+ * The outbox of a pipeline: its table (partition key `subject`, sort key `order`, stream NEW_IMAGE, TTL
+ * `expiresAt`), named to the function in `OUTBOX_TABLE`, and the relay function on its stream.
+ */
+export interface OutboxOptions {
+  /**
+   * The relay's handler file, bundled as `entry` is: `outboxStreamHandler` with a `DynamoDBOutbox` on
+   * `process.env.OUTBOX_TABLE` and `awsOutboxSender()` (docs/deploy.md). Required unless `relayCode` is given.
+   */
+  relayEntry?: string;
+  /** Prebuilt relay code instead of bundling `relayEntry`. */
+  relayCode?: lambda.Code;
+  /** The relay's export: `handler` by default; with `relayCode`, `file.export` (e.g. `index.handler`). */
+  relayHandler?: string;
+  /** Queues the relay sends to (sqs:SendMessage, and the key's use when a queue has one). */
+  queues?: sqs.IQueue[];
+  /** Topics the relay publishes to (sns:Publish). */
+  topics?: sns.ITopic[];
+  /** Event buses the relay puts events on (events:PutEvents). */
+  eventBuses?: events.IEventBus[];
+  /** The relay's timeout. Default 30. */
+  relayTimeoutSeconds?: number;
+  /** Stream records per relay invocation (1–10000). Default 100. */
+  batchSize?: number;
+  /** Retries of a failed batch before it goes to the DLQ (0–10000). Default 10. */
+  retryAttempts?: number;
+  /** Records older than this go to the DLQ unsent (60 s – 24 h, the stream's retention). Default 12 hours. */
+  maxRecordAgeSeconds?: number;
 }
 
 /**

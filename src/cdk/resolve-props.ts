@@ -24,6 +24,7 @@ import {
   type DeliveryKind,
   type EffectivelyOncePipelineProps,
   MIN_MAX_RECEIVE_COUNT,
+  type OutboxOptions,
   RECORDS_TABLE_ACTIONS,
   type RecordsTableAction,
   type RecordsTableOptions,
@@ -33,6 +34,7 @@ import {
   type StreamViewType,
   VISIBILITY_TIMEOUT_FACTOR,
 } from "./props.js";
+import { type OutboxSettings, resolveOutbox } from "./resolve-outbox.js";
 import { type ResolvedState, resolveState } from "./resolve-state.js";
 
 const WHAT = "EffectivelyOncePipeline";
@@ -126,6 +128,8 @@ export const PIPELINE_PROPS = schemaFor<EffectivelyOncePipelineProps>()({
   dashboard: boolean({ default: true }),
   // Checked per kind by resolveState (resolve-state.ts).
   state: custom<StateOptions>("an object with kind", isObject),
+  // Checked by resolveOutbox (resolve-outbox.ts).
+  outbox: custom<OutboxOptions>("an object", isObject),
 });
 
 const RECORDS_TABLE_OPTIONS = schemaFor<RecordsTableOptions>()({
@@ -172,6 +176,7 @@ interface CommonProps {
   readonly failedAlarmThreshold: number;
   readonly metricsNamespace: string;
   readonly dashboard: boolean;
+  readonly outbox: OutboxSettings | undefined;
 }
 
 /** The input bucket's events (S3 deliveries). */
@@ -271,6 +276,7 @@ export function resolveProps(props: EffectivelyOncePipelineProps): ResolvedProps
     failedAlarmThreshold: o.failedAlarmThreshold,
     metricsNamespace: o.metricsNamespace,
     dashboard: o.dashboard,
+    outbox: o.outbox === undefined ? undefined : resolveOutbox(o.outbox),
   };
   optionsRule(
     WHAT,

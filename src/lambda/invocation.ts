@@ -159,12 +159,23 @@ export class InvocationRunner {
       heartbeat = sqs ? this.#startHeartbeat(deliveries, inv) : undefined;
       const { lanes, blocked } = planLanes(deliveries, batch);
       for (const b of blocked) defer(b.plan, heartbeat, `not processed: ${b.reason}`);
-      await runLanes(
-        lanes,
-        this.#o.concurrency,
-        (d) => this.#deliver(call, d, heartbeat),
-        (d) => defer(d, heartbeat, `not processed: ${skipReason(d, batch)}`),
-      );
+      if (batch === "stream" && this.#o.newestPerSubject) {
+        // Each lane whole, newest first: one item per lane, so the lane decides for its older records itself.
+        const newest = lanes.map((lane) => ({ items: [newestFirst(lane.items)], stopOnFailure: false }));
+        await runLanes(
+          newest,
+          this.#o.concurrency,
+          (group) => this.#deliverNewest(call, group),
+          () => {},
+        );
+      } else {
+        await runLanes(
+          lanes,
+          this.#o.concurrency,
+          (d) => this.#deliver(call, d, heartbeat),
+          (d) => defer(d, heartbeat, `not processed: ${skipReason(d, batch)}`),
+        );
+      }
     } finally {
       await heartbeat?.stop();
       deadline.dispose();
@@ -300,6 +311,39 @@ export class InvocationRunner {
       const id = d.unit.delivery.sqs?.messageId;
       if (!d.report.ok && id !== undefined) heartbeat?.done(id);
     }
+  }
+
+  /**
+   * `newestPerSubject`: one subject's records of a stream batch, newest first. The newest well-formed one runs (a
+   * malformed one is acknowledged and decides nothing: the next newest runs); once one is acknowledged, the records
+   * with a lower position end `stale` unrun, as the guard would end them after its commit. One with the same position
+   * still runs (the guard tells a duplicate from another event's stale). If a record is not acknowledged, the rest
+   * are deferred, so the checkpoint (the lowest failed sequence number) falls to the oldest: nothing older than an
+   * unacknowledged record is acknowledged unrun. A lane with a record without a position (no order) runs in order.
+   */
+  async #deliverNewest<R>(call: Call<R>, group: Delivery<R>[]): Promise<boolean> {
+    const ordered = group.every((d) => positionOf(d) !== undefined);
+    const lane = ordered ? group : [...group].sort((a, b) => a.index - b.index);
+    let newest: Delivery<R> | undefined; // the first record of the lane acknowledged
+    for (const [i, d] of lane.entries()) {
+      if (ordered && newest && comparePositions(positionOf(d) ?? "", positionOf(newest) ?? "") < 0) {
+        superseded(call, d, newest);
+        continue;
+      }
+      const ok = await this.#deliver(call, d, undefined);
+      if (d.report.events.at(-1)?.status === "malformed") continue;
+      if (!ok) {
+        for (const rest of lane.slice(i + 1)) {
+          const reason = ordered
+            ? `a newer record of its subject (${d.report.sequenceNumber}) was not acknowledged in this batch`
+            : skipReason(rest, "stream");
+          defer(rest, undefined, `not processed: ${reason}`);
+        }
+        return false;
+      }
+      newest ??= d;
+    }
+    return true;
   }
 
   /** What ends a delivery before any event runs: malformed, empty, or too late. False: it has ended. */
@@ -439,6 +483,45 @@ function checkpoint<R>(failed: Delivery<R>[]): StreamBatchResponse["batchItemFai
       first = { sequenceNumber, position };
   }
   return first === undefined ? [] : [{ itemIdentifier: first.sequenceNumber }];
+}
+
+/** A stream delivery's one event's position (a stream unit carries one event). */
+function positionOf(d: Plan): string | undefined {
+  const item = d.items.find((i) => i.kind === "event");
+  return item?.kind === "event" ? item.guarded.position : undefined;
+}
+
+/**
+ * A subject's records, newest first: greatest position first, and on a tie the later record first (the guard ends
+ * an equal position of another identity stale, and the same identity duplicate: either way acknowledged). Records
+ * without a position keep their place (their lane runs in order).
+ */
+function newestFirst<P extends Plan>(items: readonly P[]): P[] {
+  return [...items].sort((a, b) => {
+    const pa = positionOf(a);
+    const pb = positionOf(b);
+    const byPosition = pa === undefined || pb === undefined ? 0 : comparePositions(pb, pa);
+    return byPosition !== 0 ? byPosition : b.index - a.index;
+  });
+}
+
+/**
+ * An older record of a subject whose newest record in the batch was acknowledged: `stale`, observed and reported as
+ * the guard's stale outcome would be (one line, the `stale` counter), without a request.
+ */
+function superseded<R>(call: Call<R>, d: Delivery<R>, newest: Delivery<R>): void {
+  const item = d.items.find((i) => i.kind === "event");
+  if (item?.kind !== "event") return;
+  d.obs.received();
+  const current = positionOf(newest) ?? "-";
+  d.obs.outcome(
+    item.guarded,
+    { status: "stale", position: item.guarded.position, current },
+    0,
+    call.bound.mode === "run",
+  );
+  d.report.events.push({ status: "stale", subject: item.guarded.subject });
+  end(d, true);
 }
 
 /** Settles the delivery's report; returns `ok`. */

@@ -144,8 +144,19 @@ export const EFFECTIVELY_ONCE_OPTIONS = {
   logger: opt.custom<Logger>("a Powertools Logger instance", isObject),
   /** A Powertools Metrics instance; default namespace `EffectivelyOnce` (or POWERTOOLS_METRICS_NAMESPACE). */
   metrics: opt.custom<Metrics>("a Powertools Metrics instance", isObject),
-  /** Deliveries processed at once (SQS batches; FIFO: groups at once, each group in order). Default 10. */
-  concurrency: opt.integer({ min: 1, default: 10 }),
+  /**
+   * Deliveries processed at once (SQS batches; FIFO: groups at once, each group in order). Default 10; the stream
+   * wrappers' default is STREAM_CONCURRENCY (lanes of subjects at once, each subject's records in order).
+   */
+  concurrency: opt.integer({ min: 1 }),
+  /**
+   * Stream wrappers only: run only the newest record of each subject in a batch (greatest position; the last one
+   * on a tie) and acknowledge the older ones as `stale` once it is acknowledged (they would be stale by the guard's
+   * rule as soon as it commits). Right for handlers where the newest state wins (a projection, a cache, a search
+   * index); wrong when every record is an effect of its own (a ledger, a counter, a notification). If the newest
+   * fails, the older ones are not acknowledged either (the checkpoint falls back to the oldest). Default false.
+   */
+  newestPerSubject: opt.boolean({ default: false }),
   /** Extend SQS visibility while records are in progress. Default off. */
   visibilityHeartbeat: opt.custom<VisibilityHeartbeatOptions | false>(
     "an object or false",
@@ -165,7 +176,8 @@ export const EFFECTIVELY_ONCE_OPTIONS = {
 };
 
 /** The options of mode `run` (the default). The guard's options pass through unchanged (see GuardOptions for each). */
-export interface EffectivelyOnceOptions extends Omit<opt.InputOf<typeof EFFECTIVELY_ONCE_OPTIONS>, "mode"> {
+export interface EffectivelyOnceOptions
+  extends Omit<opt.InputOf<typeof EFFECTIVELY_ONCE_OPTIONS>, "mode" | (typeof STREAMS_ONLY)[number]> {
   /** `run` (default): claim, run the handler under a lease, commit. */
   mode?: "run";
 }
@@ -194,6 +206,18 @@ export const NOT_FOR_STREAMS = [
   "correlationAttribute",
 ] as const;
 
+/** What only the stream wrappers take: the others refuse it (`OptionsError`). */
+export const STREAMS_ONLY = ["newestPerSubject"] as const;
+
+/**
+ * Lanes at once on a stream batch when `concurrency` is not given. A lane is one subject's records in order, so
+ * more lanes never reorder a subject; 10 (the SQS default, sized for SQS's batches of 10) would leave most of a
+ * batch waiting whenever it carries more subjects. 100 is the event source mapping's default batch size: a default
+ * batch of distinct keys runs all at once, as Powertools' BatchProcessor runs it, while a batch of up to 10 000
+ * records still has a bound on the requests in flight.
+ */
+export const STREAM_CONCURRENCY = 100;
+
 /**
  * The options of a stream wrapper (`kinesisHandler`, `dynamodbStreamHandler`) of mode `M`: the others' options less
  * those of SQS, S3 and EventBridge, with the key derivations and the payload fingerprint typed for the stream's
@@ -211,6 +235,11 @@ export type StreamOptionsOf<M extends WrapperMode, E extends StreamRecordEvent> 
   position?: Derivation<E, PositionValue | undefined>;
   /** As for the other wrappers; `true` fingerprints the record (Kinesis: its data; DynamoDB: the change). */
   payloadFingerprint?: boolean | ((event: E) => string);
+  /**
+   * Run only the newest record of each subject in a batch; the older ones end `stale` once it is acknowledged.
+   * Only for handlers where the newest state wins (never a ledger or a counter). Default false. docs/lambda.md.
+   */
+  newestPerSubject?: boolean;
 };
 
 function isObject(value: unknown): boolean {
@@ -223,7 +252,9 @@ type OwnResolved = Omit<
   GuardPassThroughKey | "payloadFingerprint" | "visibilityHeartbeat" | "messages" | "correlationAttribute"
 >;
 
-export interface ResolvedOptions extends Omit<OwnResolved, "subject" | "identity" | "position"> {
+export interface ResolvedOptions
+  extends Omit<OwnResolved, "subject" | "identity" | "position" | "concurrency"> {
+  concurrency: number;
   /** Built once per wrapper; each event is observed through its call's `onEvent`. */
   guard: Guard;
   /** The derivations, for whichever derivable events the wrapper's trigger brings (typed per wrapper). */
@@ -257,7 +288,16 @@ export function resolveOptions(
   if (streams) {
     const given = NOT_FOR_STREAMS.filter((key) => (options as Record<string, unknown>)[key] !== undefined);
     opt.optionsRule(what, given.length === 0, `${given.join(", ")}: not for stream records`);
+  } else {
+    const given = STREAMS_ONLY.filter((key) => (options as Record<string, unknown>)[key] !== undefined);
+    opt.optionsRule(what, given.length === 0, `${given.join(", ")}: for the stream wrappers only`);
   }
+  // Records with no position (an identity alone: dedupe only) have no order, so none of them is the newest.
+  opt.optionsRule(
+    what,
+    !o.newestPerSubject || o.identity === undefined || o.position !== undefined,
+    "newestPerSubject needs positions: with identity alone the records are deduplicated only, none is newer",
+  );
   if (o.mode === "apply") {
     const given = RUN_ONLY.filter((key) => o[key] !== undefined && o[key] !== false);
     opt.optionsRule(
@@ -287,7 +327,8 @@ export function resolveOptions(
         : (o.payloadFingerprint as ResolvedOptions["payloadFingerprint"]) || undefined,
     logger: o.logger,
     metrics: o.metrics,
-    concurrency: o.concurrency,
+    concurrency: o.concurrency ?? (streams ? STREAM_CONCURRENCY : 10),
+    newestPerSubject: o.newestPerSubject,
     visibilityHeartbeat:
       hb === undefined || hb === false ? undefined : resolveVisibilityHeartbeatOptions(what, hb),
     sqsClient: o.sqsClient,

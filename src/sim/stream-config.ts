@@ -3,7 +3,8 @@ import type { StreamOptions } from "./stream-source.js";
 
 /**
  * How a stream history (src/sim/stream-history.ts) reads its stream: shards, lanes (the parallelization factor), a
- * split mid-stream, batch sizes, bisect, the runner's concurrency and how often the user's handler throws. Drawn
+ * split mid-stream, batch sizes, bisect, the runner's concurrency, how often the user's handler throws and whether
+ * only each subject's newest record of a batch runs (`newestPerSubject`). Drawn
  * from the history's seed beside its HistoryConfig, so `--replay <seed> --streams` rebuilds both.
  */
 export interface StreamSettings extends Omit<StreamOptions, "timeoutMs" | "splitAfter"> {
@@ -15,6 +16,8 @@ export interface StreamSettings extends Omit<StreamOptions, "timeoutMs" | "split
   concurrency: number;
   /** Share of handler runs (either mode) that throw. */
   handlerErrorRate: number;
+  /** The wrapper's `newestPerSubject`: each subject's newest record of a batch runs, the older ones end stale. */
+  newestPerSubject: boolean;
 }
 
 export function streamSettings(seed: number): StreamSettings {
@@ -30,5 +33,7 @@ export function streamSettings(seed: number): StreamSettings {
     maxBatch: r.int(1, 5),
     concurrency: r.int(1, 3),
     handlerErrorRate: pick([0, 0.1, 0.25]),
+    // Drawn last: the draws before it, and so a seed's other settings, are as they were before the option.
+    newestPerSubject: r.chance(0.5),
   };
 }

@@ -1,5 +1,6 @@
 import type { KinesisStreamRecord } from "aws-lambda";
 import { isAcknowledged } from "../core/outcomes.js";
+import { comparePositions } from "../core/position.js";
 import type { StateStore } from "../core/store.js";
 import type { InvocationResult } from "../lambda/invocation.js";
 import type { WrapperMode } from "../lambda/options.js";
@@ -29,7 +30,9 @@ export function createStreamWorker(
   id: number,
   ss: StreamSettings,
 ): StreamWorker {
-  return createWorker(run, shared, id, "kinesisHandler", ss.concurrency);
+  return createWorker(run, shared, id, "kinesisHandler", ss.concurrency, {
+    newestPerSubject: ss.newestPerSubject,
+  });
 }
 
 /** A Lambda instance takes batches of the stream's lanes until every record is past its checkpoint. */
@@ -81,7 +84,7 @@ async function invoke(run: Run, stream: SimStream, w: StreamWorker, ss: StreamSe
     stream.answer(b, 0, true);
     return;
   }
-  const failedAt = await checkAnswer(run, w, b, result);
+  const failedAt = await checkAnswer(run, w, b, result, ss.newestPerSubject);
   run.observer.log(
     () => `w${w.id} checkpoint ${failedAt === -1 ? "past the batch" : `at record ${failedAt}`}`,
   );
@@ -99,10 +102,17 @@ async function invoke(run: Run, stream: SimStream, w: StreamWorker, ss: StreamSe
  * subject failed in the batch (it must be `deferred`). I6: a failed record's own commit did not land. Returns the
  * index of the first failed record, -1 when none.
  */
-async function checkAnswer(run: Run, w: StreamWorker, b: StreamBatch, result: StreamResult): Promise<number> {
+async function checkAnswer(
+  run: Run,
+  w: StreamWorker,
+  b: StreamBatch,
+  result: StreamResult,
+  newestPerSubject: boolean,
+): Promise<number> {
   const { observer } = run;
   let firstFailed = -1;
   const failedSubjects = new Set<string>();
+  if (newestPerSubject) checkNewestFirst(run, w, b, result);
   for (const [i, r] of b.records.entries()) {
     const reports = result.report.deliveries.filter((d) => d.recordIndex === i);
     const report = reports[0];
@@ -119,7 +129,8 @@ async function checkAnswer(run: Run, w: StreamWorker, b: StreamBatch, result: St
         `w${w.id}: record ${r.seq} ended ${statuses.join(",")} but ok=${report.ok}`,
       );
     const subject = (run.events[r.event] as SimEvent).subject;
-    if (failedSubjects.has(subject) && statuses.some((s) => s !== "deferred"))
+    // newestPerSubject runs a subject's records newest first (checkNewestFirst): an older record after a failure.
+    if (!newestPerSubject && failedSubjects.has(subject) && statuses.some((s) => s !== "deferred"))
       observer.violate(
         "I4",
         false,
@@ -141,6 +152,36 @@ async function checkAnswer(run: Run, w: StreamWorker, b: StreamBatch, result: St
       `w${w.id}: batch item failures ${named.join(",") || "none"}, expected ${expected.join(",") || "none"}`,
     );
   return firstFailed;
+}
+
+/**
+ * I4 for `newestPerSubject`, where a subject's records run newest first: a record that ran and was not acknowledged
+ * leaves every record of its subject with a lower position (or, with a record without a position, every later one)
+ * deferred or malformed: none acknowledged without a newer commit behind it.
+ */
+function checkNewestFirst(run: Run, w: StreamWorker, b: StreamBatch, result: StreamResult): void {
+  const rows = b.records.map((r, i) => {
+    const e = run.events[r.event] as SimEvent;
+    const statuses =
+      result.report.deliveries.find((d) => d.recordIndex === i)?.events.map((x) => x.status) ?? [];
+    return { r, i, e, statuses };
+  });
+  for (const failed of rows) {
+    if (failed.statuses.every((s) => isAcknowledged(s) || s === "deferred")) continue;
+    const same = rows.filter((x) => x !== failed && x.e.subject === failed.e.subject);
+    const ordered = [failed, ...same].every((x) => x.e.position !== undefined);
+    for (const x of same) {
+      const behind = ordered
+        ? comparePositions(x.e.position ?? "", failed.e.position ?? "") < 0
+        : x.i > failed.i;
+      if (behind && x.statuses.some((s) => s !== "deferred" && s !== "malformed"))
+        run.observer.violate(
+          "I4",
+          false,
+          `w${w.id}: record ${x.r.seq} ended ${x.statuses.join(",")} though a newer record of ${failed.e.subject} (${failed.r.seq}) failed`,
+        );
+    }
+  }
 }
 
 /** A record as Lambda hands it to a Kinesis-triggered function: its data names the simulated event. */

@@ -59,6 +59,7 @@ export function createWorker(
   id: number,
   what: "sqsHandler" | "kinesisHandler",
   concurrency: number,
+  streamOptions: { newestPerSubject?: boolean } = {},
 ): WrapperWorker {
   const calls: CallInfo[] = [];
   const w: WrapperWorker = { id, runners: {} as WrapperWorker["runners"], deadline: 0, calls };
@@ -72,6 +73,7 @@ export function createWorker(
     identity: (e: AnyHandledEvent) => eventOf(run, e).identity,
     position: (e: AnyHandledEvent) => eventOf(run, e).position,
     concurrency,
+    ...(streams ? streamOptions : {}),
     ...silentObservability(),
   };
   for (const mode of ["run", "apply"] as const) {

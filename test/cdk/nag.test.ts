@@ -1,4 +1,5 @@
 import { App, Stack, Validations } from "aws-cdk-lib";
+import * as lambda from "aws-cdk-lib/aws-lambda";
 import * as s3 from "aws-cdk-lib/aws-s3";
 import * as sqs from "aws-cdk-lib/aws-sqs";
 import { AwsSolutionsChecks, type NagPack, ServerlessChecks } from "cdk-nag";
@@ -6,6 +7,11 @@ import type { IConstruct } from "constructs";
 import { describe, expect, it } from "vitest";
 import { EffectivelyOncePipeline, type EffectivelyOncePipelineProps } from "../../src/cdk/index.js";
 import { INLINE } from "./helpers.js";
+
+const RELAY = {
+  relayCode: lambda.Code.fromInline("export const handler = async () => ({ batchItemFailures: [] });"),
+  relayHandler: "index.handler",
+};
 
 /**
  * cdk-nag 3 runs with this aws-cdk-lib (it is a validation plugin; `validateScope` runs it directly).
@@ -34,6 +40,9 @@ const CONFIGS: Record<string, Omit<EffectivelyOncePipelineProps, "code" | "handl
   external: { pipelineName: "ext", delivery: "sqs", state: { kind: "external" } },
   kinesis: { pipelineName: "clicks", delivery: "kinesis" },
   streams: { pipelineName: "profiles", delivery: "dynamodb-streams", removal: "destroy" },
+  // The outbox: its table and the relay on its stream (a FIFO pipeline's relay has a DLQ of its own).
+  outbox: { pipelineName: "shop", delivery: "sqs", outbox: RELAY },
+  outboxFifo: { pipelineName: "shopf", delivery: "sqs", fifo: true, outbox: RELAY, removal: "destroy" },
 };
 
 function appWith(configs: (keyof typeof CONFIGS)[], oneStack = false): App {

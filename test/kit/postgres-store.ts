@@ -1,16 +1,43 @@
+import pg from "pg";
 import { migrateInline } from "../../src/engines/postgres/inline-schema.js";
 import { InlinePostgresStore } from "../../src/engines/postgres/inline-store.js";
+import { PostgresOutbox, type PostgresOutboxOptions } from "../../src/engines/postgres/outbox.js";
 import { migrate } from "../../src/engines/postgres/schema.js";
 import { PostgresFencedSink } from "../../src/engines/postgres/sink.js";
 import { PostgresStore } from "../../src/engines/postgres/store.js";
 import { inlineRows } from "./inline-rows.js";
-import { createSinkTable, losingPool, testDatabase } from "./postgres.js";
+import { createSinkTable, losingPool, POSTGRES_URL, type TestDatabase, testDatabase } from "./postgres.js";
 import type { StoreUnderTest } from "./stores.js";
+
+/**
+ * The engine's outbox (its entries fold into the store's commits), and readers on pools of their own (relays in
+ * other processes), ended with the suite.
+ */
+function outboxUnderTest(
+  db: TestDatabase,
+  options: Omit<PostgresOutboxOptions, "pool" | "schema">,
+): { outbox: NonNullable<StoreUnderTest["outbox"]>; close(): Promise<void> } {
+  const pools: pg.Pool[] = [];
+  return {
+    outbox: {
+      outbox: new PostgresOutbox({ pool: db.pool, schema: db.schema, ...options }),
+      reader: async () => {
+        const pool = new pg.Pool({ connectionString: POSTGRES_URL, max: 2 });
+        pools.push(pool);
+        return new PostgresOutbox({ pool, schema: db.schema, ...options });
+      },
+    },
+    close: async () => {
+      await Promise.all(pools.map((p) => p.end()));
+    },
+  };
+}
 
 /** The postgres engine of the store and guard suites: its own schema, a state table and a fenced sink table. */
 export async function postgresStoreUnderTest(): Promise<StoreUnderTest> {
   const db = await testDatabase();
-  await migrate(db.pool, { schema: db.schema, table: "state" });
+  await migrate(db.pool, { schema: db.schema, table: "state", outbox: true });
+  const outbox = outboxUnderTest(db, { stateTable: "state" });
   await createSinkTable(db.pool, db.schema, "sink");
   const lost = losingPool(db.pool);
   const store = new PostgresStore({ pool: lost.pool, schema: db.schema, table: "state" });
@@ -18,6 +45,7 @@ export async function postgresStoreUnderTest(): Promise<StoreUnderTest> {
   return {
     name: "postgres",
     store,
+    outbox: outbox.outbox,
     sink: {
       atomic: (ctx, key, value) => sink.atomicUpsert(ctx, { pk: key, value }),
       put: (ctx, key, value) => sink.put(ctx, { pk: key, value }),
@@ -43,7 +71,10 @@ export async function postgresStoreUnderTest(): Promise<StoreUnderTest> {
       const columns = Object.entries(row.j as Record<string, unknown>).filter(([, v]) => v !== null);
       return { attributes: columns.map(([k]) => k).sort(), bytes: Number(row.bytes) };
     },
-    close: () => db.close(),
+    close: async () => {
+      await outbox.close();
+      await db.close();
+    },
   };
 }
 
@@ -55,7 +86,8 @@ export async function postgresStoreUnderTest(): Promise<StoreUnderTest> {
 export async function postgresInlineStoreUnderTest(): Promise<StoreUnderTest> {
   const db = await testDatabase();
   await createSinkTable(db.pool, db.schema, "rows");
-  await migrateInline(db.pool, { schema: db.schema, table: "rows" });
+  await migrateInline(db.pool, { schema: db.schema, table: "rows", outbox: true });
+  const outbox = outboxUnderTest(db, { engine: "postgres-inline", stateTable: "rows" });
   const lost = losingPool(db.pool);
   // The store's defaults: each step one call of the functions migrateInline installed (test/engines/postgres/
   // functions.test.ts compares them with the statements, which the state table's engine sends here).
@@ -71,6 +103,7 @@ export async function postgresInlineStoreUnderTest(): Promise<StoreUnderTest> {
   return {
     name: "postgres-inline",
     store,
+    outbox: outbox.outbox,
     sink: {
       rowPerStateKey: true,
       rowFor,
@@ -99,6 +132,9 @@ export async function postgresInlineStoreUnderTest(): Promise<StoreUnderTest> {
         bytes: Buffer.byteLength(JSON.stringify(Object.fromEntries(state))),
       };
     },
-    close: () => db.close(),
+    close: async () => {
+      await outbox.close();
+      await db.close();
+    },
   };
 }

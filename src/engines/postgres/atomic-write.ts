@@ -29,7 +29,7 @@ export function postgresWrite(
 /** Runs `writes` in the client's open transaction: one that changes no row (its own condition refused it) is `stale`. */
 export async function applyWrites(
   client: PostgresClient,
-  writes: readonly PostgresAtomicWrite[],
+  writes: readonly Pick<PostgresAtomicWrite, "description" | "sql" | "params">[],
 ): Promise<WriteOutcome[]> {
   const outcomes: WriteOutcome[] = [];
   for (const w of writes) {

@@ -15,6 +15,12 @@ export {
   InlinePostgresStore,
   type InlinePostgresStoreOptions,
 } from "./inline-store.js";
+export {
+  type InlinePostgresOutboxWrite,
+  OutboxTableMissingError,
+  PostgresOutbox,
+  type PostgresOutboxOptions,
+} from "./outbox.js";
 export type { PostgresClient, PostgresPool } from "./pool.js";
 export { deleteExpired, type MigrateOptions, migrate, type PostgresTableOptions } from "./schema.js";
 export { PostgresFencedSink, type PostgresFencedSinkOptions, type PostgresFenceSource } from "./sink.js";

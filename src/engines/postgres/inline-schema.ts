@@ -4,7 +4,7 @@ import { type InlineFunction, inlineFunctions } from "./inline-functions.js";
 import { INLINE_COLUMN_NAMES, INLINE_COLUMNS, InlineStatements } from "./inline-sql.js";
 import { lockTimeoutField, migrationOptions, type Queryable, runMigration } from "./migration.js";
 import type { PostgresPool } from "./pool.js";
-import { DEFAULT_SCHEMA, identifier, qualified } from "./schema.js";
+import { DEFAULT_SCHEMA, identifier, migrateOutboxTable, outboxTableName, qualified } from "./schema.js";
 
 /** The options of `migrateInline`: your table and its key column. */
 export interface InlineTableOptions {
@@ -25,6 +25,10 @@ export interface InlineTableOptions {
    * Default true. False: the state columns only.
    */
   serverFunctions?: boolean;
+  /** Also creates the outbox table (`PostgresOutbox` with engine `postgres-inline`) when missing. Default false. */
+  outbox?: boolean;
+  /** The outbox table. Default `<table>_outbox`. */
+  outboxTable?: string;
 }
 
 const MIGRATE_INLINE_OPTIONS = schemaFor<InlineTableOptions>()({
@@ -33,6 +37,8 @@ const MIGRATE_INLINE_OPTIONS = schemaFor<InlineTableOptions>()({
   keyColumn: identifier("pk"),
   lockTimeoutMs: lockTimeoutField,
   serverFunctions: boolean({ default: true }),
+  outbox: boolean({ default: false }),
+  outboxTable: identifier(),
 });
 
 const columnPart = (column: string) => `column ${column}`;
@@ -53,6 +59,7 @@ const retypedPart = (f: InlineFunction) => `function ${f.name} (made for another
 export async function migrateInline(pool: PostgresPool, options: InlineTableOptions): Promise<void> {
   const o = migrationOptions("migrateInline", MIGRATE_INLINE_OPTIONS, options);
   const table = qualified(o.schema, o.table);
+  const outboxTable = o.outbox ? outboxTableName("migrateInline", o.table, o.outboxTable) : undefined;
   const unique = await pool.query(
     `SELECT 1 FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
      WHERE i.indrelid = to_regclass($1) AND i.indisunique AND i.indnkeyatts = 1 AND i.indpred IS NULL
@@ -86,6 +93,10 @@ export async function migrateInline(pool: PostgresPool, options: InlineTableOpti
       }
     },
   });
+  if (outboxTable !== undefined) {
+    const { schema, lockTimeoutMs } = o;
+    await migrateOutboxTable(pool, { what: "migrateInline", schema, table: outboxTable, lockTimeoutMs });
+  }
 }
 
 /** Where a table's inline parts are looked up: its schema and name (unquoted), its key column, its functions. */

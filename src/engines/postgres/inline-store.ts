@@ -6,6 +6,7 @@ import type * as Store from "../../core/store.js";
 import { unknownWrites } from "../../core/store.js";
 import { DYNAMODB_MAX_RESULT_BYTES } from "../dynamodb/limits.js";
 import { InlineRowStore } from "../inline-row-store.js";
+import { applyWrites } from "./atomic-write.js";
 import { postgresStoreError } from "./errors.js";
 import { type InlineFunction, inlineFunctions, NOT_SERVED } from "./inline-functions.js";
 import { functionFits } from "./inline-schema.js";
@@ -16,7 +17,8 @@ import {
   type InlineStepName,
   inlineRecord,
 } from "./inline-sql.js";
-import type { PostgresPool } from "./pool.js";
+import { type InlinePostgresOutboxWrite, isInlinePostgresOutboxWrite } from "./outbox.js";
+import type { PostgresClient, PostgresPool } from "./pool.js";
 import { runStatement } from "./prepared.js";
 import { DEFAULT_SCHEMA, identifier, poolField, qualified, quote } from "./schema.js";
 import { claimAndCommitParams, claimParams, claimResult, commitParams, RACE_RETRIES } from "./sql.js";
@@ -92,14 +94,24 @@ interface RowColumns {
   values: unknown[];
 }
 
-/** One step to run: its parameters and its row write (undefined: none). */
+/** One step to run: its parameters, its row write (undefined: none) and the outbox entries it adds (none: []). */
 interface StepCall {
   step: InlineStepName;
   params: unknown[];
   row?: RowColumns;
+  entries?: InlinePostgresOutboxWrite[];
 }
 
-type Decided = { landed: boolean; wrote: boolean; old: StateRecord | undefined };
+/** What a step decided; `entries`: the outbox inserts' outcomes, when it landed with some. */
+type Decided = {
+  landed: boolean;
+  wrote: boolean;
+  old: StateRecord | undefined;
+  entries?: Store.WriteOutcome[];
+};
+
+/** Where a step's statement runs: the pool (one statement) or the client of a commit's transaction. */
+type Target = PostgresPool | PostgresClient;
 
 /** Statements a store keeps per set of written columns (a handful in use; a store that sees more starts over). */
 const MAX_SHAPES = 256;
@@ -116,6 +128,10 @@ const MAX_SHAPES = 256;
  * older event that took an expired claim over cannot replace a newer event's work (its commit lands, its write is
  * reported `stale`). A claim of a new key inserts a row with the key and the state only: the table's other columns
  * must be nullable or have defaults, or the rows must exist before their first event.
+ *
+ * It also folds a `PostgresOutbox`'s entries (`ctx.publish`, with the outbox's engine `postgres-inline`): a commit
+ * that publishes is a transaction (BEGIN, the step, the entries' inserts, COMMIT), since the entries are rows of
+ * another table; commits that do not publish stay one statement.
  */
 export class InlinePostgresStore extends InlineRowStore<InlinePostgresRowWrite> implements Store.StateStore {
   readonly engine = "postgres-inline";
@@ -194,10 +210,14 @@ export class InlinePostgresStore extends InlineRowStore<InlinePostgresRowWrite> 
     return claimResult(await this.#decide("claim", req.key, { step: "claim", params }), req);
   }
 
+  override canFold(write: Store.AtomicWrite): boolean {
+    return super.canFold(write) || isInlinePostgresOutboxWrite(write);
+  }
+
   async claimAndCommit(req: Store.ClaimAndCommitRequest): Promise<Store.ClaimAndCommitResult> {
     const { writes, call } = this.#folding("apply", req, (rowKey) => claimAndCommitParams(req, rowKey));
     const out = await this.#decide("claimAndCommit", req.key, call);
-    if (out.landed) return { claimed: true, writes: outcomes(writes, out.wrote) };
+    if (out.landed) return { claimed: true, writes: outcomes(writes, out) };
     const state = out.old as StateRecord;
     // A retry of a claim-and-commit that landed.
     if (isOwnClaim(state, req) && state.status === "done")
@@ -208,7 +228,7 @@ export class InlinePostgresStore extends InlineRowStore<InlinePostgresRowWrite> 
   async commit(req: Store.CommitRequest): Promise<Store.CommitResult> {
     const { writes, call } = this.#folding("commit", req, (rowKey) => commitParams(req, rowKey));
     const out = await this.#run("commit", req.key, call);
-    if (out.landed) return { committed: true, writes: outcomes(writes, out.wrote) };
+    if (out.landed) return { committed: true, writes: outcomes(writes, out) };
     // A retry of a commit that landed: only the holder of this fence could have committed it.
     if (landedAs(out.old, req.fence, "done")) return { committed: true, writes: unknownWrites(writes) };
     return { committed: false, state: out.old };
@@ -239,16 +259,25 @@ export class InlinePostgresStore extends InlineRowStore<InlinePostgresRowWrite> 
     }
   }
 
-  /** A step that folds the request's row writes (`apply`, `commit`): the writes, checked, and the step to run. */
+  /**
+   * A step that folds the request's writes (`apply`, `commit`): the writes (row writes checked, outbox entries
+   * apart) and the step to run.
+   */
   #folding(
     step: "apply" | "commit",
     req: { key: string; writes?: readonly Store.AtomicWrite[] },
     stepParams: (rowKey: string) => unknown[],
-  ): { writes: InlinePostgresRowWrite[]; call: StepCall } {
+  ): { writes: readonly Store.AtomicWrite[]; call: StepCall } {
     const rowKey = this.rowKeyOf(req.key);
-    const writes = this.rowWrites(rowKey, req.writes);
-    const row = writes.length > 0 ? rowColumns(writes) : undefined;
-    return { writes, call: { step, params: stepParams(rowKey), ...(row ? { row } : {}) } };
+    const all = req.writes ?? [];
+    const entries = all.filter(isInlinePostgresOutboxWrite);
+    const rows = this.rowWrites(
+      rowKey,
+      all.filter((w) => !isInlinePostgresOutboxWrite(w)),
+    );
+    const row = rows.length > 0 ? rowColumns(rows) : undefined;
+    const call: StepCall = { step, params: stepParams(rowKey), ...(row ? { row } : {}), entries };
+    return { writes: all, call };
   }
 
   /** A statement built once per `key` (a step and the columns it writes, or the shape of a function call). */
@@ -276,11 +305,48 @@ export class InlinePostgresStore extends InlineRowStore<InlinePostgresRowWrite> 
     );
   }
 
-  /** A step: its server function's call while they serve, else its statement. */
+  /** A step: alone, or in a transaction with the outbox entries it adds. */
   async #run(op: string, key: string, call: StepCall): Promise<Decided> {
+    return call.entries?.length ? this.#transact(op, key, call) : this.#step(op, key, call, this.#pool);
+  }
+
+  /** The step on `db`: its server function's call while they serve, else its statement. */
+  async #step(op: string, key: string, call: StepCall, db: Target): Promise<Decided> {
     const row =
-      (await this.#viaFunction(op, key, call)) ?? (await this.#send(op, key, this.#statement(call)));
+      (await this.#viaFunction(op, key, call, db)) ?? (await this.#send(op, key, this.#statement(call), db));
     return { landed: Number(row.landed) > 0, wrote: row.wrote !== false, old: inlineRecord(key, row) };
+  }
+
+  /**
+   * BEGIN, the step, the outbox entries' inserts if it landed, COMMIT (a refused step: ROLLBACK, no entry). A
+   * function call that could not serve aborts the transaction after the store has turned to statements: the
+   * transaction runs once more, with the statement.
+   */
+  async #transact(op: string, key: string, call: StepCall): Promise<Decided> {
+    for (let attempt = 0; ; attempt++) {
+      const calling = this.#functions !== undefined;
+      let client: PostgresClient | undefined;
+      try {
+        client = await this.#pool.connect();
+        await client.query("BEGIN");
+        const out = await this.#step(op, key, call, client);
+        if (!out.landed) {
+          await client.query("ROLLBACK");
+          return out;
+        }
+        const entries = await applyWrites(client, call.entries ?? []);
+        await client.query("COMMIT");
+        return { ...out, entries };
+      } catch (error) {
+        // The connection is dropped rather than reused: it may hold an open (failed) transaction.
+        client?.release(error instanceof Error ? error : true);
+        client = undefined;
+        if (attempt === 0 && calling && this.#functions === undefined) continue;
+        throw postgresStoreError(op, key, error);
+      } finally {
+        client?.release();
+      }
+    }
   }
 
   /**
@@ -288,14 +354,19 @@ export class InlinePostgresStore extends InlineRowStore<InlinePostgresRowWrite> 
    * as bytes, which a text parameter would read otherwise than the column) or cannot serve it (not installed, the key
    * column retyped): then no function is called from this store again.
    */
-  async #viaFunction(op: string, key: string, call: StepCall): Promise<Record<string, unknown> | undefined> {
+  async #viaFunction(
+    op: string,
+    key: string,
+    call: StepCall,
+    db: Target,
+  ): Promise<Record<string, unknown> | undefined> {
     const fn = this.#functions?.[call.step];
     if (!fn || call.row?.values.some((v) => ArrayBuffer.isView(v))) return undefined;
     const names = call.row?.names;
     const sql = this.#shaped(`call ${call.step}\n${names?.join("\n") ?? "-"}`, () => fn.call(names));
     const params = call.row ? [...call.params, ...call.row.values] : call.params;
     try {
-      const answer = (await this.#send(op, key, { sql, params })).r as Record<string, unknown>;
+      const answer = (await this.#send(op, key, { sql, params }, db)).r as Record<string, unknown>;
       if (answer.landed !== NOT_SERVED) return answer;
     } catch (error) {
       if (!(await this.#unfit(error, fn))) throw error;
@@ -335,10 +406,11 @@ export class InlinePostgresStore extends InlineRowStore<InlinePostgresRowWrite> 
     op: string,
     key: string,
     s: { sql: string; params: unknown[] },
+    db: Target,
   ): Promise<Record<string, unknown>> {
     let row: Record<string, unknown> | undefined;
     try {
-      row = (await runStatement(this.#pool, s.sql, s.params, this.#prepared)).rows[0];
+      row = (await runStatement(db, s.sql, s.params, this.#prepared)).rows[0];
     } catch (error) {
       throw postgresStoreError(op, key, error);
     }
@@ -356,9 +428,15 @@ function rowColumns(writes: readonly InlinePostgresRowWrite[]): RowColumns {
   return { names, values: names.map((n) => merged.get(n)) };
 }
 
-function outcomes(writes: readonly InlinePostgresRowWrite[], wrote: boolean): Store.WriteOutcome[] {
-  const status = wrote ? "applied" : "stale";
-  return writes.map((w) => ({ description: w.description, status }));
+/** The outcomes of a landed step's writes, in their order: row writes by `wrote`, outbox entries by their inserts. */
+function outcomes(writes: readonly Store.AtomicWrite[], out: Decided): Store.WriteOutcome[] {
+  const status = out.wrote ? "applied" : "stale";
+  const entries = [...(out.entries ?? [])];
+  return writes.map((w) =>
+    isInlinePostgresOutboxWrite(w)
+      ? (entries.shift() ?? { description: w.description, status: "unknown" })
+      : { description: w.description, status },
+  );
 }
 
 /** The state columns in the user's table, for documentation and checks. */

@@ -1,5 +1,5 @@
 import { OptionsError } from "../../core/errors.js";
-import { custom, type Field, required, schemaFor, string } from "../../core/options.js";
+import { boolean, custom, type Field, required, schemaFor, string } from "../../core/options.js";
 import { lockTimeoutField, migrationOptions, type Queryable, runMigration } from "./migration.js";
 import type { PostgresPool } from "./pool.js";
 
@@ -62,6 +62,63 @@ function stateTableDdl(table: string): string {
 )`;
 }
 
+/**
+ * The outbox table (src/engines/postgres/outbox.ts): one row per published message of a committed event, until a
+ * relay has sent it (and after: `sent_at_ms` marks it; `PostgresOutbox.deleteSent` removes old ones). The index serves
+ * the claim: the unsent entries of a subject in order, so "is there an older unsent entry" is one index probe.
+ */
+function outboxTableDdl(table: string): string {
+  return `CREATE TABLE IF NOT EXISTS ${table} (
+  message_id text PRIMARY KEY,                     -- eo1_…: fixed at the commit, sent with every copy of the message
+  subject text NOT NULL,                           -- the publishing event's subject: its entries are sent in order
+  order_key text COLLATE "C" NOT NULL,             -- the commit's fence and the message's index: string order is commit order
+  destination text NOT NULL,                       -- JSON of the Destination
+  body text NOT NULL,
+  group_id text NOT NULL,                          -- FIFO destinations' message group
+  attributes text,                                 -- JSON of the message attributes, or NULL
+  created_at_ms bigint NOT NULL,                   -- epoch ms of the commit
+  lease_owner text,                                -- the relay that claimed it last
+  lease_until_ms bigint NOT NULL DEFAULT 0,        -- epoch ms its claim ends; 0: never claimed
+  sent_at_ms bigint                                -- epoch ms a relay marked it sent; NULL while pending
+)`;
+}
+
+/** The longest table name PostgreSQL keeps (NAMEDATALEN - 1). */
+const MAX_IDENTIFIER_LENGTH = 63;
+
+/** The outbox table's name: `table` if given, else `<stateTable>_outbox`, which must still be an identifier. */
+export function outboxTableName(
+  what: string,
+  stateTable: string,
+  table: string | undefined,
+  option = "outboxTable",
+): string {
+  if (table !== undefined) return table;
+  const name = `${stateTable}_outbox`;
+  if (name.length > MAX_IDENTIFIER_LENGTH)
+    throw new OptionsError(
+      `${what}: the outbox table's default name ${name} is longer than ${MAX_IDENTIFIER_LENGTH} characters; set ${option}`,
+    );
+  return name;
+}
+
+/** Creates the outbox table and its index when missing, as `migrate` does the state table (decision 0006). */
+export async function migrateOutboxTable(
+  pool: PostgresPool,
+  o: { what: string; schema: string; table: string; lockTimeoutMs: number },
+): Promise<void> {
+  await migrateTable(pool, {
+    what: o.what,
+    schema: o.schema,
+    tableName: o.table,
+    lockTimeoutMs: o.lockTimeoutMs,
+    ddl: outboxTableDdl,
+    index: { suffix: "unsent", on: "unsent entries (subject, order_key)" },
+    indexDdl: (table, index) =>
+      `CREATE INDEX IF NOT EXISTS ${quote(index)} ON ${table} (subject, order_key) WHERE sent_at_ms IS NULL`,
+  });
+}
+
 /** The options of `migrate`. */
 export interface MigrateOptions extends PostgresTableOptions {
   /**
@@ -70,22 +127,29 @@ export interface MigrateOptions extends PostgresTableOptions {
    * queued behind the migration's lock request wait at most that long. Nothing missing: no lock is taken.
    */
   lockTimeoutMs?: number;
+  /** Also creates the outbox table (`PostgresOutbox`, for `ctx.publish`) when missing. Default false. */
+  outbox?: boolean;
+  /** The outbox table. Default `<table>_outbox`. */
+  outboxTable?: string;
 }
 
 const MIGRATE_OPTIONS = schemaFor<MigrateOptions>()({
   schema: identifier(DEFAULT_SCHEMA),
   table: identifier(DEFAULT_STATE_TABLE),
   lockTimeoutMs: lockTimeoutField,
+  outbox: boolean({ default: false }),
+  outboxTable: identifier(),
 });
 
 /**
  * Creates the schema, the state table and its index, and adds the columns added since the table was created, when
- * missing. Safe on every cold start and in a deploy step: with nothing missing it reads the catalog and takes no lock;
+ * missing (and, with `outbox`, the outbox table and its index). Safe on every cold start and in a deploy step: with nothing missing it reads the catalog and takes no lock;
  * otherwise concurrent calls are serialised, and lock waits end after `lockTimeoutMs` (migration.ts).
  * Postgres has no TTL: run `deleteExpired` from a schedule to keep the table small.
  */
 export async function migrate(pool: PostgresPool, options: MigrateOptions = {}): Promise<void> {
   const o = migrationOptions("migrate", MIGRATE_OPTIONS, options);
+  const outboxTable = o.outbox ? outboxTableName("migrate", o.table, o.outboxTable) : undefined;
   await migrateTable(pool, {
     ...o,
     what: "migrate",
@@ -94,9 +158,13 @@ export async function migrate(pool: PostgresPool, options: MigrateOptions = {}):
     indexDdl: (table, index) => `CREATE INDEX IF NOT EXISTS ${quote(index)} ON ${table} (expires_at)`,
     addedColumns: { committed_fingerprint: "text" },
   });
+  if (outboxTable !== undefined) {
+    const { schema, lockTimeoutMs } = o;
+    await migrateOutboxTable(pool, { what: "migrate", schema, table: outboxTable, lockTimeoutMs });
+  }
 }
 
-/** A table of this engine with an index on `expires_at`: what `migrateTable` creates or completes. */
+/** A table of this engine with one index (by default on `expires_at`): what `migrateTable` creates or completes. */
 export interface TableMigration {
   /** `migrate`, …, for messages. */
   what: string;
@@ -105,8 +173,10 @@ export interface TableMigration {
   lockTimeoutMs: number;
   /** `CREATE TABLE IF NOT EXISTS` of the quoted, qualified table (its current version, added columns included). */
   ddl(table: string): string;
-  /** `CREATE INDEX IF NOT EXISTS` of index `index` (quote it) on the table's `expires_at`. */
+  /** `CREATE INDEX IF NOT EXISTS` of index `index` (quote it) on the table's `expires_at` (or `index.on`). */
   indexDdl(table: string, index: string): string;
+  /** The index's name suffix and what it is on, for messages. Default `expires_at` (the expiry column). */
+  index?: { suffix: string; on: string };
   /** Columns added since the table's first version, by name, with their type: added to an older table. */
   addedColumns?: Readonly<Record<string, string>>;
 }
@@ -118,9 +188,10 @@ export interface TableMigration {
  */
 export async function migrateTable(pool: PostgresPool, t: TableMigration): Promise<void> {
   const table = qualified(t.schema, t.tableName);
-  const index = `${t.tableName.slice(0, 50)}_expires_at`;
+  const { suffix, on } = t.index ?? { suffix: "expires_at", on: "expires_at" };
+  const index = `${t.tableName.slice(0, 50)}_${suffix}`;
   const columns = Object.keys(t.addedColumns ?? {});
-  const parts = { schema: "the schema", table: "the table", index: "the index on expires_at" };
+  const parts = { schema: "the schema", table: "the table", index: `the index on ${on}` };
   const missing = async (db: Queryable): Promise<string[]> => {
     const out = await db.query(
       `SELECT n.oid IS NOT NULL AS has_schema, c.oid IS NOT NULL AS has_table,

@@ -79,6 +79,12 @@ export class Statements {
     return p.statement.get(this.#bind(p.names, params)) as SqlRow | undefined;
   }
 
+  /** Every row (of a query, or of a write's `RETURNING`). */
+  all(sql: string, params: SqlParams): SqlRow[] {
+    const p = this.#prepared(sql);
+    return p.statement.all(this.#bind(p.names, params)) as SqlRow[];
+  }
+
   /** Runs a statement; returns how many rows it changed. */
   run(sql: string, params: SqlParams): number {
     const p = this.#prepared(sql);

@@ -7,6 +7,7 @@
 // Named exports only (test/exports.test.ts pins them); SQL and row codecs stay internal.
 export { isSqliteAtomicWrite, type SqliteAtomicWrite } from "./atomic-write.js";
 export type { SqliteDriver, SqlParams, SqlValue } from "./connection.js";
+export { SqliteOutbox, type SqliteOutboxOptions } from "./outbox.js";
 export {
   SqliteFencedSink,
   type SqliteFencedSinkOptions,

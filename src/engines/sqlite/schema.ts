@@ -87,3 +87,25 @@ function missingColumns(db: SqliteConnection, table: string): [string, string][]
   );
   return Object.entries(ADDED_COLUMNS).filter(([name]) => !present.has(name));
 }
+
+/**
+ * The outbox table (src/engines/sqlite/outbox.ts): one row per published message of a committed event, kept after a
+ * relay marks it sent (`SqliteOutbox.deleteSent` removes old ones). The partial index serves the claim: a subject's
+ * unsent entries in order, so "is there an older unsent entry" is one index probe.
+ */
+export function outboxTableDdl(table: string): string {
+  return `CREATE TABLE IF NOT EXISTS "${table}" (
+  message_id     TEXT PRIMARY KEY,           -- eo1_…: fixed at the commit, sent with every copy of the message
+  subject        TEXT NOT NULL,              -- the publishing event's subject: its entries are sent in order
+  order_key      TEXT NOT NULL,              -- the commit's fence and the message's index: string order is commit order
+  destination    TEXT NOT NULL,              -- JSON of the Destination
+  body           TEXT NOT NULL,
+  group_id       TEXT NOT NULL,              -- FIFO destinations' message group
+  attributes     TEXT,                       -- JSON of the message attributes, or NULL
+  created_at_ms  INTEGER NOT NULL,           -- epoch ms of the commit
+  lease_owner    TEXT,                       -- the relay that claimed it last
+  lease_until_ms INTEGER NOT NULL DEFAULT 0, -- epoch ms its claim ends; 0: never claimed
+  sent_at_ms     INTEGER                     -- epoch ms a relay marked it sent; NULL while pending
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS "${table}_unsent" ON "${table}" (subject, order_key) WHERE sent_at_ms IS NULL`;
+}

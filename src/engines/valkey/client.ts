@@ -19,13 +19,15 @@ function isClient(value: unknown): boolean {
  * A client without ioredis's own `keyPrefix`: it would prefix the scripts' keys but not `list`'s SCAN pattern, and
  * could add a hash tag of its own; the store's `keyPrefix` is the one prefix.
  */
-export const clientField = required(
-  custom<ValkeyClient>("an ioredis Redis or Cluster client without a keyPrefix of its own", (v) => {
+export const optionalClientField = custom<ValkeyClient>(
+  "an ioredis Redis or Cluster client without a keyPrefix of its own",
+  (v) => {
     if (!isClient(v)) return false;
     const prefix = (v as { options?: { keyPrefix?: unknown } }).options?.keyPrefix;
     return prefix === undefined || prefix === "";
-  }),
+  },
 );
+export const clientField = required(optionalClientField);
 
 /** The server on this machine, where no URL is given (Valkey's and Redis's default port). */
 export const LOCAL_VALKEY_URL = "redis://127.0.0.1:6379";

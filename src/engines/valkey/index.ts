@@ -11,6 +11,7 @@ export type { ValkeyClient } from "./client.js";
 export { isRetryableValkeyError, ReplicasNotReachedError, ValkeyWriteRefusedError } from "./errors.js";
 export { valkeyHashTag } from "./keys.js";
 export type { ValkeyStoreOptions } from "./options.js";
+export { ValkeyOutbox, type ValkeyOutboxOptions } from "./outbox.js";
 export type { WaitForReplicas } from "./runner.js";
 export {
   ValkeyFencedSink,

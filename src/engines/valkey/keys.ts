@@ -17,6 +17,14 @@ import { requireKeyText } from "../../core/key-text.js";
 export const STAMP_ROLE = "w";
 export const FENCE_ROLE = "f";
 export const MARKER_ROLE = "m";
+/** The outbox (src/engines/valkey/outbox.ts): a tag's unsent entries, and their relays' leases. */
+export const OUTBOX_ROLE = "o";
+export const OUTBOX_LEASE_ROLE = "ol";
+/**
+ * The tag of the outbox's discovery hints. `escapeTag` writes every `%` as `%25`, so no state key's tag is a lone
+ * `%`: the hint set is no state key's key.
+ */
+const OUTBOX_HINT_TAG = "%";
 
 /** `%`, `{` and `}` as `%25`, `%7B`, `%7D`: the tag then holds no `}`, and the mapping is one-to-one. */
 export function escapeTag(stateKey: string): string {
@@ -53,6 +61,32 @@ export function fenceRedisKey(prefix: string, stateKey: string): string {
  */
 export function markerRedisKey(prefix: string, stateKey: string, step: string): string {
   return roleRedisKey(prefix, escapeTag(stateKey), `${MARKER_ROLE}${step}`);
+}
+
+/** The sorted set of the unsent outbox entries committed under the tag `tag` (its content, without braces). */
+export function outboxRedisKey(prefix: string, tag: string): string {
+  return roleRedisKey(prefix, tag, OUTBOX_ROLE);
+}
+
+/** The hash of the relays' leases on the entries of `outboxRedisKey(prefix, tag)`. */
+export function outboxLeaseRedisKey(prefix: string, tag: string): string {
+  return roleRedisKey(prefix, tag, OUTBOX_LEASE_ROLE);
+}
+
+/** The set of tags that may have unsent outbox entries (a hint: outbox.ts). */
+export function outboxHintRedisKey(prefix: string): string {
+  return roleRedisKey(prefix, OUTBOX_HINT_TAG, "outbox");
+}
+
+/** The SCAN pattern that finds every outbox sorted set (and some other keys: `outboxTagOf` picks). */
+export function outboxKeyPattern(prefix: string): string {
+  return `${prefix}{*}${OUTBOX_ROLE}`;
+}
+
+/** The tag of `key` when it is an outbox sorted set of `prefix`, else undefined. */
+export function outboxTagOf(prefix: string, key: string): string | undefined {
+  const p = parseRedisKey(key);
+  return p && p.prefix === prefix && p.role === OUTBOX_ROLE && p.tag !== OUTBOX_HINT_TAG ? p.tag : undefined;
 }
 
 /**

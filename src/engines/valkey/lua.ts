@@ -377,6 +377,49 @@ redis.call('HSET', KEYS[1], 'pos', pos, 'exec', ARGV[2])
 return 1
 `;
 
+/**
+ * The outbox (src/engines/valkey/outbox.ts). An entry is a member `<order>\n<message id>\n<entry JSON>` of the
+ * tag's sorted set (score 0: lexicographic, so commit order); a lease is a field `<message id>` of the lease hash,
+ * `<lease until ms> <owner>`. KEYS: the sorted set, the lease hash. ARGV: limit, owner, lease until (ms), now (ms).
+ * Claims, for each subject, its first entry (its oldest), when no lease on it is live. Answers the claimed members
+ * and how many entries the tag holds.
+ */
+const OUTBOX_CLAIM = `
+local limit, now = tonumber(ARGV[1]), tonumber(ARGV[4])
+local all = redis.call('ZRANGE', KEYS[1], 0, -1)
+local seen, out = {}, {}
+for _, m in ipairs(all) do
+  if #out >= limit then break end
+  local i = string.find(m, '\\n', 1, true)
+  local j = string.find(m, '\\n', i + 1, true)
+  local id = string.sub(m, i + 1, j - 1)
+  local subject = cjson.decode(string.sub(m, j + 1)).subject
+  if not seen[subject] then
+    seen[subject] = true
+    local lease = redis.call('HGET', KEYS[2], id)
+    if not lease or tonumber(string.match(lease, '^[0-9]+')) <= now then
+      redis.call('HSET', KEYS[2], id, ARGV[3] .. ' ' .. ARGV[2])
+      out[#out + 1] = m
+    end
+  end
+end
+return {out, #all}
+`;
+
+/**
+ * KEYS: the sorted set, the lease hash. ARGV: order, message id, owner, lease until (ms). Removes the entry when the
+ * lease is the caller's (1); an entry no longer there was sent (entries leave only here: 1); else 0.
+ */
+const OUTBOX_MARK_SENT = `
+local head = ARGV[1] .. '\\n' .. ARGV[2] .. '\\n'
+local found = redis.call('ZRANGEBYLEX', KEYS[1], '[' .. head, '(' .. ARGV[1] .. '\\n' .. ARGV[2] .. '\\11')
+if #found == 0 then return 1 end
+if redis.call('HGET', KEYS[2], ARGV[2]) ~= ARGV[4] .. ' ' .. ARGV[3] then return 0 end
+redis.call('ZREM', KEYS[1], found[1])
+redis.call('HDEL', KEYS[2], ARGV[2])
+return 1
+`;
+
 export type ScriptName =
   | "claim"
   | "claimAndCommit"
@@ -386,7 +429,9 @@ export type ScriptName =
   | "forget"
   | "put"
   | "step"
-  | "stopStep";
+  | "stopStep"
+  | "outboxClaim"
+  | "outboxMarkSent";
 
 const BODIES: Readonly<Record<ScriptName, string>> = {
   claim: CLAIM,
@@ -398,6 +443,8 @@ const BODIES: Readonly<Record<ScriptName, string>> = {
   put: PUT,
   step: STEP,
   stopStep: STOP_STEP,
+  outboxClaim: OUTBOX_CLAIM,
+  outboxMarkSent: OUTBOX_MARK_SENT,
 };
 
 function scripts(barrier: boolean): Readonly<Record<ScriptName, string>> {

@@ -2,10 +2,17 @@ import { resolveOptions } from "../../core/options.js";
 import { type ClaimRequest, isOwnClaim, landedAs, landedClaim, type StateRecord } from "../../core/state.js";
 import type * as Store from "../../core/store.js";
 import { unknownWrites } from "../../core/store.js";
-import { clientId, foldable, isValkeyAtomicWrite, writeOutcomes, writeParams } from "./atomic-write.js";
+import {
+  clientId,
+  foldable,
+  isValkeyAtomicWrite,
+  type ValkeyAtomicWrite,
+  writeOutcomes,
+  writeParams,
+} from "./atomic-write.js";
 import type { ValkeyClient } from "./client.js";
 import { valkeyStoreError } from "./errors.js";
-import { escapeTag, stateRedisKey } from "./keys.js";
+import { escapeTag, outboxHintRedisKey, outboxTagOf, stateRedisKey } from "./keys.js";
 import type { ScriptName } from "./lua.js";
 import { VALKEY_STORE_OPTIONS, type ValkeyStoreOptions } from "./options.js";
 import { hashOfFlat, recordOf } from "./record.js";
@@ -80,11 +87,16 @@ export class ValkeyStore implements Store.StateStore {
       ...w.args,
     ];
     const [landed, flat, outcomes] = await this.#run("claimAndCommit", req.key, w.keys, args);
-    if (landed === 1) return { claimed: true, writes: writeOutcomes(writes, outcomes) };
+    if (landed === 1) {
+      await this.#hintOutbox(writes);
+      return { claimed: true, writes: writeOutcomes(writes, outcomes) };
+    }
     const state = recordOf(req.key, hashOfFlat(flat)) as StateRecord;
     // A retry of a claim-and-commit that landed.
-    if (isOwnClaim(state, req) && state.status === "done")
+    if (isOwnClaim(state, req) && state.status === "done") {
+      await this.#hintOutbox(writes);
       return { claimed: true, writes: unknownWrites(writes) };
+    }
     return { claimed: false, state };
   }
 
@@ -98,10 +110,16 @@ export class ValkeyStore implements Store.StateStore {
       String(writes.length),
       ...w.args,
     ]);
-    if (landed === 1) return { committed: true, writes: writeOutcomes(writes, outcomes) };
+    if (landed === 1) {
+      await this.#hintOutbox(writes);
+      return { committed: true, writes: writeOutcomes(writes, outcomes) };
+    }
     const state = recordOf(req.key, hashOfFlat(flat));
     // A retry of a commit that landed: only the holder of this fence could have committed it.
-    if (landedAs(state, req.fence, "done")) return { committed: true, writes: unknownWrites(writes) };
+    if (landedAs(state, req.fence, "done")) {
+      await this.#hintOutbox(writes);
+      return { committed: true, writes: unknownWrites(writes) };
+    }
     return { committed: false, state };
   }
 
@@ -140,6 +158,20 @@ export class ValkeyStore implements Store.StateStore {
     const bytes = req.result === undefined ? 0 : Buffer.byteLength(req.result, "utf8");
     if (bytes > this.maxResultBytes) return ["", opt(bytes), opt(req.fingerprint)];
     return [opt(req.result), opt(req.resultOmittedBytes), opt(req.fingerprint)];
+  }
+
+  /**
+   * After a commit that added outbox entries (ValkeyOutbox), their tags to the outbox's hint set, where relays look
+   * first. Another slot than the commit's, so not in its script: a hint lost here (an error, a crash) only delays the
+   * entry until a relay's sweep finds it (outbox.ts); so the error is not the commit's.
+   */
+  async #hintOutbox(writes: readonly ValkeyAtomicWrite[]): Promise<void> {
+    const tags = writes.flatMap((w) => {
+      const tag = w.op === "zadd" ? outboxTagOf(this.keyPrefix, w.key) : undefined;
+      return tag === undefined ? [] : [tag];
+    });
+    if (tags.length === 0) return;
+    await this.#client.sadd(outboxHintRedisKey(this.keyPrefix), ...new Set(tags)).catch(() => 0);
   }
 
   async #run(name: ScriptName, key: string, writeKeys: string[], args: string[]): Promise<Reply> {

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { SqliteFencedSink, SqliteStore } from "../../../src/engines/sqlite/index.js";
+import { SqliteFencedSink, SqliteOutbox, SqliteStore } from "../../../src/engines/sqlite/index.js";
 import { losingResponses, type StoreUnderTest } from "../../kit/stores.js";
 
 /** The SQLite engine of the store and guard suites (test/kit/stores.ts): a database file per suite. */
@@ -17,10 +17,18 @@ async function sqliteUnderTest(): Promise<StoreUnderTest> {
   const sink = new SqliteFencedSink({ store: sqlite, tableName: "sink" });
   // A second connection to the same file: what the harness does to rows, another process could do.
   const raw = new Database(filename);
+  // A relay's reader: a store (connection) of its own on the same file, as a relay process would open.
+  const readers: SqliteStore[] = [];
+  const reader = async () => {
+    const own = new SqliteStore({ filename, synchronous: "normal" });
+    readers.push(own);
+    return new SqliteOutbox({ store: own });
+  };
   const { store, lose } = losingResponses(sqlite);
   return {
     name: "sqlite",
     store,
+    outbox: { outbox: new SqliteOutbox({ store: sqlite }), reader },
     sink: {
       atomic: (ctx, key, value) => sink.atomicPut(ctx, { key, value }),
       put: (ctx, key, value) => sink.put(ctx, { key, value }),
@@ -44,6 +52,7 @@ async function sqliteUnderTest(): Promise<StoreUnderTest> {
       return { attributes: present.map(([k]) => k).sort(), bytes };
     },
     close: async () => {
+      for (const r of readers) r.close();
       raw.close();
       sqlite.close();
       rmSync(dir, { recursive: true, force: true });

@@ -1,4 +1,5 @@
 import { valkeyHashTag } from "../../../src/engines/valkey/keys.js";
+import { ValkeyOutbox } from "../../../src/engines/valkey/outbox.js";
 import { ValkeyFencedSink } from "../../../src/engines/valkey/sink.js";
 import { ValkeyStore } from "../../../src/engines/valkey/store.js";
 import type { StoreUnderTest } from "../../kit/stores.js";
@@ -17,6 +18,9 @@ export async function valkeyStoreUnderTest(): Promise<StoreUnderTest> {
   const lost = losingClient(client);
   const store = new ValkeyStore({ client, keyPrefix: prefix, minRetentionMs: 3_600_000 });
   const sink = new ValkeyFencedSink({ store });
+  const outbox = new ValkeyOutbox({ store });
+  // Each reader on a connection of its own, as relays in processes of their own: they race on the server.
+  const readerClients: ReturnType<typeof testClient>[] = [];
   return {
     name: "valkey",
     store,
@@ -30,6 +34,14 @@ export async function valkeyStoreUnderTest(): Promise<StoreUnderTest> {
         const stamp = await sink.stamp(key);
         if (value === null || !stamp) return undefined;
         return { value, srcPos: stamp.position, srcFence: stamp.fence };
+      },
+    },
+    outbox: {
+      outbox,
+      reader: async () => {
+        const readerClient = testClient();
+        readerClients.push(readerClient);
+        return new ValkeyOutbox({ store, readerClient });
       },
     },
     forget: async (key) => {
@@ -46,6 +58,7 @@ export async function valkeyStoreUnderTest(): Promise<StoreUnderTest> {
     close: async () => {
       await deleteKeys(client, prefix);
       await client.quit();
+      await Promise.all(readerClients.map((c) => c.quit()));
     },
   };
 }
