@@ -65,7 +65,9 @@ export type FaultKind =
   /** Outbox histories: a relay's markSent failed before landing. */
   | "mark-failed"
   /** Outbox histories: a FIFO destination dropped a send within the deduplication window of an earlier one. */
-  | "deduplicated";
+  | "deduplicated"
+  /** ... and enqueued again a send of an id after that window: the message is delivered again. */
+  | "dedupe-expired";
 
 export type FaultCounts = Partial<Record<FaultKind, number>>;
 

@@ -77,6 +77,7 @@ export class SimQueue {
       this.faults.count("deduplicated");
       return;
     }
+    if (this.o.fifo && last !== undefined) this.faults.count("dedupe-expired");
     this.#enqueuedAt.set(messageId, now);
     this.#enqueue({ messageId, body, subject, groupId }, 0);
   }

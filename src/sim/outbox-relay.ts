@@ -176,7 +176,11 @@ class RelayCopy {
         if (this.faults.draw(["relay-stall"] as const)) {
           const past = run.chooser.chance(os.pastDedupeShare);
           if (past) run.faults.count("stall-past-dedupe");
-          const ms = (past ? DEDUPE_WINDOW_MS : os.relayLeaseMs) + run.chooser.int(1, os.relayLeaseMs);
+          // Past the window: past the window of another copy's send too, which comes once the lease has run out and
+          // a copy polled (its wait grows to half a lease while idle).
+          const ms =
+            (past ? DEDUPE_WINDOW_MS + 3 * os.relayLeaseMs : os.relayLeaseMs) +
+            run.chooser.int(1, os.relayLeaseMs);
           log(() => `STALLS ${ms}ms about to send ${id}`);
           await run.sim.sleep(ms);
           await this.#alive();
