@@ -23,7 +23,7 @@ describe("fault simulator: publish at commit through the outbox", () => {
       "deduplicated",
     ] as const)
       expect(s.faults[k], k).toBeGreaterThan(10);
-    for (const k of ["mark-lost", "mark-failed", "stall-past-dedupe"] as const)
+    for (const k of ["mark-lost", "mark-failed", "stall-past-dedupe", "dedupe-expired"] as const)
       expect(s.faults[k], k).toBeGreaterThan(3);
     expect(s.states).toBeGreaterThan(295);
   }, 300_000);
