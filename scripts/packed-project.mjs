@@ -2,7 +2,7 @@
 // folder with the packages a user would add, from the registry this machine reaches or npm's cache. Used by
 // test/consumer.test.ts and scripts/readme-starts.mjs (and its test).
 import { execFile } from "node:child_process";
-import { mkdir, readFile, rm, statfs, writeFile } from "node:fs/promises";
+import { mkdir, readFile, rm, stat, statfs, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -77,14 +77,25 @@ async function withLock(path, fn) {
 /**
  * `npm pack` of the repository at `root` into `dir`: the build (`prepack`) runs first, as publishing does. Packs of
  * one repository are serialised across processes (two test files packing at once would build dist/ at once).
+ * With EONCE_PACK_CACHE naming a folder (one test run's, test/global-setup.ts; one CI run's, .ci/run), the first
+ * pack goes there and the others take it: the same sources give the same tarball, whichever file or Node packs.
  */
-export async function packPackage(root, dir) {
-  const packed = await withLock(join(root, "node_modules", ".eonce-pack.lock"), () =>
-    sh("npm", ["pack", "--json", "--pack-destination", dir], { cwd: root }),
-  );
-  if (packed.code !== 0) throw new Error(`npm pack failed:\n${packed.stderr}`);
-  const [info] = JSON.parse(packed.stdout.slice(packed.stdout.indexOf("[")));
-  return { tarball: join(dir, info.filename), files: info.files.map((f) => f.path) };
+export async function packPackage(root, dir, cache = process.env.EONCE_PACK_CACHE) {
+  return withLock(join(root, "node_modules", ".eonce-pack.lock"), async () => {
+    const index = cache ? join(cache, "packed.json") : undefined;
+    if (index) {
+      const done = await readFile(index, "utf8").then(JSON.parse, () => undefined);
+      if (done && (await stat(done.tarball).catch(() => undefined))) return done;
+    }
+    const to = cache ?? dir;
+    if (cache) await mkdir(cache, { recursive: true });
+    const packed = await sh("npm", ["pack", "--json", "--pack-destination", to], { cwd: root });
+    if (packed.code !== 0) throw new Error(`npm pack failed:\n${packed.stderr}`);
+    const [info] = JSON.parse(packed.stdout.slice(packed.stdout.indexOf("[")));
+    const result = { tarball: join(to, info.filename), files: info.files.map((f) => f.path) };
+    if (index) await writeFile(index, JSON.stringify(result));
+    return result;
+  });
 }
 
 const NPM_INSTALL = ["install", "--no-audit", "--no-fund", "--prefer-offline"];

@@ -1,3 +1,6 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { TestProject } from "vitest/node";
 import { ensureTestPrerequisites } from "../scripts/test-prerequisites.mjs";
 import { type DynamoDBLocal, startDynamoDBLocal } from "../src/local/emulators/dynamodb-local.js";
@@ -6,6 +9,8 @@ import { wantsStore } from "./kit/store-names.js";
 
 let ddb: DynamoDBLocal | undefined;
 let servers: TestServers | undefined;
+/** The pack cache this setup made (none when EONCE_PACK_CACHE named one already, as .ci/run does for its runs). */
+let packCache: string | undefined;
 
 /** Fails the run with these lines only, no stack: each says what to do. */
 function oneLine(message: string): Error {
@@ -52,10 +57,18 @@ export async function setup(project: TestProject) {
   project.provide("dynamodbEndpoint", ddb?.endpoint ?? "");
   project.provide("postgresUrl", servers?.postgresUrl ?? "");
   project.provide("valkeyUrl", servers?.valkeyUrl ?? "");
+  // One `npm pack` for the run: both packed-project files install the same tarball (scripts/packed-project.mjs).
+  if (!process.env.EONCE_PACK_CACHE) packCache = await mkdtemp(join(tmpdir(), "eonce-pack-"));
+  project.provide("packCache", process.env.EONCE_PACK_CACHE ?? packCache ?? "");
 }
 
 export async function teardown() {
-  await Promise.all([ddb?.stop(), servers?.stop()]);
+  await Promise.all([
+    ddb?.stop(),
+    servers?.stop(),
+    packCache && rm(packCache, { recursive: true, force: true }),
+  ]);
   ddb = undefined;
   servers = undefined;
+  packCache = undefined;
 }

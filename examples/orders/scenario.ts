@@ -57,13 +57,16 @@ export const ordersScenario: Scenario = {
  * publishing it at the commit: what a guarded pipeline without an outbox does (test/examples/orders-chain.test.ts
  * shows the double shipments it leaves downstream). Guard off is the same as the demo's.
  */
-export function ordersScenarioPublishing(publish: "outbox" | "direct"): Scenario {
+export function ordersScenarioPublishing(
+  publish: "outbox" | "direct",
+  faults: { crashRate?: number } = {},
+): Scenario {
   return {
     ...ordersScenario,
     async run(ctx) {
       const payments = await startPaymentsServer({ seed: ctx.seed, faults: PAYMENTS_FAULTS });
       try {
-        return await runOrders(ctx, payments, publish);
+        return await runOrders(ctx, payments, publish, faults.crashRate);
       } finally {
         await payments.stop();
       }
@@ -75,6 +78,7 @@ async function runOrders(
   ctx: ScenarioRunContext,
   payments: LocalPaymentsServer,
   publish: "outbox" | "direct",
+  crashRate = 0.05,
 ): Promise<ScenarioResult> {
   const { runtime } = ctx;
   const ddb = runtime.dynamodbClient();
@@ -121,7 +125,7 @@ async function runOrders(
     handler,
     timeoutMs: 8000,
     concurrency: 10,
-    faults: { slowRate: 0.3, slowMs: 3500, failAfterRate: 0.1, failBeforeRate: 0.03, crashRate: 0.05 },
+    faults: { slowRate: 0.3, slowMs: 3500, failAfterRate: 0.1, failBeforeRate: 0.03, crashRate },
   });
   const sourceOptions = { batchSize: 3, faults: { duplicateRate: 0.1, reorderWindowMs: 200 } };
   runtime.sqsEventSource(fn, { ...sourceOptions, queueUrl: standard.url, queueArn: standard.arn });

@@ -29,6 +29,7 @@ import {
   type BucketRouteOptions,
   type NotificationRoute,
 } from "./delivery/bucket-notifications.js";
+import { currentInvocation } from "./delivery/invocation-scope.js";
 import {
   CRASHED_CLAIMS,
   type CrashedClaims,
@@ -331,7 +332,7 @@ export class LocalRuntime {
   /** The runtime's SQS client (local endpoint and credentials). */
   sqsClient(): SQSClient {
     if (!this.sqs) throw new Error("SQS is not running in this runtime");
-    this.#sqsClient ??= this.#own(this.sqs.client());
+    this.#sqsClient ??= frozenRunsExtendNothing(this.#own(this.sqs.client()));
     return this.#sqsClient;
   }
 
@@ -519,12 +520,16 @@ export class LocalRuntime {
   async idle(options: IdleOptions = {}): Promise<void> {
     const deadline = Date.now() + (options.timeoutMs ?? 120_000);
     let quietChecks = 0;
+    let drained: boolean[] = [];
     // Two quiet checks in a row: a settling run may enqueue new work (a retry, a message) on its way out.
     while (quietChecks < 2) {
-      if (Date.now() > deadline)
-        throw new Error(`the local runtime did not go idle (${this.activity.count} pending)`);
+      if (Date.now() > deadline) {
+        const busy = this.#sources.filter((_, i) => !drained[i]).map((s) => s.describe());
+        const what = busy.length > 0 ? `; not drained: ${busy.join(", ")}` : "";
+        throw new Error(`the local runtime did not go idle (${this.activity.count} pending${what})`);
+      }
       await Promise.race([this.activity.idle(), this.sleeper.sleep(200)]);
-      const drained = await Promise.all(this.#sources.map((s) => s.drained().catch(() => false)));
+      drained = await Promise.all(this.#sources.map((s) => s.drained().catch(() => false)));
       quietChecks = this.activity.count === 0 && drained.every(Boolean) ? quietChecks + 1 : 0;
       await new Promise((r) => setTimeout(r, 25));
     }
@@ -565,6 +570,23 @@ export class LocalRuntime {
     this.#clients.push(client);
     return client;
   }
+}
+
+/**
+ * A timed-out or crashed run keeps its timers in this process (a real Lambda's would be frozen or gone): its SQS
+ * visibility heartbeat must extend nothing, as its lease renewals renew nothing (sim/live/instrumented-store.ts), or
+ * its messages would stay hidden until the runtime stops.
+ */
+function frozenRunsExtendNothing(client: SQSClient): SQSClient {
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      if (context.commandName?.startsWith("ChangeMessageVisibility") && currentInvocation()?.signal.aborted)
+        throw new Error("frozen: a timed-out or crashed run extends no visibility timeout");
+      return next(args);
+    },
+    { step: "initialize", name: "eonceFrozenRunsExtendNothing" },
+  );
+  return client;
 }
 
 /** Every wanted server, started side by side; each settles on its own (see start). */

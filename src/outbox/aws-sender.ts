@@ -11,6 +11,7 @@ import type { OutboxEntry, OutboxSender } from "./types.js";
  * Structural, so that these declarations do not need the SNS and EventBridge clients installed.
  */
 export interface AwsCommandClient {
+  /** Sends one command; resolves with its output. */
   send(command: object): Promise<unknown>;
 }
 

@@ -122,5 +122,6 @@ export interface OutboxReader {
 
 /** Sends one entry to its destination, with its message id; throws when the destination did not take it. */
 export interface OutboxSender {
+  /** Resolves once the destination took the message; rejects otherwise (the relay sends it again later). */
   send(entry: OutboxEntry): Promise<void>;
 }

@@ -13,6 +13,8 @@ import { LocalRuntime } from "../../src/local/runtime.js";
  * with guard off (no guard anywhere) as well.
  */
 const SEEDS = [1, 2, 3];
+/** Runs of the orders function that die after the charge and "order charged", before the commit (the demo: 5 %). */
+const CRASH_RATE = 0.2;
 const reports = new Map<string, DemoReport>();
 let runtime: LocalRuntime;
 
@@ -27,7 +29,7 @@ beforeAll(async () => {
         `${publish}/${seed}`,
         await runDemo({
           runtime,
-          scenarios: [ordersScenarioPublishing(publish)],
+          scenarios: [ordersScenarioPublishing(publish, { crashRate: CRASH_RATE })],
           seed,
           scale: 0.5,
           guards: ["on"],

@@ -14,28 +14,54 @@ export interface Captured {
   restore(): void;
 }
 
+/** The captures running now: one spy on stdout and stderr feeds them all (tests side by side each hold one). */
+const capturing = new Set<(text: string) => void>();
+let spies: { restore(): void } | undefined;
+
+function listen(grab: (text: string) => void): () => void {
+  capturing.add(grab);
+  // vi.restoreAllMocks() elsewhere may have taken the spies off: then they are put back.
+  if (!spies || !vi.isMockFunction(process.stdout.write)) {
+    const write = (chunk: unknown) => {
+      const text = typeof chunk === "string" ? chunk : Buffer.from(chunk as Uint8Array).toString("utf8");
+      for (const g of capturing) g(text);
+      return true;
+    };
+    const out = vi.spyOn(process.stdout, "write").mockImplementation(write as typeof process.stdout.write);
+    const err = vi.spyOn(process.stderr, "write").mockImplementation(write as typeof process.stderr.write);
+    spies = {
+      restore: () => {
+        out.mockRestore();
+        err.mockRestore();
+      },
+    };
+  }
+  return () => {
+    capturing.delete(grab);
+    if (capturing.size === 0) {
+      spies?.restore();
+      spies = undefined;
+    }
+  };
+}
+
 /**
  * Captures what Powertools prints (its own Console writes to process.stdout/stderr directly) until the current test
- * finishes (or `restore()`).
+ * finishes (or `restore()`). Tests that capture side by side (`it.concurrent`) each see everything printed: each
+ * names its handler's `pipeline` here, and keeps the lines of that pipeline only (logs and EMF both carry it).
  */
-export function captureOutput(): Captured {
+export function captureOutput(only: { pipeline?: string } = {}): Captured {
   let text = "";
-  const grab = (chunk: unknown) => {
-    text += typeof chunk === "string" ? chunk : Buffer.from(chunk as Uint8Array).toString("utf8");
-    return true;
-  };
-  const out = vi.spyOn(process.stdout, "write").mockImplementation(grab as typeof process.stdout.write);
-  const err = vi.spyOn(process.stderr, "write").mockImplementation(grab as typeof process.stderr.write);
-  const restore = () => {
-    out.mockRestore();
-    err.mockRestore();
-  };
+  const restore = listen((chunk) => {
+    text += chunk;
+  });
   onTestFinished(restore);
   const lines = () =>
     text
       .split("\n")
       .filter((l) => l.trim().startsWith("{"))
-      .map((l) => JSON.parse(l) as Record<string, unknown>);
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .filter((l) => only.pipeline === undefined || l.pipeline === only.pipeline);
   const emf = () => lines().filter((l) => "_aws" in l);
   const values = (name: string) =>
     emf().flatMap((l) => {

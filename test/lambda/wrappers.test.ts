@@ -480,9 +480,13 @@ describe.each(FORMS)("$name form", (form) => {
     });
   });
 
+  // These two wait on SQS's real clock (2 s visibility timeouts), each on its own queue and pipeline: side by side,
+  // each counting its own pipeline's lines. (The batch test below beside them changed when the second receive of the
+  // heartbeat-off case came: it runs after them.)
   for (const heartbeat of [true, false]) {
-    it(`processing for 1.5x the visibility timeout with the heartbeat ${heartbeat ? "on: received once" : "off: received again"}, processed once`, async () => {
-      const o = captureOutput();
+    it.concurrent(`processing for 1.5x the visibility timeout with the heartbeat ${heartbeat ? "on: received once" : "off: received again"}, processed once`, async () => {
+      const pipeline = `slow-${uid()}`;
+      const o = captureOutput({ pipeline });
       const q = await createQueue(`slow-${uid()}`, { VisibilityTimeout: "2" });
       await local.sqs.send(
         new SendMessageCommand({
@@ -500,6 +504,7 @@ describe.each(FORMS)("$name form", (form) => {
         },
         {
           store: tables.store,
+          pipeline,
           sqsClient: local.sqs,
           visibilityHeartbeat: heartbeat
             ? {

@@ -89,11 +89,13 @@ export class LocalOutboxRelay {
   readonly #faultCounts = { sends: 0, crashesAfterSend: 0, failedSends: 0, duplicateSends: 0 };
   readonly #options: ReturnType<typeof resolve>;
   readonly #prng: Prng;
+  readonly #name: string;
   #relays: RunningRelay[] = [];
 
   constructor(options: LocalOutboxRelayOptions, sim: Simulation, name: string) {
     this.#options = resolve(options);
     this.#prng = sim.prng.fork(`relay:${name}`);
+    this.#name = name;
   }
 
   start(): void {
@@ -130,6 +132,11 @@ export class LocalOutboxRelay {
       this.#faultCounts.crashesAfterSend++;
       throw new InjectedRelayFault("the relay died after sending (injected)");
     }
+  }
+
+  /** What `idle` names when this relay does not drain. */
+  describe(): string {
+    return `the outbox relay ${this.#name}`;
   }
 
   /** True when every committed entry has been sent and marked. */

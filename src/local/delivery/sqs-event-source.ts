@@ -71,6 +71,11 @@ export class SqsEventSource {
     this.#sim = sim;
   }
 
+  /** What `idle` names when this source does not drain. */
+  describe(): string {
+    return `the SQS event source of ${this.#fn.name} on ${this.#options.queueUrl}`;
+  }
+
   get queueUrl(): string {
     return this.#options.queueUrl;
   }

@@ -149,6 +149,11 @@ export class StreamEventSource {
     await Promise.all([...this.#shards.values()].map((w) => w.done));
   }
 
+  /** What `idle` names when this source does not drain. */
+  describe(): string {
+    return `the stream event source of ${this.#fn.name}`;
+  }
+
   /** True when every shard is read to what it holds now and no batch is in flight or waiting for a retry. */
   async drained(): Promise<boolean> {
     const shards = await this.#reader.listShards();

@@ -63,10 +63,26 @@ async function runSeed(env: StepEngineEnv, seed: number, guarded = true): Promis
     h.payloads.flatMap((p) => (prng.chance(0.3) ? [p, p] : [p])),
   );
   const handlerFunction = workflow(env, prng, guarded);
+  // One execution after another: each starts once the one before has returned its last invocation (SUCCEEDED or
+  // FAILED, every step's effects applied). LocalDurableTestRunner's run() resolves only 100 ms later (it stops
+  // polling its checkpoint server after a fixed real-time wait): awaited here, that idle tail was a third of the file.
+  const finished: ReturnType<LocalDurableTestRunner<unknown>["run"]>[] = [];
   for (const p of runs) {
-    const run = await new LocalDurableTestRunner({ handlerFunction }).run({ payload: JSON.parse(p) });
-    if (run.getStatus() !== "SUCCEEDED") found.push(`an execution ended ${run.getStatus()}`);
+    let ended!: () => void;
+    const lastInvocation = new Promise<void>((resolve) => {
+      ended = resolve;
+    });
+    const handler: typeof handlerFunction = async (event, context) => {
+      const out = await handlerFunction(event, context);
+      if (out.Status !== "PENDING") ended();
+      return out;
+    };
+    const run = new LocalDurableTestRunner({ handlerFunction: handler }).run({ payload: JSON.parse(p) });
+    finished.push(run);
+    await Promise.race([lastInvocation, run.finally(ended)]);
   }
+  for (const run of await Promise.all(finished))
+    if (run.getStatus() !== "SUCCEEDED") found.push(`an execution ended ${run.getStatus()}`);
   const executions = h.payloads.map((p) => dispatchedExecution(JSON.parse(p)));
   const newest = new Map<string, (typeof executions)[number]>();
   for (const e of executions) newest.set(e.subject, e); // the last start is the newest (checked by violations)
