@@ -11,7 +11,9 @@ import {
   SERVER_STORE_NAMES,
   STORE_NAMES,
 } from "../engines/registry.js";
+import type { OutboxBreak } from "../sim/broken.js";
 import {
+  BROKEN_OUTBOX,
   BROKEN_ROW_KEYS,
   BROKEN_STEPS,
   BROKEN_STORES,
@@ -40,6 +42,7 @@ interface ChaosOptions {
   durable?: boolean;
   wrappers?: boolean;
   streams?: boolean;
+  outbox?: boolean;
 }
 
 /**
@@ -65,7 +68,7 @@ export function registerChaos(program: Command): void {
     .option("--replay-path <case:choices>", "replay one exhaustive history (as printed for its violations)")
     .option(
       "--break <name>",
-      `wrap the store in a deliberately broken one: ${Object.keys(BROKEN_STORES).join(", ")}; or, on the inline stores, map rows with a broken mapping: ${Object.keys(BROKEN_ROW_KEYS).join(", ")}; or, with --durable, key steps otherwise: ${Object.keys(BROKEN_STEPS).join(", ")}; or, with --streams, move checkpoints otherwise: ${Object.keys(BROKEN_STREAMS).join(", ")}; or encode keys lossily: ${Object.keys(BROKEN_KEYS).join(", ")}; or, on an engine whose writes meet foreign values, weaken the pre-write check: ${Object.keys(BROKEN_WRITE_CHECKS).join(", ")}`,
+      `wrap the store in a deliberately broken one: ${Object.keys(BROKEN_STORES).join(", ")}; or, on the inline stores, map rows with a broken mapping: ${Object.keys(BROKEN_ROW_KEYS).join(", ")}; or, with --durable, key steps otherwise: ${Object.keys(BROKEN_STEPS).join(", ")}; or, with --streams, move checkpoints otherwise: ${Object.keys(BROKEN_STREAMS).join(", ")}; or, with --outbox, relay or publish otherwise: ${Object.keys(BROKEN_OUTBOX).join(", ")}; or encode keys lossily: ${Object.keys(BROKEN_KEYS).join(", ")}; or, on an engine whose writes meet foreign values, weaken the pre-write check: ${Object.keys(BROKEN_WRITE_CHECKS).join(", ")}`,
     )
     .option(
       "--unfenced-sink",
@@ -87,6 +90,10 @@ export function registerChaos(program: Command): void {
     .option(
       "--streams",
       "deliver through the Lambda Kinesis wrapper from a stream (shards, splits, checkpoints, retries from the failed record, bisect, lost checkpoints, producer retries) instead of calling the guard",
+    )
+    .option(
+      "--outbox",
+      "handlers publish at commit (ctx.publish) to the engine's outbox; relay copies racing under faults send to a standard or FIFO queue; a consumer guarded by message id downstream (checks O1-O5)",
     )
     .option("--dynamodb-endpoint <url>", "use this running DynamoDB Local instead of starting one")
     .option(
@@ -119,8 +126,12 @@ function common(o: ChaosOptions) {
   const streams = o.break ? BROKEN_STREAMS[o.break] : undefined;
   const checks = o.break ? BROKEN_WRITE_CHECKS[o.break] : undefined;
   const keys = o.break ? BROKEN_KEYS[o.break] : undefined;
-  if (o.break && !broken && !rows && !steps && !checks && !keys && !streams)
+  const outbox = o.break && Object.hasOwn(BROKEN_OUTBOX, o.break) ? (o.break as OutboxBreak) : undefined;
+  if (o.break && !broken && !rows && !steps && !checks && !keys && !streams && !outbox)
     throw new Error(`unknown --break ${o.break}`);
+  if (outbox && !o.outbox) throw new Error(`--break ${o.break} needs --outbox`);
+  if (o.outbox && (o.durable || o.wrappers || o.streams))
+    throw new Error("--outbox is a kind of history of its own: not with --durable, --wrappers or --streams");
   if (steps && !o.durable) throw new Error(`--break ${o.break} needs --durable`);
   if (streams && !o.streams) throw new Error(`--break ${o.break} needs --streams`);
   if (rows && !(INLINE_STORE_NAMES as readonly StoreName[]).includes(o.store))
@@ -139,6 +150,8 @@ function common(o: ChaosOptions) {
     ...(o.wrappers ? { wrappers: true } : {}),
     ...(o.streams ? { streams: true } : {}),
     ...(streams ? { checkpointPastFailures: true } : {}),
+    ...(o.outbox ? { outbox: true } : {}),
+    ...(outbox ? { outboxBreak: outbox } : {}),
   };
 }
 
@@ -153,6 +166,7 @@ function replayCommand(o: ChaosOptions, seed: number): string {
     o.failover && o.waitForReplicas ? "--wait-for-replicas" : "",
     o.wrappers ? "--wrappers" : "",
     o.streams ? "--streams" : "",
+    o.outbox ? "--outbox" : "",
   ].filter(Boolean);
   return ["npm run chaos -- --replay", String(seed), ...extra].join(" ");
 }
@@ -306,6 +320,7 @@ function jsonReport(o: ChaosOptions, r: Report): string {
     store: o.store,
     ...(o.wrappers ? { wrappers: true } : {}),
     ...(o.streams ? { streams: true } : {}),
+    ...(o.outbox ? { outbox: true } : {}),
     ...(o.failover ? { failover: { waitForReplicas: o.waitForReplicas === true } } : {}),
     seed: o.seed,
     beyondSkew: s.beyondSkew,
@@ -326,7 +341,7 @@ function textReport(o: ChaosOptions, r: Report): string[] {
       .map(([k, v]) => `${k} ${v}`)
       .join(", ");
   return [
-    `${s.histories} ${o.wrappers ? "wrapper " : o.streams ? "stream " : ""}histories on ${o.store}${o.failover ? ` with a failover${o.waitForReplicas ? " (waitForReplicas)" : ""}` : ""} (seeds ${o.seed}..${o.seed + s.histories - 1}), ${s.states} distinct, in ${(s.wallMs / 1000).toFixed(1)}s`,
+    `${s.histories} ${o.wrappers ? "wrapper " : o.streams ? "stream " : o.outbox ? "outbox " : ""}histories on ${o.store}${o.failover ? ` with a failover${o.waitForReplicas ? " (waitForReplicas)" : ""}` : ""} (seeds ${o.seed}..${o.seed + s.histories - 1}), ${s.states} distinct, in ${(s.wallMs / 1000).toFixed(1)}s`,
     `faults: ${list(s.faults)}`,
     `clocks beyond the skew bound: ${s.beyondSkew} histories (${s.beyondSkewUnreported} violations there not reported: the guarantee does not hold)`,
     ...r.exhaustive.map(

@@ -39,6 +39,31 @@ export const INVARIANT_CATALOGUE = {
     title: "bounded state",
     statement: "a state item stays bounded whatever its history; fences never repeat nor go back per subject",
   },
+  // The outbox's (publish at commit, docs/effects.md): the simulator's outbox histories (src/sim/outbox-history.ts).
+  O1: {
+    title: "published once",
+    statement:
+      "every message of a committed event is sent at least once, and its consumer's folded effect applies exactly once",
+  },
+  O2: {
+    title: "committed messages only",
+    statement:
+      "no message of an event that did not commit, nor of a run that did not commit, is ever sent or consumed",
+  },
+  O3: {
+    title: "stable message ids",
+    statement:
+      "a message's id is fixed at its commit: every send of it carries that id and the committed message",
+  },
+  O4: {
+    title: "commit order",
+    statement:
+      "a subject's messages are first sent in commit order, and first delivered in it by a FIFO destination",
+  },
+  O5: {
+    title: "outbox drains",
+    statement: "once the relays have run to quiescence, no committed message is left unsent in the outbox",
+  },
 } as const;
 
 export type InvariantId = keyof typeof INVARIANT_CATALOGUE;

@@ -3,6 +3,7 @@ import type { StateRecord } from "../core/state.js";
 import type { AtomicWrite, StateStore } from "../core/store.js";
 
 import type { StepEffects } from "../durable/step-effects.js";
+import type { Outbox, OutboxReader } from "../outbox/types.js";
 import type { TaggedWrite } from "./faulty-store.js";
 
 /** A row of the fenced sink: the position and fence of the write that landed last. */
@@ -69,6 +70,19 @@ export interface Backend {
   stepEffects?(clock: Clock): StepEffects;
   /** Engines whose writes can meet a value someone else wrote in their target: src/sim/foreign-values.ts. */
   readonly foreign?: ForeignTargets;
+  /**
+   * Outbox histories (`--outbox`, src/sim/outbox-history.ts): the engine's outbox for this history, holding no other
+   * history's entries (histories on a server run at once, and a relay claims every subject's head), whose store
+   * folds its entries; `clock` is the history's (virtual) clock. Called once per history.
+   */
+  outbox?(clock: Clock): Promise<SimOutbox>;
+}
+
+/** An engine's outbox in one history: the writer the guard folds into commits, and a reader per relay copy. */
+export interface SimOutbox {
+  readonly outbox: Outbox;
+  /** A reader for one relay copy (its own connection where the engine has them). */
+  reader(): Promise<OutboxReader>;
 }
 
 /** A value someone else wrote in an effect target before the history (a counter written as `"007"`). */

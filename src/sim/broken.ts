@@ -144,3 +144,21 @@ export const BROKEN_WRITE_CHECKS: Record<string, { what: string }> = {
     what: "a commit's writes are checked by a pattern (an integer of at most 18 digits), not by the server's rules: a counter someone else wrote as 007 passes, its INCRBY fails after the writes before it landed, and every retry lands them again",
   },
 };
+
+/**
+ * Outbox relays and publishers that break publish-at-commit (`npm run chaos -- --outbox --break <name>`), to show that
+ * the outbox histories' checks catch each (src/sim/outbox-checks.ts).
+ */
+export const BROKEN_OUTBOX = {
+  "relay-mark-before-send": {
+    what: "the relay marks an entry sent, then sends it: a crash (or a failed send) between the two loses the message, and the subject's next one goes first",
+  },
+  "publish-outside-commit": {
+    what: "the handler sends its messages itself instead of ctx.publish: runs that never commit send them too, and the consumer may take a failed run's message",
+  },
+  "relay-fresh-ids": {
+    what: "the relay sends each message under an id of its own (as SQS assigns one), not the entry's: every resend is a new message downstream",
+  },
+} as const satisfies Record<string, { what: string }>;
+
+export type OutboxBreak = keyof typeof BROKEN_OUTBOX;

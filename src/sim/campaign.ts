@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { SimEnv } from "../engines/engine.js";
 import { engine, type StoreName } from "../engines/registry.js";
+import type { OutboxBreak } from "./broken.js";
 import { randomChooser } from "./chooser.js";
 import { type Profile, randomConfig } from "./config.js";
 import { runDurableHistory } from "./durable-history.js";
@@ -9,6 +10,8 @@ import { type HistoryDeps, type HistoryResult, runHistory, type StoreWrapper } f
 import type { HistoryConfig } from "./history-config.js";
 import type { KnownIssue } from "./known-issues.js";
 import type { InvariantId, Violation } from "./observer.js";
+import { outboxSettings } from "./outbox-config.js";
+import { runOutboxHistory } from "./outbox-history.js";
 import { streamSettings } from "./stream-config.js";
 import { runStreamHistory } from "./stream-history.js";
 import { wrapperSettings } from "./wrapper-config.js";
@@ -42,6 +45,10 @@ export interface CampaignOptions {
   streams?: boolean;
   /** With `streams`: the checkpoint moves past every batch (BROKEN_STREAMS, `--break checkpoint-past-failures`). */
   checkpointPastFailures?: boolean;
+  /** Publish at commit through the engine's outbox, relays and a consumer downstream (outbox-history.ts). */
+  outbox?: boolean;
+  /** With `outbox`: a broken relay or publisher (BROKEN_OUTBOX, `--break relay-mark-before-send`, …). */
+  outboxBreak?: OutboxBreak;
   /** A failover to a lagging replica in each history (engines whose `serverFaults` name it, src/engines/engine.ts). */
   failover?: { waitForReplicas: boolean };
   /** Durable histories (src/sim/durable-history.ts) instead of the guard's: dispatcher, executions, guarded steps. */
@@ -175,13 +182,14 @@ export async function runSeed(
   return { ...result, seed, config, digest: chooser.digest() };
 }
 
-/** The history of the run's kind: through the guard, the SQS wrapper or the Kinesis wrapper. */
+/** The history of the run's kind: through the guard, the SQS wrapper, the Kinesis wrapper, or publishing. */
 function runKind(
   seed: number,
   config: HistoryConfig,
   deps: HistoryDeps,
-  o: Pick<CampaignOptions, "streams" | "wrappers" | "checkpointPastFailures">,
+  o: Pick<CampaignOptions, "streams" | "wrappers" | "checkpointPastFailures" | "outbox" | "outboxBreak">,
 ): Promise<HistoryResult> {
+  if (o.outbox) return runOutboxHistory(config, outboxSettings(seed), deps, o.outboxBreak);
   if (o.streams) {
     const broken = { checkpointPastFailures: o.checkpointPastFailures === true };
     return runStreamHistory(config, streamSettings(seed), deps, broken);

@@ -97,11 +97,15 @@ async function invoke(
 export function compute(run: Run, w: Worker, e: SimEvent, ctx: ApplyContext): { w: number } {
   ctx.atCommit(run.backend.counter(e, ctx.fence));
   for (const w of foreignWrites(run, e)) ctx.atCommit(w);
+  run.publish?.(e, ctx);
   if (e.position !== undefined) ctx.atCommit(run.backend.sinkAtomic(e, e.position, ctx.fence));
   return { w: w.state.id };
 }
 
-/** `run`'s handler: the counter folded, work (or a pause past the lease), the sink row folded or written now. */
+/**
+ * `run`'s handler: the counter folded (and, in outbox histories, the messages published), work (or a pause past the
+ * lease), the sink row folded or written now.
+ */
 export async function handle(
   run: Run,
   w: Worker,
@@ -112,6 +116,7 @@ export async function handle(
   try {
     ctx.atCommit(run.backend.counter(e, ctx.fence));
     for (const w of foreignWrites(run, e)) ctx.atCommit(w);
+    run.publish?.(e, ctx);
     if (run.faults.pause()) await pause(run, w, e, ctx);
     else {
       const ms = run.chooser.int(run.cfg.minWorkMs ?? 0, run.cfg.maxWorkMs);

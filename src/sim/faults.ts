@@ -47,7 +47,27 @@ export type FaultKind =
   /** Stream histories: a batch's checkpoint was not saved after it succeeded, so its records come again. */
   | "checkpoint-lost"
   /** Stream histories: a failed invocation's batch halved before its retry. */
-  | "bisect";
+  | "bisect"
+  /** Outbox histories: a relay's send failed before the destination had it. */
+  | "send-failed"
+  /** Outbox histories: the destination took a relay's send, whose response was lost (the relay thinks it failed). */
+  | "send-lost"
+  /** Outbox histories: a relay crashed after a send before marking it, or after a claim (a new copy starts). */
+  | "relay-crash"
+  /** Outbox histories: a relay stalled about to send until its lease ran out, then sent (late, a duplicate). */
+  | "relay-stall"
+  /** ... for longer than a FIFO destination's deduplication window: its late send is delivered again. */
+  | "stall-past-dedupe"
+  /** Outbox histories: a relay's claim landed, its response lost (the entries wait for the lease to end). */
+  | "claim-lost"
+  /** Outbox histories: a relay's markSent landed, its response lost. */
+  | "mark-lost"
+  /** Outbox histories: a relay's markSent failed before landing. */
+  | "mark-failed"
+  /** Outbox histories: a FIFO destination dropped a send within the deduplication window of an earlier one. */
+  | "deduplicated"
+  /** ... and enqueued again a send of an id after that window: the message is delivered again. */
+  | "dedupe-expired";
 
 export type FaultCounts = Partial<Record<FaultKind, number>>;
 

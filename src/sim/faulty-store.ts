@@ -67,10 +67,17 @@ export class FaultyStore implements store.StateStore {
       report: (res, call) => {
         if (!res.claimed) return this.#claimRefused(req, call, res.state);
         // A recognised retry (writes "unknown") landed under an earlier attempt's fence, not this one.
-        if (!res.writes.some((w) => w.status === "unknown"))
+        if (!res.writes.some((w) => w.status === "unknown")) {
           this.o.observer.fenceTaken(req.key, req.fence, call);
+          this.o.observer.committed(req.key, req.identity, req.fence);
+        }
         this.#reportWrites(req.writes, res.writes);
         return "committed";
+      },
+      lost: async (before) => {
+        const after = await this.inner.read(req.key);
+        if (after?.status === "done" && after.fence === req.fence && before?.fence !== req.fence)
+          this.o.observer.committed(req.key, req.identity, req.fence);
       },
     });
   }
@@ -100,13 +107,16 @@ export class FaultyStore implements store.StateStore {
           observer.commitRefused(worker.id, call, req.key, req.fence, res.state);
           return refusedOn(res.state);
         }
+        observer.committed(req.key, req.identity, req.fence);
         this.#reportWrites(req.writes, res.writes);
         return "committed";
       },
       lost: async (_, call) => {
         const after = await this.inner.read(req.key);
-        if (after?.status === "done" && after.fence === req.fence)
+        if (after?.status === "done" && after.fence === req.fence) {
           observer.commitLanded(call, req.key, req.fence);
+          observer.committed(req.key, req.identity, req.fence);
+        }
       },
     });
   }

@@ -176,7 +176,7 @@ function simEvents(
 }
 
 /** A worker: its own clock (offset), the shared store behind its own fault decorator, and a guard over both. */
-function createWorker(run: Run, shared: StateStore, id: number): Worker {
+export function createWorker(run: Run, shared: StateStore, id: number): Worker {
   const state: WorkerState = { id, offsetMs: run.cfg.offsets[id] ?? 0, call: 0, frozenUntil: 0 };
   return { state, guard: guardFor(run, shared, state) };
 }
@@ -204,6 +204,7 @@ export function guardFor(run: Run, shared: StateStore, state: WorkerState): Guar
     waitIntervalMs: g.waitIntervalMs,
     maxWaitIntervalMs: g.maxWaitIntervalMs,
     expiresAfterSeconds: 3600,
+    ...(run.outbox ? { outbox: run.outbox } : {}),
   });
 }
 

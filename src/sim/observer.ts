@@ -5,11 +5,12 @@ import { VIRTUAL_EPOCH_MS, type VirtualScheduler } from "./virtual-time.js";
 
 /**
  * The invariants a history checks, from the one catalogue (src/core/invariants.ts; of I5, bad input, the keys that
- * break the key rule: src/sim/hostile-keys.ts). `fencing` marks those that fencing guarantees whatever the clocks do: they are reported even in
- * histories whose clocks differ beyond the guard's clockSkewMs.
+ * break the key rule: src/sim/hostile-keys.ts; O1–O5, the outbox's, in outbox histories: src/sim/outbox-checks.ts).
+ * `fencing` marks those that fencing guarantees whatever the clocks do: they are reported even in histories whose
+ * clocks differ beyond the guard's clockSkewMs.
  */
 export const INVARIANTS = Object.fromEntries(
-  (["I1", "I2", "I3", "I4", "I5", "I6", "I7"] as const).map((id) => [id, INVARIANT_CATALOGUE[id].statement]),
+  Object.entries(INVARIANT_CATALOGUE).map(([id, i]) => [id, i.statement]),
 ) as Record<InvariantId, string>;
 
 export type { InvariantId };
@@ -54,6 +55,7 @@ export class HistoryObserver {
   readonly #holders = new Map<string, Holder>();
   readonly #landedClaims = new Map<number, { key: string; fence: number }[]>();
   readonly #landedCommits = new Map<number, { key: string; fence: number }[]>();
+  readonly #commits = new Map<string, number[]>();
   readonly #fences = new Map<string, Map<number, number>>();
   readonly #lastState = new Map<string, { cpos?: string; fence: number }>();
   readonly #sink = new Map<string, { pos: string; fence: number }>();
@@ -161,6 +163,21 @@ export class HistoryObserver {
     if (!h) return;
     h.lastRenewLanded = this.sim.now;
     if (confirmed) h.confirmedUntil = Math.max(h.confirmedUntil, leaseUntilMs - this.#offset(worker));
+  }
+
+  /**
+   * A commit (or claim-and-commit) of (`key`, `identity`) landed with `fence`, its answer seen or found after a lost
+   * response: the commits that happened, whatever their folded writes did (outbox histories check messages by them).
+   */
+  committed(key: string, identity: string, fence: number): void {
+    const id = `${key}\n${identity}`;
+    const fences = this.#commits.get(id) ?? [];
+    if (!fences.includes(fence)) this.#commits.set(id, [...fences, fence]);
+  }
+
+  /** The fences whose commit of (`key`, `identity`) landed. */
+  commitsOf(key: string, identity: string): readonly number[] {
+    return this.#commits.get(`${key}\n${identity}`) ?? [];
   }
 
   commitLanded(call: number, key: string, fence: number): void {

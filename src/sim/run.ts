@@ -1,3 +1,5 @@
+import type { Publish } from "../outbox/publish.js";
+import type { Outbox } from "../outbox/types.js";
 import type { Backend, ForeignKind } from "./backend.js";
 import type { Chooser } from "./chooser.js";
 import type { ColdStarts } from "./cold-start.js";
@@ -33,4 +35,7 @@ export interface Run {
   settled: number;
   /** A value someone else wrote in one event's effect target before the history (foreign-values.ts). */
   foreign?: { event: number; kind: ForeignKind };
+  /** Outbox histories (outbox-history.ts): the guards' `outbox`, and what each handler run publishes. */
+  outbox?: Outbox;
+  publish?: (e: SimEvent, ctx: { fence: number; publish: Publish }) => void;
 }

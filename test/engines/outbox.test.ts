@@ -128,6 +128,16 @@ for (const factory of STORES) {
       expect(await pendingOf(a, subject)).toEqual([]);
     });
 
+    it("publishes from an event whose subject is empty, as the guard takes one", async () => {
+      const guard = guardOf();
+      const identity = unique("empty-subject");
+      const r = await guard.run({ subject: "", identity }, async (ctx) => void ctx.publish(QUEUE, identity));
+      expect(r.status).toBe("processed");
+      const id = outboxMessageId("", identity, "#1");
+      const pending = await (await outboxOf().reader()).pending();
+      expect(pending.filter((e) => e.messageId === id).map((e) => e.body)).toEqual([identity]);
+    });
+
     it("relays every committed message once per round trip, under the id fixed at the commit", async () => {
       const guard = guardOf();
       const subjects = [unique("r"), unique("r"), unique("r")];

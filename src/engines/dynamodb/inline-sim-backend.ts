@@ -5,7 +5,7 @@ import type { Backend, EffectTarget } from "../../sim/backend.js";
 import type { TaggedWrite } from "../../sim/faulty-store.js";
 import { FORGOTTEN_NAMES, InlineDynamoDBStore } from "./inline-store.js";
 import { dynamoItemBytes } from "./limits.js";
-import type { DynamoDBTables } from "./sim-backend.js";
+import { type DynamoDBTables, historyOutbox } from "./sim-backend.js";
 
 /** The user's attributes of a subject's row that the simulator writes: the sink, and one counter per application. */
 const SINK_POS = "sinkPos";
@@ -72,6 +72,7 @@ export function inlineBackend(t: DynamoDBTables, rowKey?: (stateKey: string) => 
       return { state, bytes: state ? dynamoItemBytes(own) : undefined };
     },
     forget: (key) => removeState(t, store.rowKeyOf(key)),
+    outbox: () => historyOutbox(t, "dynamodb-inline"),
   };
 }
 

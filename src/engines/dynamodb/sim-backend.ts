@@ -4,10 +4,12 @@ import {
   type DynamoDBClient,
   GetItemCommand,
 } from "@aws-sdk/client-dynamodb";
-import { type Backend, counterWrite, taggedSink } from "../../sim/backend.js";
+import { type Backend, counterWrite, type SimOutbox, taggedSink } from "../../sim/backend.js";
 import { quiet } from "../../sim/quiet.js";
 import type { DynamoDBAtomicWrite } from "./atomic-write.js";
 import { dynamoItemBytes } from "./limits.js";
+import { DynamoDBOutbox } from "./outbox.js";
+import { createOutboxTable } from "./outbox-schema.js";
 import { createStateTable, createTableIfMissing, STATE_KEY_ATTRIBUTE } from "./schema.js";
 import { DynamoDBFencedSink } from "./sink.js";
 import { DynamoDBStepEffects } from "./step-effects.js";
@@ -21,6 +23,8 @@ export interface DynamoDBTables {
   counter: string;
   /** The user's table of inline state (`--store dynamodb-inline`): one row per subject. */
   inline: string;
+  /** Outbox histories' tables, one per history (`historyOutbox`), removed with the run's. */
+  outboxes: string[];
 }
 
 export async function createChaosTables(client: DynamoDBClient, suffix: string): Promise<DynamoDBTables> {
@@ -30,6 +34,7 @@ export async function createChaosTables(client: DynamoDBClient, suffix: string):
     sink: `chaos-sink-${suffix}`,
     counter: `chaos-count-${suffix}`,
     inline: `chaos-inline-${suffix}`,
+    outboxes: [],
   };
   await createStateTable(client, { tableName: t.state });
   await createTableIfMissing(client, t.sink, "pk");
@@ -40,10 +45,27 @@ export async function createChaosTables(client: DynamoDBClient, suffix: string):
 
 /** Deletes a run's tables (on an endpoint the run does not own, nothing of it may stay). */
 export async function deleteChaosTables(t: DynamoDBTables): Promise<void> {
-  for (const name of [t.state, t.sink, t.counter, t.inline])
+  for (const name of [t.state, t.sink, t.counter, t.inline, ...t.outboxes])
     await t.client.send(new DeleteTableCommand({ TableName: name })).catch((error: unknown) => {
       if ((error as { name?: unknown } | null)?.name !== "ResourceNotFoundException") throw error;
     });
+}
+
+/**
+ * An outbox history's outbox: a table of its own (histories run at once, and a polling relay claims the head of
+ * every subject it finds, so one table shared would relay other histories' entries), polled as `relayOutbox` does.
+ */
+export async function historyOutbox(
+  t: DynamoDBTables,
+  engine: "dynamodb" | "dynamodb-inline",
+): Promise<SimOutbox> {
+  const tableName = `${t.state.replace("chaos-state", "chaos-outbox")}-${t.outboxes.length}`;
+  t.outboxes.push(tableName);
+  // No TTL: sent entries expire at virtual times (2096), which DynamoDB Local would compare with its own clock.
+  await createOutboxTable(t.client, { tableName, ttl: false });
+  // Two buckets (default 8): every claim queries each, and two still spread the subjects.
+  const outbox = new DynamoDBOutbox({ client: t.client, tableName, engine, pendingBuckets: 2 });
+  return { outbox, reader: async () => outbox };
 }
 
 /**
@@ -103,5 +125,6 @@ export function dynamoDBBackend(t: DynamoDBTables): Backend {
     // Markers and fences (`m#…`, `f#…`) beside the counters (the history's namespace), in the counter table.
     stepEffects: (clock) =>
       new DynamoDBStepEffects({ client: t.client, tableName: t.counter, clock, ...quiet() }),
+    outbox: () => historyOutbox(t, "dynamodb"),
   };
 }

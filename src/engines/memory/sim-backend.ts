@@ -1,6 +1,7 @@
 import { type Backend, counterWrite, type SinkRow, sinkDescription } from "../../sim/backend.js";
 import type { TaggedWrite } from "../../sim/faulty-store.js";
 import { quiet } from "../../sim/quiet.js";
+import { MemoryOutbox } from "./outbox.js";
 import { MemoryStepEffects } from "./step-effects.js";
 import { type MemoryAtomicWrite, MemoryStore } from "./store.js";
 
@@ -52,5 +53,9 @@ export function memoryBackend(o: MemoryBackendOptions): Backend {
     },
     forget: async (key) => store.forget(key),
     stepEffects: (clock) => new MemoryStepEffects({ clock, ...quiet() }),
+    outbox: async () => {
+      const outbox = new MemoryOutbox();
+      return { outbox, reader: async () => outbox };
+    },
   };
 }

@@ -9,6 +9,7 @@ import { migrateInline } from "./inline-schema.js";
 import { InlineStatements } from "./inline-sql.js";
 import { InlinePostgresStore } from "./inline-store.js";
 import { qualified, quote } from "./schema.js";
+import { historyOutbox } from "./sim-backend.js";
 import { COLD_START_LOCK_TIMEOUT_MS, coldStarts, holdReader } from "./sim-cold-start.js";
 import type { PostgresChaosEnv } from "./sim-env.js";
 
@@ -106,6 +107,7 @@ export function postgresInlineBackend(env: PostgresChaosEnv, rowKey?: (stateKey:
     },
     coldStart: (workers) => inlineColdStart(env, workers),
     holdReader: (ms) => holdReader(env, ROWS, ms),
+    outbox: () => historyOutbox(env, "postgres-inline", ROWS),
   };
 }
 

@@ -1,6 +1,7 @@
 import { type Backend, taggedSink } from "../../sim/backend.js";
 import { quiet } from "../../sim/quiet.js";
 import type { SqliteAtomicWrite } from "./atomic-write.js";
+import { SqliteOutbox } from "./outbox.js";
 import { SqliteFencedSink } from "./sink.js";
 import { SqliteStepEffects } from "./step-effects.js";
 import { SqliteStore, statementsOf } from "./store.js";
@@ -48,5 +49,10 @@ ON CONFLICT (id) DO UPDATE SET n = n + 1, fences = fences || ',' || excluded.fen
     },
     forget: async (key) => store.forget(key),
     stepEffects: (clock) => new SqliteStepEffects({ store, tableName: "chaos_steps", clock, ...quiet() }),
+    // The history's own database: its outbox table holds no other history's entries.
+    outbox: async () => {
+      const outbox = new SqliteOutbox({ store });
+      return { outbox, reader: async () => outbox };
+    },
   };
 }

@@ -8,6 +8,7 @@ import type { SimBackendOptions, SimEnv } from "../engine.js";
 import type { ValkeyAtomicWrite } from "./atomic-write.js";
 import { TEST_VALKEY_URL } from "./client.js";
 import { valkeyHashTag } from "./keys.js";
+import { ValkeyOutbox } from "./outbox.js";
 import { valkeyForeignTargets, withPatternWriteCheck } from "./sim-foreign.js";
 import { ConnectionStore, LaggingReplica } from "./sim-replica.js";
 import { ValkeyFencedSink, valkeyWrite } from "./sink.js";
@@ -30,8 +31,10 @@ export async function valkeySimEnv(url = TEST_VALKEY_URL): Promise<SimEnv> {
   const client = new Redis(url, { maxRetriesPerRequest: 2 });
   const prefix = `eonce-chaos:${randomUUID()}:`;
   await client.ping();
+  let histories = 0;
   return {
-    backend: (o) => valkeyBackend(client, prefix, o),
+    // A prefix per history under the run's: an outbox history's relays find (SCAN, hints) only its own entries.
+    backend: (o) => valkeyBackend(client, `${prefix}h${histories++}:`, o),
     close: async () => {
       await deleteByPrefix(client, prefix);
       await client.quit();
@@ -108,6 +111,10 @@ export function valkeyBackend(client: Redis, prefix: string, o: SimBackendOption
     stepEffects: (clock) =>
       new ValkeyStepEffects({ client: replica?.client ?? client, keyPrefix: prefix, clock, ...quiet() }),
     foreign: valkeyForeignTargets(client, prefix, store),
+    outbox: async () => {
+      const outbox = new ValkeyOutbox({ store });
+      return { outbox, reader: async () => outbox };
+    },
   };
 }
 
