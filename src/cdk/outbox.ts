@@ -6,6 +6,11 @@ import * as sources from "aws-cdk-lib/aws-lambda-event-sources";
 import * as nodejs from "aws-cdk-lib/aws-lambda-nodejs";
 import * as logs from "aws-cdk-lib/aws-logs";
 import * as sqs from "aws-cdk-lib/aws-sqs";
+import {
+  OUTBOX_ATTRIBUTES,
+  OUTBOX_PENDING_INDEX,
+  OUTBOX_UNSENT_INDEX,
+} from "../engines/dynamodb/outbox-names.js";
 import { ENV, RUNTIME } from "./constants.js";
 import { streamSourceProps } from "./delivery.js";
 import { bundled } from "./function.js";
@@ -19,15 +24,15 @@ import type { ResolvedProps } from "./resolve-props.js";
  * secondary index can only be made with the table, so the construct makes both though the stream relay uses neither.
  */
 export const OUTBOX_TABLE_SCHEMA = {
-  partitionKey: "subject",
-  sortKey: "order",
-  ttlAttribute: "expiresAt",
-  unsentIndex: { name: "unsentBySubject", sortKey: "unsent" },
+  partitionKey: OUTBOX_ATTRIBUTES.subject,
+  sortKey: OUTBOX_ATTRIBUTES.order,
+  ttlAttribute: OUTBOX_ATTRIBUTES.expiresAt,
+  unsentIndex: { name: OUTBOX_UNSENT_INDEX, sortKey: OUTBOX_ATTRIBUTES.unsent },
   pendingIndex: {
-    name: "pending",
-    partitionKey: "pendingBucket",
-    sortKey: "createdAtMs",
-    include: ["leaseUntilMs"],
+    name: OUTBOX_PENDING_INDEX,
+    partitionKey: OUTBOX_ATTRIBUTES.pendingBucket,
+    sortKey: OUTBOX_ATTRIBUTES.createdAtMs,
+    include: [OUTBOX_ATTRIBUTES.leaseUntilMs],
   },
 } as const;
 

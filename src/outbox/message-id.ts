@@ -35,3 +35,17 @@ export function outboxOrder(fence: number, index: number): string {
   }
   return `${String(fence).padStart(FENCE_DIGITS, "0")}.${String(index).padStart(INDEX_DIGITS, "0")}`;
 }
+
+/**
+ * How an outbox entry's write is named in a commit's write outcomes (`WriteOutcome.description`), the same on every
+ * engine: so that a caller can tell the event's own effects from its messages (an inline commit whose row write is
+ * stale still lands its entries: the event committed).
+ */
+export function outboxWriteDescription(messageId: string): string {
+  return `outbox ${messageId}`;
+}
+
+/** Whether a write outcome is an outbox entry's (`outboxWriteDescription`). */
+export function isOutboxWrite(outcome: { description: string }): boolean {
+  return /^outbox eo1_[A-Za-z0-9_-]{40}$/.test(outcome.description);
+}

@@ -2,6 +2,7 @@ import { MalformedEventError } from "../core/errors.js";
 import type { ApplyContext, Guard, GuardContext, GuardOutcome } from "../core/guard.js";
 import { isAcknowledged } from "../core/outcomes.js";
 import { positionBefore } from "../core/position.js";
+import { isOutboxWrite } from "../outbox/message-id.js";
 import type { WorkerState } from "./faulty-store.js";
 import { foreignWrites } from "./foreign-values.js";
 import type { Mode } from "./history-config.js";
@@ -158,6 +159,15 @@ async function sinkDirect(run: Run, w: Worker, e: SimEvent, pos: string, fence: 
  * The queue hears the outcome: acknowledged statuses (the outcome table) delete the message, the rest return it.
  * An invocation past its visibility timeout does neither (Lambda timed out), and its outcome is not recorded.
  */
+/**
+ * A processed outcome every effect of which was stale: a newer event's work held every target. The event's own
+ * effects, not its messages (an inline commit whose row write is stale still lands its outbox entries).
+ */
+export function isSuperseded(out: GuardOutcome<unknown> | undefined): boolean {
+  const effects = out?.status === "processed" ? out.writes.filter((x) => !isOutboxWrite(x)) : [];
+  return effects.length > 0 && effects.every((x) => x.status === "stale");
+}
+
 function settle(
   run: Run,
   w: Worker,
@@ -177,8 +187,7 @@ function settle(
     return;
   }
   observer.log(() => `w${w.state.id} ${e.subject}/${e.identity} -> ${status}${acknowledged ? " (ack)" : ""}`);
-  const superseded =
-    out?.status === "processed" && out.writes.length > 0 && out.writes.every((x) => x.status === "stale");
+  const superseded = isSuperseded(out);
   run.deliveries.push({
     event: e.index,
     worker: w.state.id,

@@ -15,7 +15,7 @@ import {
   resolveOptions,
   type WrapperMode,
 } from "../lambda/options.js";
-import { compute, handle, noteKnownIssues } from "./delivery.js";
+import { compute, handle, isSuperseded, noteKnownIssues } from "./delivery.js";
 import type { Run } from "./run.js";
 import { silentObservability } from "./silent-observability.js";
 import type { SimEvent } from "./sim-event.js";
@@ -306,8 +306,7 @@ export function recordOutcome(
   );
   noteKnownIssues(run, e, out);
   if (status !== undefined && GUARD_STATUSES.includes(status)) {
-    const superseded =
-      out?.status === "processed" && out.writes.length > 0 && out.writes.every((x) => x.status === "stale");
+    const superseded = isSuperseded(out);
     run.deliveries.push({
       event: e.index,
       worker: w.id,

@@ -8,6 +8,7 @@ import {
 import { MalformedEventError } from "../../core/errors.js";
 import type { Destination, OutboxEntry } from "../../outbox/types.js";
 import { type Item, N, S } from "./expressions.js";
+import { OUTBOX_ATTRIBUTES, OUTBOX_PENDING_INDEX, OUTBOX_UNSENT_INDEX } from "./outbox-names.js";
 
 /**
  * The outbox table (`DynamoDBOutbox`), one item per entry:
@@ -37,27 +38,7 @@ import { type Item, N, S } from "./expressions.js";
  * [pending: pendingBucket HASH, createdAtMs RANGE, Projection INCLUDE leaseUntilMs]; StreamSpecification
  * NEW_IMAGE; TimeToLiveSpecification expiresAt. An LSI can only be made with the table.
  */
-export const OUTBOX_ATTRIBUTES = {
-  subject: "subject",
-  order: "order",
-  messageId: "messageId",
-  destination: "destination",
-  body: "body",
-  groupId: "groupId",
-  attributes: "attributes",
-  createdAtMs: "createdAtMs",
-  unsent: "unsent",
-  pendingBucket: "pendingBucket",
-  leaseOwner: "leaseOwner",
-  leaseUntilMs: "leaseUntilMs",
-  sentAtMs: "sentAtMs",
-  expiresAt: "expiresAt",
-} as const;
-
-/** The sparse LSI: a subject's unsent entries in commit order (consistent reads: the head of a subject). */
-export const OUTBOX_UNSENT_INDEX = "unsentBySubject";
-/** The sparse GSI: every unsent entry, by bucket and age (which subjects have something to send). */
-export const OUTBOX_PENDING_INDEX = "pending";
+export { OUTBOX_ATTRIBUTES, OUTBOX_PENDING_INDEX, OUTBOX_UNSENT_INDEX } from "./outbox-names.js";
 
 /** The options of `createOutboxTable`. */
 export interface CreateOutboxTableOptions {
@@ -118,6 +99,21 @@ export async function createOutboxTable(
   }
 }
 
+/**
+ * The partition key of a subject's entries: `#` and the subject. DynamoDB refuses an empty string as a key value, and
+ * the guard takes an empty subject; every read and write of the table goes through this.
+ */
+export function outboxPartitionKey(subject: string): string {
+  return `#${subject}`;
+}
+
+/** The subject of a partition key (`outboxPartitionKey`); `MalformedEventError` for another value. */
+function subjectOfPartitionKey(key: string, path: string): string {
+  if (!key.startsWith("#"))
+    throw new MalformedEventError(`expected a subject key #<subject>, got ${key}`, path);
+  return key.slice(1);
+}
+
 /** The sort key of an entry: its order, then its message id (unique within the subject, commit order kept). */
 export function outboxSortKey(entry: Pick<OutboxEntry, "order" | "messageId">): string {
   return `${entry.order}#${entry.messageId}`;
@@ -128,7 +124,7 @@ export function outboxItem(entry: OutboxEntry, pendingBucket: string): Item {
   const a = OUTBOX_ATTRIBUTES;
   const sortKey = outboxSortKey(entry);
   return {
-    [a.subject]: S(entry.subject),
+    [a.subject]: S(outboxPartitionKey(entry.subject)),
     [a.order]: S(sortKey),
     [a.messageId]: S(entry.messageId),
     [a.destination]: S(JSON.stringify(entry.destination)),
@@ -182,7 +178,7 @@ export function entryOfItem(item: Record<string, unknown>, path = "item"): Outbo
   }
   return {
     messageId: text(a.messageId),
-    subject: text(a.subject),
+    subject: subjectOfPartitionKey(text(a.subject), path),
     order: sortKey.slice(0, hashAt),
     destination,
     body: text(a.body),

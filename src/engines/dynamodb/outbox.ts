@@ -11,6 +11,7 @@ import { unmarshall } from "@aws-sdk/util-dynamodb";
 import type { StoreError } from "../../core/errors.js";
 import { integer, oneOf, resolveOptions, schemaFor } from "../../core/options.js";
 import type { AtomicWrite } from "../../core/store.js";
+import { outboxWriteDescription } from "../../outbox/message-id.js";
 import type {
   ClaimEntriesRequest,
   ClaimedEntry,
@@ -26,6 +27,7 @@ import {
   OUTBOX_PENDING_INDEX,
   OUTBOX_UNSENT_INDEX,
   outboxItem,
+  outboxPartitionKey,
   outboxSortKey,
 } from "./outbox-schema.js";
 
@@ -123,7 +125,7 @@ export class DynamoDBOutbox implements Outbox, OutboxReader {
   entryWrite(entry: OutboxEntry): DynamoDBOutboxWrite {
     const write: DynamoDBOutboxWrite = {
       engine: this.engine,
-      description: `outbox ${entry.messageId}`,
+      description: outboxWriteDescription(entry.messageId),
       refused: "stale",
       item: {
         Put: {
@@ -315,7 +317,7 @@ export class DynamoDBOutbox implements Outbox, OutboxReader {
   }
 
   #key(entry: Pick<OutboxEntry, "subject" | "order" | "messageId">): Item {
-    return { [A.subject]: S(entry.subject), [A.order]: S(outboxSortKey(entry)) };
+    return { [A.subject]: S(outboxPartitionKey(entry.subject)), [A.order]: S(outboxSortKey(entry)) };
   }
 
   #expiresAt(sentAtMs: number): number {

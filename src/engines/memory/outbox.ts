@@ -1,3 +1,4 @@
+import { outboxWriteDescription } from "../../outbox/message-id.js";
 import type {
   ClaimEntriesRequest,
   ClaimedEntry,
@@ -26,7 +27,7 @@ export class MemoryOutbox implements Outbox, OutboxReader {
   entryWrite(entry: OutboxEntry): MemoryAtomicWrite {
     return {
       engine: "memory",
-      description: `outbox ${entry.messageId}`,
+      description: outboxWriteDescription(entry.messageId),
       apply: () => {
         // A message id is one event's message: a second commit of it cannot happen (the state refuses it).
         if (this.#entries.has(entry.messageId)) return false;

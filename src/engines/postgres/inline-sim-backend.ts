@@ -9,9 +9,9 @@ import { migrateInline } from "./inline-schema.js";
 import { InlineStatements } from "./inline-sql.js";
 import { InlinePostgresStore } from "./inline-store.js";
 import { qualified, quote } from "./schema.js";
-import { historyOutbox } from "./sim-backend.js";
 import { COLD_START_LOCK_TIMEOUT_MS, coldStarts, holdReader } from "./sim-cold-start.js";
 import type { PostgresChaosEnv } from "./sim-env.js";
+import { historyOutbox } from "./sim-outbox.js";
 
 /** The user table of inline state in a run's schema. */
 const ROWS = "inline_rows";

@@ -1,6 +1,7 @@
 import { StoreError } from "../../core/errors.js";
 import { integer, oneOf, resolveOptions, schemaFor } from "../../core/options.js";
 import type { AtomicWrite } from "../../core/store.js";
+import { outboxWriteDescription } from "../../outbox/message-id.js";
 import type {
   ClaimEntriesRequest,
   ClaimedEntry,
@@ -157,7 +158,7 @@ SELECT EXISTS (SELECT 1 FROM marked)
       entry.attributes === undefined ? null : JSON.stringify(entry.attributes),
       entry.createdAtMs,
     ];
-    const write = postgresWrite(this.#sql.insert, params, `outbox ${entry.messageId}`);
+    const write = postgresWrite(this.#sql.insert, params, outboxWriteDescription(entry.messageId));
     if (this.engine === "postgres") return write;
     const inline: InlinePostgresOutboxWrite = { ...write, engine: "postgres-inline" };
     INLINE_OUTBOX_WRITES.add(inline);

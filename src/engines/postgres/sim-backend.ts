@@ -1,12 +1,12 @@
 import { randomUUID } from "node:crypto";
-import { type Backend, type SimOutbox, taggedSink } from "../../sim/backend.js";
+import { type Backend, taggedSink } from "../../sim/backend.js";
 import { quiet } from "../../sim/quiet.js";
 import { type PostgresAtomicWrite, postgresWrite } from "./atomic-write.js";
 import { createInlineChaosTables } from "./inline-sim-backend.js";
-import { PostgresOutbox } from "./outbox.js";
-import { migrate, migrateOutboxTable, qualified } from "./schema.js";
+import { migrate, qualified } from "./schema.js";
 import { COLD_START_LOCK_TIMEOUT_MS, coldStarts, holdReader } from "./sim-cold-start.js";
 import type { PostgresChaosEnv } from "./sim-env.js";
+import { historyOutbox } from "./sim-outbox.js";
 import { ownChaosSchema } from "./sim-schema.js";
 import { PostgresFencedSink } from "./sink.js";
 import { toRecord } from "./sql.js";
@@ -50,23 +50,6 @@ export async function postgresChaosEnv(url = CHAOS_POSTGRES_URL): Promise<Postgr
       await drop();
     },
   };
-}
-
-/**
- * An outbox history's outbox: a table of its own in the run's schema (histories run at once, and a relay claims the
- * head of every subject in its table, so one table shared would relay other histories' entries), dropped with it.
- */
-export async function historyOutbox(
-  env: PostgresChaosEnv,
-  engine: "postgres" | "postgres-inline",
-  stateTable: string,
-): Promise<SimOutbox> {
-  const { pool, schema } = env;
-  const table = `outbox_${randomUUID().replaceAll("-", "").slice(0, 12)}`;
-  // Beside other histories' cold starts (their migrations of the schema take turns): a long wait, not a failure.
-  await migrateOutboxTable(pool, { what: "chaos outbox", schema, table, lockTimeoutMs: 60_000 });
-  const outbox = new PostgresOutbox({ pool, schema, engine, stateTable, table });
-  return { outbox, reader: async () => outbox };
 }
 
 /**

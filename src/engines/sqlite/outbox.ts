@@ -1,5 +1,6 @@
 import { OptionsError } from "../../core/errors.js";
 import { custom, integer, required, resolveOptions, schemaFor, string } from "../../core/options.js";
+import { outboxWriteDescription } from "../../outbox/message-id.js";
 import type {
   ClaimEntriesRequest,
   ClaimedEntry,
@@ -99,7 +100,7 @@ WHERE message_id = @id AND sent_at_ms IS NULL AND lease_owner = @owner AND lease
   /** The insert of `entry`, run by the store in the commit's transaction. */
   entryWrite(entry: OutboxEntry): SqliteAtomicWrite {
     return this.#store.atomicWrite({
-      description: `outbox ${entry.messageId}`,
+      description: outboxWriteDescription(entry.messageId),
       sql: this.#sql.insert,
       params: {
         id: entry.messageId,

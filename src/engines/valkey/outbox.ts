@@ -1,5 +1,6 @@
 import type { Redis } from "ioredis";
 import { custom, integer, required, resolveOptions, schemaFor } from "../../core/options.js";
+import { outboxWriteDescription } from "../../outbox/message-id.js";
 import type {
   ClaimEntriesRequest,
   ClaimedEntry,
@@ -103,7 +104,7 @@ export class ValkeyOutbox implements Outbox, OutboxReader {
     });
     return {
       engine: "valkey",
-      description: `outbox ${entry.messageId}`,
+      description: outboxWriteDescription(entry.messageId),
       client: clientId(this.#store),
       op: "zadd",
       key: outboxRedisKey(this.#prefix, tag),
