@@ -66,10 +66,7 @@ export function registerChaos(program: Command): void {
     .option("--replay <seed>", "run only the history with this seed and print its trace", integer)
     .option("--exhaustive", "also explore every interleaving of the small cases (memory)")
     .option("--replay-path <case:choices>", "replay one exhaustive history (as printed for its violations)")
-    .option(
-      "--break <name>",
-      `wrap the store in a deliberately broken one: ${Object.keys(BROKEN_STORES).join(", ")}; or, on the inline stores, map rows with a broken mapping: ${Object.keys(BROKEN_ROW_KEYS).join(", ")}; or, with --durable, key steps otherwise: ${Object.keys(BROKEN_STEPS).join(", ")}; or, with --streams, move checkpoints otherwise: ${Object.keys(BROKEN_STREAMS).join(", ")}; or, with --outbox, relay or publish otherwise: ${Object.keys(BROKEN_OUTBOX).join(", ")}; or encode keys lossily: ${Object.keys(BROKEN_KEYS).join(", ")}; or, on an engine whose writes meet foreign values, weaken the pre-write check: ${Object.keys(BROKEN_WRITE_CHECKS).join(", ")}`,
-    )
+    .option("--break <name>", breakHelp())
     .option(
       "--unfenced-sink",
       "use a sink that ignores positions and fences (memory; to see the checks fire)",
@@ -110,6 +107,11 @@ export function registerChaos(program: Command): void {
         process.exitCode = 2;
       }
     });
+}
+
+/** The help of `--break`: every broken part the simulator has, by the mode it needs. */
+function breakHelp(): string {
+  return `wrap the store in a deliberately broken one: ${Object.keys(BROKEN_STORES).join(", ")}; or, on the inline stores, map rows with a broken mapping: ${Object.keys(BROKEN_ROW_KEYS).join(", ")}; or, with --durable, key steps otherwise: ${Object.keys(BROKEN_STEPS).join(", ")}; or, with --streams, move checkpoints otherwise: ${Object.keys(BROKEN_STREAMS).join(", ")}; or, with --outbox, relay or publish otherwise: ${Object.keys(BROKEN_OUTBOX).join(", ")}; or encode keys lossily: ${Object.keys(BROKEN_KEYS).join(", ")}; or, on an engine whose writes meet foreign values, weaken the pre-write check: ${Object.keys(BROKEN_WRITE_CHECKS).join(", ")}`;
 }
 
 /** The engines `has` holds for, for the help. */

@@ -285,13 +285,11 @@ export function resolveOptions(
   streams = false,
 ): ResolvedOptions {
   const o = opt.resolveOptions(what, EFFECTIVELY_ONCE_OPTIONS, options as WrapperOptions);
-  if (streams) {
-    const given = NOT_FOR_STREAMS.filter((key) => (options as Record<string, unknown>)[key] !== undefined);
-    opt.optionsRule(what, given.length === 0, `${given.join(", ")}: not for stream records`);
-  } else {
-    const given = STREAMS_ONLY.filter((key) => (options as Record<string, unknown>)[key] !== undefined);
-    opt.optionsRule(what, given.length === 0, `${given.join(", ")}: for the stream wrappers only`);
-  }
+  const given = (streams ? NOT_FOR_STREAMS : STREAMS_ONLY).filter(
+    (key) => (options as Record<string, unknown>)[key] !== undefined,
+  );
+  const forWhom = streams ? "not for stream records" : "for the stream wrappers only";
+  opt.optionsRule(what, given.length === 0, `${given.join(", ")}: ${forWhom}`);
   // Records with no position (an identity alone: dedupe only) have no order, so none of them is the newest.
   opt.optionsRule(
     what,
@@ -299,11 +297,11 @@ export function resolveOptions(
     "newestPerSubject needs positions: with identity alone the records are deduplicated only, none is newer",
   );
   if (o.mode === "apply") {
-    const given = RUN_ONLY.filter((key) => o[key] !== undefined && o[key] !== false);
+    const runOnly = RUN_ONLY.filter((key) => o[key] !== undefined && o[key] !== false);
     opt.optionsRule(
       what,
-      given.length === 0,
-      `${given.join(", ")}: for mode "run" only (mode "apply" runs no handler under a lease)`,
+      runOnly.length === 0,
+      `${runOnly.join(", ")}: for mode "run" only (mode "apply" runs no handler under a lease)`,
     );
   }
   opt.optionsRule(

@@ -42,13 +42,7 @@ export async function runOutboxHistory(
   const simOutbox = await run.backend.outbox?.(run.sim.clock(0));
   if (!simOutbox) throw new Error(`the ${run.backend.name} engine has no outbox in the simulator yet`);
   run.outbox = simOutbox.outbox;
-  const queue = new SimQueue(run.sim, run.chooser, run.faults, {
-    fifo: os.fifo,
-    visibilityMs: cfg.source.visibilityMs,
-    retryDelayMs: cfg.source.retryDelayMs,
-    maxReceives: cfg.source.maxReceives,
-    duplicateRate: os.duplicateRate,
-  });
+  const queue = queueOf(run, cfg, os);
   const plan = planMessages(run, os.maxMessages);
   const o: OutboxRun = {
     run,
@@ -92,6 +86,17 @@ export async function runOutboxHistory(
     );
   await checkOutbox(o, checkReader, finished && downstream && run.settled === cfg.workers);
   return finishHistory(run, beyondSkew, finished && downstream, cfg.workers);
+}
+
+/** The destination: a standard or FIFO queue with the history's source settings. */
+function queueOf(run: OutboxRun["run"], cfg: HistoryConfig, os: OutboxSettings): SimQueue {
+  return new SimQueue(run.sim, run.chooser, run.faults, {
+    fifo: os.fifo,
+    visibilityMs: cfg.source.visibilityMs,
+    retryDelayMs: cfg.source.retryDelayMs,
+    maxReceives: cfg.source.maxReceives,
+    duplicateRate: os.duplicateRate,
+  });
 }
 
 /**

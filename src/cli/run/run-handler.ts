@@ -19,7 +19,7 @@ import { DurableSession, loadDurable, withDurable } from "./durable.js";
 import { eventBridgeEnvelope, snsEnvelope, sqsAttributes } from "./envelopes.js";
 import { describeLoadError } from "./errors.js";
 import { type Inputs, readInputs } from "./inputs.js";
-import { checkInvariants } from "./invariants.js";
+import { type CheckInputs, checkInvariants } from "./invariants.js";
 import { handlerPath, loadHandler } from "./load-handler.js";
 import { needsDynamoDB, startLocalState, stateEnvironment } from "./local-state.js";
 import { effectKeys } from "./messages.js";
@@ -246,27 +246,7 @@ async function drive(
   const invariants = checkInvariants({
     classified,
     ...(inputs.kind === "objects" ? { bucket: o.bucket } : {}),
-    ...(o.effects
-      ? {
-          effects: {
-            ...o.effects,
-            rows: await scanTable(runtime.dynamodbClient(), o.effects.table),
-            ...(inputs.kind === "messages"
-              ? { keys: effectKeys(sent, inputs.messages, o.effects.attribute) }
-              : {}),
-          },
-        }
-      : {}),
-    ...(runtime.payments && o.payments !== undefined
-      ? {
-          charges: {
-            table: "the payments API's charges",
-            attribute: "orderId",
-            rows: runtime.payments.charges.map((c) => ({ orderId: c.orderId ?? undefined })),
-            ...(inputs.kind === "messages" ? { keys: effectKeys(sent, inputs.messages, o.payments) } : {}),
-          },
-        }
-      : {}),
+    ...(await countedEffects(runtime, o, inputs, sent)),
     ...(o.state ? { state: await readRunState(o.state, endpoint, startedMs) } : {}),
   });
   const report = buildRunReport({
@@ -284,6 +264,32 @@ async function drive(
     startedMs,
   });
   return withDurable(report, durableFound);
+}
+
+/** What I1 counts besides the reports: the `--effects` table's rows and the `--payments` API's charges. */
+async function countedEffects(
+  runtime: LocalRuntime,
+  o: ResolvedRunOptions,
+  inputs: Inputs,
+  sent: Awaited<ReturnType<typeof feed>>,
+): Promise<Pick<CheckInputs, "effects" | "charges">> {
+  const keys = (attribute: string) =>
+    inputs.kind === "messages" ? { keys: effectKeys(sent, inputs.messages, attribute) } : {};
+  const out: Pick<CheckInputs, "effects" | "charges"> = {};
+  if (o.effects)
+    out.effects = {
+      ...o.effects,
+      rows: await scanTable(runtime.dynamodbClient(), o.effects.table),
+      ...keys(o.effects.attribute),
+    };
+  if (runtime.payments && o.payments !== undefined)
+    out.charges = {
+      table: "the payments API's charges",
+      attribute: "orderId",
+      rows: runtime.payments.charges.map((c) => ({ orderId: c.orderId ?? undefined })),
+      ...keys(o.payments),
+    };
+  return out;
 }
 
 /**

@@ -48,6 +48,33 @@ export interface OutboxStreamHandler {
  * too (no read before each send). MODIFY and REMOVE records (marks, leases, TTL) are ignored; an INSERT whose image
  * is not an entry is counted, reported to `onMalformed` and acknowledged: it never blocks the shard.
  */
+/** Per subject, its INSERT records' entries in stream order (with their index in the batch); the rest counted. */
+function entriesBySubject(
+  event: DynamoDBStreamEvent,
+  counts: { ignored: number; malformed: number },
+  onMalformed: (record: DynamoDBRecord, error: unknown) => void,
+): Map<string, { index: number; entry: OutboxEntry }[]> {
+  const bySubject = new Map<string, { index: number; entry: OutboxEntry }[]>();
+  (event.Records ?? []).forEach((record, index) => {
+    if (record.eventName !== "INSERT") {
+      counts.ignored++;
+      return;
+    }
+    let entry: OutboxEntry;
+    try {
+      entry = entryOfItem(unmarshallImage(record.dynamodb?.NewImage, "NewImage"), "NewImage");
+    } catch (error) {
+      counts.malformed++;
+      onMalformed(record, error);
+      return;
+    }
+    const list = bySubject.get(entry.subject) ?? [];
+    list.push({ index, entry });
+    bySubject.set(entry.subject, list);
+  });
+  return bySubject;
+}
+
 export function outboxStreamHandler(options: OutboxStreamHandlerOptions): OutboxStreamHandler {
   const o = resolveOptions("outboxStreamHandler", OUTBOX_STREAM_HANDLER_OPTIONS, options);
   const clock = o.clock ?? systemClock;
@@ -61,25 +88,7 @@ export function outboxStreamHandler(options: OutboxStreamHandlerOptions): Outbox
       ));
 
   const handler = async (event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> => {
-    // Per subject, its records' entries in stream order (with their index in the batch).
-    const bySubject = new Map<string, { index: number; entry: OutboxEntry }[]>();
-    (event.Records ?? []).forEach((record, index) => {
-      if (record.eventName !== "INSERT") {
-        counts.ignored++;
-        return;
-      }
-      let entry: OutboxEntry;
-      try {
-        entry = entryOfItem(unmarshallImage(record.dynamodb?.NewImage, "NewImage"), "NewImage");
-      } catch (error) {
-        counts.malformed++;
-        onMalformed(record, error);
-        return;
-      }
-      const list = bySubject.get(entry.subject) ?? [];
-      list.push({ index, entry });
-      bySubject.set(entry.subject, list);
-    });
+    const bySubject = entriesBySubject(event, counts, onMalformed);
     let firstFailed: number | undefined;
     await Promise.all(
       [...bySubject.values()].map(async (entries) => {
