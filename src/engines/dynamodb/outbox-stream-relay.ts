@@ -32,22 +32,11 @@ const OUTBOX_STREAM_HANDLER_OPTIONS = schemaFor<OutboxStreamHandlerOptions>()({
 
 /** The handler, and what it has done since it was made (one Lambda container's share). */
 export interface OutboxStreamHandler {
+  /** Sends each INSERT record's entry and marks it sent; the answer names the first record whose send failed. */
   (event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse>;
   readonly counts: { sent: number; failed: number; malformed: number; ignored: number; rejected: number };
 }
 
-/**
- * The relay of a DynamoDB outbox as a Lambda function on its table's stream (NEW_IMAGE; the event source mapping
- * with `ReportBatchItemFailures`). Each INSERT is a committed entry: sent with its message id, then marked sent
- * (so polling relays and `pending()` pass over it). A subject's entries are in one shard, in commit order; the
- * handler sends each subject's in order and the subjects of a batch side by side.
- *
- * A failed send (or mark) stops its subject and answers the first such record as the batch item failure: Lambda
- * retries the batch from it, so a record after it may be sent twice, always under its one message id (the
- * destination's or the consumer's deduplication makes that once). An entry a polling relay sent first is sent again
- * too (no read before each send). MODIFY and REMOVE records (marks, leases, TTL) are ignored; an INSERT whose image
- * is not an entry is counted, reported to `onMalformed` and acknowledged: it never blocks the shard.
- */
 /** Per subject, its INSERT records' entries in stream order (with their index in the batch); the rest counted. */
 function entriesBySubject(
   event: DynamoDBStreamEvent,
@@ -75,6 +64,18 @@ function entriesBySubject(
   return bySubject;
 }
 
+/**
+ * The relay of a DynamoDB outbox as a Lambda function on its table's stream (NEW_IMAGE; the event source mapping
+ * with `ReportBatchItemFailures`). Each INSERT is a committed entry: sent with its message id, then marked sent
+ * (so polling relays and `pending()` pass over it). A subject's entries are in one shard, in commit order; the
+ * handler sends each subject's in order and the subjects of a batch side by side.
+ *
+ * A failed send (or mark) stops its subject and answers the first such record as the batch item failure: Lambda
+ * retries the batch from it, so a record after it may be sent twice, always under its one message id (the
+ * destination's or the consumer's deduplication makes that once). An entry a polling relay sent first is sent again
+ * too (no read before each send). MODIFY and REMOVE records (marks, leases, TTL) are ignored; an INSERT whose image
+ * is not an entry is counted, reported to `onMalformed` and acknowledged: it never blocks the shard.
+ */
 export function outboxStreamHandler(options: OutboxStreamHandlerOptions): OutboxStreamHandler {
   const o = resolveOptions("outboxStreamHandler", OUTBOX_STREAM_HANDLER_OPTIONS, options);
   const clock = o.clock ?? systemClock;
