@@ -1,3 +1,4 @@
+import { byCommitTime } from "../../outbox/entry-order.js";
 import { outboxWriteDescription } from "../../outbox/message-id.js";
 import type {
   ClaimEntriesRequest,
@@ -46,7 +47,7 @@ export class MemoryOutbox implements Outbox, OutboxReader {
     }
     const free = [...heads.values()]
       .filter((h) => h.leaseUntilMs <= req.nowMs)
-      .sort((a, b) => a.entry.createdAtMs - b.entry.createdAtMs || cmp(a.entry.order, b.entry.order))
+      .sort((a, b) => byCommitTime(a.entry, b.entry))
       .slice(0, req.limit);
     return free.map((h) => {
       h.owner = req.owner;
@@ -72,8 +73,4 @@ export class MemoryOutbox implements Outbox, OutboxReader {
   entries(): OutboxEntry[] {
     return [...this.#entries.values()].map((h) => h.entry);
   }
-}
-
-function cmp(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
 }

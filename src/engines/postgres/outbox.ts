@@ -1,15 +1,16 @@
 import { StoreError } from "../../core/errors.js";
 import { integer, oneOf, resolveOptions, schemaFor } from "../../core/options.js";
 import type { AtomicWrite } from "../../core/store.js";
+import { byCommitTime } from "../../outbox/entry-order.js";
 import { outboxWriteDescription } from "../../outbox/message-id.js";
 import type {
   ClaimEntriesRequest,
   ClaimedEntry,
-  Destination,
   Outbox,
   OutboxEntry,
   OutboxReader,
 } from "../../outbox/types.js";
+import { outboxEntryOfRow } from "../sql-outbox-row.js";
 import { type PostgresAtomicWrite, postgresWrite } from "./atomic-write.js";
 import { postgresStoreError } from "./errors.js";
 import type { PostgresPool } from "./pool.js";
@@ -173,8 +174,8 @@ SELECT EXISTS (SELECT 1 FROM marked)
       req.leaseUntilMs,
     ]);
     return out
-      .map((row) => ({ ...toEntry(row), owner: req.owner, leaseUntilMs: req.leaseUntilMs }))
-      .sort((a, b) => a.createdAtMs - b.createdAtMs || cmp(a.order, b.order));
+      .map((row) => ({ ...outboxEntryOfRow(row), owner: req.owner, leaseUntilMs: req.leaseUntilMs }))
+      .sort(byCommitTime);
   }
 
   async markSent(entry: ClaimedEntry, sentAtMs: number): Promise<boolean> {
@@ -185,7 +186,7 @@ SELECT EXISTS (SELECT 1 FROM marked)
 
   /** Unsent entries, by subject and order (at most `maxPending`). */
   async pending(): Promise<OutboxEntry[]> {
-    return (await this.#query("pending", this.#sql.pending, [this.#maxPending])).map(toEntry);
+    return (await this.#query("pending", this.#sql.pending, [this.#maxPending])).map(outboxEntryOfRow);
   }
 
   /**
@@ -213,24 +214,4 @@ SELECT EXISTS (SELECT 1 FROM marked)
       return new OutboxTableMissingError(this.#table, { cause: error });
     return postgresStoreError(`outbox ${op}`, this.#table, error);
   }
-}
-
-/** A row of the outbox table as the entry the commit wrote. */
-function toEntry(row: Record<string, unknown>): OutboxEntry {
-  return {
-    messageId: String(row.message_id),
-    subject: String(row.subject),
-    order: String(row.order_key),
-    destination: JSON.parse(String(row.destination)) as Destination,
-    body: String(row.body),
-    groupId: String(row.group_id),
-    ...(row.attributes == null
-      ? {}
-      : { attributes: JSON.parse(String(row.attributes)) as Record<string, string> }),
-    createdAtMs: Number(row.created_at_ms),
-  };
-}
-
-function cmp(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
 }

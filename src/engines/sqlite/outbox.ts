@@ -1,16 +1,17 @@
 import { OptionsError } from "../../core/errors.js";
 import { custom, integer, required, resolveOptions, schemaFor, string } from "../../core/options.js";
+import { byCommitTime } from "../../outbox/entry-order.js";
 import { outboxWriteDescription } from "../../outbox/message-id.js";
 import type {
   ClaimEntriesRequest,
   ClaimedEntry,
-  Destination,
   Outbox,
   OutboxEntry,
   OutboxReader,
 } from "../../outbox/types.js";
+import { outboxEntryOfRow } from "../sql-outbox-row.js";
 import type { SqliteAtomicWrite } from "./atomic-write.js";
-import { type SqlRow, sqliteError } from "./connection.js";
+import { sqliteError } from "./connection.js";
 import { outboxTableDdl, SQL_IDENTIFIER } from "./schema.js";
 import { SqliteStore, statementsOf } from "./store.js";
 
@@ -122,8 +123,8 @@ WHERE message_id = @id AND sent_at_ms IS NULL AND lease_owner = @owner AND lease
       return sql.immediate(() => sql.all(this.#sql.claim, params));
     });
     return rows
-      .map((row) => ({ ...toEntry(row), owner: req.owner, leaseUntilMs: req.leaseUntilMs }))
-      .sort((a, b) => a.createdAtMs - b.createdAtMs || cmp(a.order, b.order));
+      .map((row) => ({ ...outboxEntryOfRow(row), owner: req.owner, leaseUntilMs: req.leaseUntilMs }))
+      .sort(byCommitTime);
   }
 
   async markSent(entry: ClaimedEntry, sentAtMs: number): Promise<boolean> {
@@ -139,7 +140,7 @@ WHERE message_id = @id AND sent_at_ms IS NULL AND lease_owner = @owner AND lease
   /** Unsent entries, by subject and order (at most `maxPending`). */
   async pending(): Promise<OutboxEntry[]> {
     return this.#step("pending", () =>
-      statementsOf(this.#store).all(this.#sql.pending, { limit: this.#maxPending }).map(toEntry),
+      statementsOf(this.#store).all(this.#sql.pending, { limit: this.#maxPending }).map(outboxEntryOfRow),
     );
   }
 
@@ -157,24 +158,4 @@ WHERE message_id = @id AND sent_at_ms IS NULL AND lease_owner = @owner AND lease
       throw sqliteError(`outbox ${op}`, this.#table, error);
     }
   }
-}
-
-/** A row of the outbox table as the entry the commit wrote. */
-function toEntry(row: SqlRow): OutboxEntry {
-  return {
-    messageId: String(row.message_id),
-    subject: String(row.subject),
-    order: String(row.order_key),
-    destination: JSON.parse(String(row.destination)) as Destination,
-    body: String(row.body),
-    groupId: String(row.group_id),
-    ...(row.attributes == null
-      ? {}
-      : { attributes: JSON.parse(String(row.attributes)) as Record<string, string> }),
-    createdAtMs: Number(row.created_at_ms),
-  };
-}
-
-function cmp(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
 }
