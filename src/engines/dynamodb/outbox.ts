@@ -11,6 +11,7 @@ import { unmarshall } from "@aws-sdk/util-dynamodb";
 import type { StoreError } from "../../core/errors.js";
 import { integer, oneOf, resolveOptions, schemaFor } from "../../core/options.js";
 import type { AtomicWrite } from "../../core/store.js";
+import { byCommitTime } from "../../outbox/entry-order.js";
 import { outboxWriteDescription } from "../../outbox/message-id.js";
 import type {
   ClaimEntriesRequest,
@@ -152,7 +153,7 @@ export class DynamoDBOutbox implements Outbox, OutboxReader {
       const got = await Promise.all(batch.map((subject) => this.#claimHead(subject, req)));
       for (const c of got) if (c) claimed.push(c);
     }
-    return claimed.sort((a, b) => a.createdAtMs - b.createdAtMs || cmp(a.order, b.order));
+    return claimed.sort(byCommitTime);
   }
 
   async markSent(entry: ClaimedEntry, sentAtMs: number): Promise<boolean> {
@@ -334,10 +335,6 @@ export class DynamoDBOutbox implements Outbox, OutboxReader {
 
 function pick(...placeholders: (keyof typeof NAMES)[]): Record<string, string> {
   return Object.fromEntries(placeholders.map((p) => [p, NAMES[p]]));
-}
-
-function cmp(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 function wrap(op: string, what: string, error: unknown): StoreError {
