@@ -21,6 +21,7 @@ import {
   isDynamoDBAtomicWrite,
   OUTBOX_ATTRIBUTES,
 } from "../../../src/engines/dynamodb/index.js";
+import { outboxPartitionKey, outboxSortKey } from "../../../src/engines/dynamodb/outbox-schema.js";
 import { countRequests } from "../../../src/observe/request-counter.js";
 import { outboxMessageId, outboxOrder } from "../../../src/outbox/message-id.js";
 import type { OutboxEntry } from "../../../src/outbox/types.js";
@@ -95,8 +96,8 @@ describe("DynamoDBOutbox", () => {
         new GetItemCommand({
           TableName: outboxTable,
           Key: {
-            [OUTBOX_ATTRIBUTES.subject]: { S: e.subject },
-            [OUTBOX_ATTRIBUTES.order]: { S: `${e.order}#${e.messageId}` },
+            [OUTBOX_ATTRIBUTES.subject]: { S: outboxPartitionKey(e.subject) },
+            [OUTBOX_ATTRIBUTES.order]: { S: outboxSortKey(e) },
           },
           ConsistentRead: true,
         }),
