@@ -159,18 +159,10 @@ export class DynamoDBOutbox implements Outbox, OutboxReader {
   async markSent(entry: ClaimedEntry, sentAtMs: number): Promise<boolean> {
     try {
       await this.#client.send(
-        new UpdateItemCommand({
-          TableName: this.#table,
-          Key: this.#key(entry),
-          UpdateExpression: "SET #sent = :sent, #exp = :exp REMOVE #unsent, #bucket",
+        this.#mark(entry, sentAtMs, {
           ConditionExpression: "attribute_exists(#unsent) AND #owner = :owner AND #until = :until",
-          ExpressionAttributeNames: pick("#sent", "#exp", "#unsent", "#bucket", "#owner", "#until"),
-          ExpressionAttributeValues: {
-            ":sent": N(sentAtMs),
-            ":exp": N(this.#expiresAt(sentAtMs)),
-            ":owner": S(entry.owner),
-            ":until": N(entry.leaseUntilMs),
-          },
+          names: ["#owner", "#until"],
+          values: { ":owner": S(entry.owner), ":until": N(entry.leaseUntilMs) },
           ReturnValuesOnConditionCheckFailure: "ALL_OLD",
         }),
       );
@@ -192,13 +184,10 @@ export class DynamoDBOutbox implements Outbox, OutboxReader {
   ): Promise<boolean> {
     try {
       await this.#client.send(
-        new UpdateItemCommand({
-          TableName: this.#table,
-          Key: this.#key(entry),
-          UpdateExpression: "SET #sent = :sent, #exp = :exp REMOVE #unsent, #bucket",
+        this.#mark(entry, sentAtMs, {
           ConditionExpression: "attribute_exists(#order) AND attribute_not_exists(#sent)",
-          ExpressionAttributeNames: pick("#sent", "#exp", "#unsent", "#bucket", "#order"),
-          ExpressionAttributeValues: { ":sent": N(sentAtMs), ":exp": N(this.#expiresAt(sentAtMs)) },
+          names: ["#order"],
+          values: {},
         }),
       );
       return true;
@@ -206,6 +195,31 @@ export class DynamoDBOutbox implements Outbox, OutboxReader {
       if (error instanceof ConditionalCheckFailedException) return false;
       throw wrap("markSent", entry.messageId, error);
     }
+  }
+
+  /**
+   * The one update that marks an entry sent (its time, its TTL, out of both indexes), under `condition`: the leased
+   * relay's (`markSent`) or anybody's (`markSentUnleased`).
+   */
+  #mark(
+    entry: Pick<OutboxEntry, "subject" | "order" | "messageId">,
+    sentAtMs: number,
+    condition: {
+      ConditionExpression: string;
+      names: Parameters<typeof pick>;
+      values: Item;
+      ReturnValuesOnConditionCheckFailure?: "ALL_OLD";
+    },
+  ): UpdateItemCommand {
+    const { names, values, ...rest } = condition;
+    return new UpdateItemCommand({
+      TableName: this.#table,
+      Key: this.#key(entry),
+      UpdateExpression: "SET #sent = :sent, #exp = :exp REMOVE #unsent, #bucket",
+      ExpressionAttributeNames: pick("#sent", "#exp", "#unsent", "#bucket", ...names),
+      ExpressionAttributeValues: { ":sent": N(sentAtMs), ":exp": N(this.#expiresAt(sentAtMs)), ...values },
+      ...rest,
+    });
   }
 
   /** Unsent entries: a consistent Scan of the table (operators and tests; not for a hot path). */
