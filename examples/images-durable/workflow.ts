@@ -48,11 +48,11 @@ export interface ImagesWorkflowConfig {
 export function imagesWorkflow(config: ImagesWorkflowConfig) {
   return withDurableExecution(async (payload: DispatchedPayload, context: DurableContext) => {
     const { effects } = config;
-    const guarded = <R>(name: string, fn: Parameters<DynamoDBStepEffects["apply"]>[2]) =>
+    const guarded = <R>(name: string, fn: Parameters<DynamoDBStepEffects["commitStep"]>[2]) =>
       context.step(name, async (step) => {
-        const outcome = await effects.apply(payload, name, fn);
+        const outcome = await effects.commitStep(payload, name, fn);
         config.afterEffects?.(name, step.attempt);
-        return outcome as Awaited<ReturnType<typeof effects.apply<R>>>;
+        return outcome as Awaited<ReturnType<typeof effects.commitStep<R>>>;
       });
 
     const resized = await guarded<{ thumbnailKey: string }>("resize", async (ctx) => {

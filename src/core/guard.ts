@@ -14,7 +14,7 @@ import type {
 } from "./guard-types.js";
 import { holdLease } from "./lease.js";
 import { assertPosition, type Position, positionBefore } from "./position.js";
-import { parseResult, type StoredResult, storeResult } from "./result.js";
+import { parseResult, type StoredResult, serializeResult } from "./result.js";
 import { type ClaimRequest, describeClaim, type StateRecord, UNORDERED_POSITION } from "./state.js";
 import { stateKey } from "./state-key.js";
 import type { AtomicWrite, ClaimAndCommitResult } from "./store.js";
@@ -60,7 +60,7 @@ export interface Guard {
 }
 
 /** Tries of a commit or release whose outcome the store did not confirm, before giving up (`unconfirmed`). */
-const SETTLE_TRIES = 4;
+const SEND_TRIES = 4;
 
 type Resolved = ResolvedGuardOptions;
 
@@ -214,7 +214,7 @@ async function execute<R>(
   try {
     const result = await handler(ctx);
     // Serialized here so that an unserializable result fails (and releases) like a throwing handler.
-    return { result, stored: storeResult(result, o.storeResult, o.maxStoredResultBytes), writes };
+    return { result, stored: serializeResult(result, o.storeResult, o.maxStoredResultBytes), writes };
   } catch (error) {
     lease.stop();
     return release<R>(o, key, fence, event, error);
@@ -231,7 +231,7 @@ async function commitRun<R>(
   { result, stored, writes }: Executed<R>,
 ): Promise<GuardOutcome<R>> {
   const omitted = stored.omittedBytes !== undefined ? { resultOmittedBytes: stored.omittedBytes } : {};
-  const settled = await settle(o, () =>
+  const settled = await sendUntilAnswered(o, () =>
     o.store.commit({
       key: claim.key,
       fence: claim.fence,
@@ -357,7 +357,7 @@ class FenceComputer<R> {
       this.computed = {
         fence,
         result,
-        stored: storeResult(result, o.storeResult, o.maxStoredResultBytes),
+        stored: serializeResult(result, o.storeResult, o.maxStoredResultBytes),
         writes,
       };
       return this.computed;
@@ -394,7 +394,7 @@ async function release<R>(
   event: GuardedEvent,
   error: unknown,
 ): Promise<GuardOutcome<R>> {
-  const settled = await settle(o, () => o.store.release({ key, fence }));
+  const settled = await sendUntilAnswered(o, () => o.store.release({ key, fence }));
   if (!settled.ok) return { status: "failed", error, released: false }; // it frees at lease expiry
   if (settled.value.ok) return { status: "failed", error, released: true };
   return refusedBy<R>(settled.value.state, fence, event) ?? { status: "failed", error, released: false };
@@ -425,7 +425,7 @@ function refusedBy<R>(
  * Sends a commit or release until the store answers, up to SETTLE_TRIES with back-off. The store recognises its
  * own landed attempt, so a retry after a lost response is answered as done.
  */
-async function settle<T>(
+async function sendUntilAnswered<T>(
   o: Resolved,
   send: () => Promise<T>,
 ): Promise<{ ok: true; value: T } | { ok: false; error: unknown; retryable: boolean }> {
@@ -436,7 +436,7 @@ async function settle<T>(
     } catch (error) {
       // Anything but a retryable store error is a bug or a request the store refuses for good: give the claim up.
       const retryable = error instanceof StoreError && error.retryable;
-      if (!retryable || tries >= SETTLE_TRIES) {
+      if (!retryable || tries >= SEND_TRIES) {
         return { ok: false, error, retryable };
       }
       await o.clock.sleep(delayMs);

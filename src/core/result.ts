@@ -7,7 +7,7 @@ export type StoredResult = { json?: string; omittedBytes?: number };
  * Serializes a result for the store. Results over `maxBytes` are not stored (the outcome and the state say so):
  * an oversized result must never make the commit fail, or every redelivery would run the handler again.
  */
-export function storeResult(result: unknown, enabled: boolean, maxBytes: number): StoredResult {
+export function serializeResult(result: unknown, enabled: boolean, maxBytes: number): StoredResult {
   if (!enabled || result === undefined) return {};
   let json: string;
   try {

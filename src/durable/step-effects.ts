@@ -26,7 +26,7 @@ import { serializeStepResult } from "./step-result.js";
 export interface StepEffectContext<W extends AtomicWrite = AtomicWrite> {
   executionName: string;
   stepName: string;
-  /** The durable SDK's operation id of the step (`step`, or `apply` given a `StepIdentity`); undefined for a key. */
+  /** The durable SDK's operation id of the step (`step`, or `commitStep` given a `StepIdentity`); undefined for a key. */
   stepId: string | undefined;
   subject: string;
   identity: string;
@@ -63,9 +63,9 @@ export interface StepHost {
 /**
  * The identity the durable SDK gives the next operation of `context`: its name and operation id (the context's
  * `peekStepId`, the id its next `step` takes; hierarchical inside child contexts and map items). Call it right
- * before `context.step(name, …)`, to pass to `apply` inside that step. An `OptionsError` for a context that gives no
- * step ids (not the SDK's `DurableContext`): a step keyed by its name alone would take a second step of that name for
- * a rerun of the first, and skip it.
+ * before `context.step(name, …)`, to pass to `commitStep` inside that step. An `OptionsError` for a context that
+ * gives no step ids (not the SDK's `DurableContext`): a step keyed by its name alone would take a second step of that
+ * name for a rerun of the first, and skip it.
  */
 export function nextStepIdentity(context: StepHost, name: string): StepIdentity {
   const peek = (context as { peekStepId?: unknown }).peekStepId;
@@ -112,7 +112,7 @@ export class StepEffects<W extends AtomicWrite = AtomicWrite> {
   }
 
   /**
-   * `context.step(stepName, …)` around `apply`, keyed by the step's SDK identity (`nextStepIdentity`): two steps of
+   * `context.step(stepName, …)` around `commitStep`, keyed by the step's SDK identity (`nextStepIdentity`): two steps of
    * one name in an execution (a `charge` per order line) are two steps, each applied once. The durable SDK
    * checkpoints the outcome, and a replay returns it without running anything.
    */
@@ -126,7 +126,7 @@ export class StepEffects<W extends AtomicWrite = AtomicWrite> {
     const exec = executionOf(execution);
     const step = nextStepIdentity(context, stepName);
     this.#markerKey(exec, step); // a bad step name throws here, outside the step's retries
-    return context.step(stepName, () => this.apply(exec, step, fn), config);
+    return context.step(stepName, () => this.commitStep(exec, step, fn), config);
   }
 
   /**
@@ -134,9 +134,9 @@ export class StepEffects<W extends AtomicWrite = AtomicWrite> {
    * again whenever the step does, so any other effect of it must be safe to repeat), then one atomic request writes
    * the fence, the marker and the writes. Store failures throw (`StoreError`), for the step's retry strategy.
    * `step` is the step's SDK identity (`nextStepIdentity(context, name)` before your `context.step`), or a key of
-   * yours naming one step of the execution: two applies with one key are one step (the second a `duplicate`).
+   * yours naming one step of the execution: two calls with one key are one step (the second a `duplicate`).
    */
-  async apply<R>(
+  async commitStep<R>(
     execution: ExecutionRef,
     step: StepRef,
     fn: (ctx: StepEffectContext<W>) => R | Promise<R>,
@@ -163,6 +163,15 @@ export class StepEffects<W extends AtomicWrite = AtomicWrite> {
     const outcome = await this.#commit<R>(exec, stepName, marker, ctx.fence, result, writes);
     this.#observe(exec, stepName, outcome, performance.now() - started);
     return outcome;
+  }
+
+  /** @deprecated Renamed `commitStep` (the guard's `apply` is another thing); removed in the next minor version. */
+  apply<R>(
+    execution: ExecutionRef,
+    step: StepRef,
+    fn: (ctx: StepEffectContext<W>) => R | Promise<R>,
+  ): Promise<StepEffectOutcome<R>> {
+    return this.commitStep(execution, step, fn);
   }
 
   #markerKey(exec: DispatchedExecution, step: StepRef): string {

@@ -103,7 +103,7 @@ interface Call<R> {
 }
 
 /** One delivery unit on its way: its plan, its observer and its report (filled as its events end). */
-interface Delivery<R> extends Plan {
+interface UnitInProgress<R> extends Plan {
   obs: DeliveryObserver;
   report: DeliveryReport<R>;
 }
@@ -221,7 +221,11 @@ export class InvocationRunner {
    * SQS: the failed records as batch item failures. Streams: the first failed record, where Lambda resumes the shard.
    * Direct invokes: throw when any record failed (Lambda retries).
    */
-  #respond<R>(deliveries: Delivery<R>[], inv: InvocationObserver, batch: BatchKind): InvocationResult<R> {
+  #respond<R>(
+    deliveries: UnitInProgress<R>[],
+    inv: InvocationObserver,
+    batch: BatchKind,
+  ): InvocationResult<R> {
     const report: InvocationReport<R> = { deliveries: deliveries.map((d) => d.report) };
     const failed = deliveries.filter((d) => !d.report.ok);
     if (batch === "stream")
@@ -256,7 +260,7 @@ export class InvocationRunner {
     return { kind: "direct", report };
   }
 
-  #startHeartbeat<R>(deliveries: Delivery<R>[], inv: InvocationObserver): HeartbeatRun | undefined {
+  #startHeartbeat<R>(deliveries: UnitInProgress<R>[], inv: InvocationObserver): HeartbeatRun | undefined {
     if (!this.#heartbeat) return undefined;
     const observers = new Map<string, DeliveryObserver>();
     const messages = deliveries.flatMap(({ unit, obs }) => {
@@ -284,7 +288,11 @@ export class InvocationRunner {
    * ends; the first one not acknowledged ends the delivery (the rest is redelivered with it, and what did succeed
    * comes back as duplicates). Returns whether the delivery succeeded (a FIFO lane stops at a failure).
    */
-  async #deliver<R>(call: Call<R>, d: Delivery<R>, heartbeat: HeartbeatRun | undefined): Promise<boolean> {
+  async #deliver<R>(
+    call: Call<R>,
+    d: UnitInProgress<R>,
+    heartbeat: HeartbeatRun | undefined,
+  ): Promise<boolean> {
     try {
       if (!this.#start(call, d)) return d.report.ok;
       for (const item of d.items) {
@@ -321,10 +329,10 @@ export class InvocationRunner {
    * are deferred, so the checkpoint (the lowest failed sequence number) falls to the oldest: nothing older than an
    * unacknowledged record is acknowledged unrun. A lane with a record without a position (no order) runs in order.
    */
-  async #deliverNewest<R>(call: Call<R>, group: Delivery<R>[]): Promise<boolean> {
+  async #deliverNewest<R>(call: Call<R>, group: UnitInProgress<R>[]): Promise<boolean> {
     const ordered = group.every((d) => positionOf(d) !== undefined);
     const lane = ordered ? group : [...group].sort((a, b) => a.index - b.index);
-    let newest: Delivery<R> | undefined; // the first record of the lane acknowledged
+    let newest: UnitInProgress<R> | undefined; // the first record of the lane acknowledged
     for (const [i, d] of lane.entries()) {
       if (ordered && newest && comparePositions(positionOf(d) ?? "", positionOf(newest) ?? "") < 0) {
         superseded(call, d, newest);
@@ -347,7 +355,7 @@ export class InvocationRunner {
   }
 
   /** What ends a delivery before any event runs: malformed, empty, or too late. False: it has ended. */
-  #start<R>(call: Call<R>, d: Delivery<R>): boolean {
+  #start<R>(call: Call<R>, d: UnitInProgress<R>): boolean {
     d.obs.received();
     if (d.error) {
       // SQS: fail it, the redrive policy dead-letters it. Direct invokes: retrying the same bytes cannot help.
@@ -372,7 +380,11 @@ export class InvocationRunner {
   }
 
   /** One event through the wrapper's guard in the bound mode (not async: the guard's call is the next frame). */
-  #step<R>(call: Call<R>, d: Delivery<R>, item: Extract<Item, { kind: "event" }>): Promise<GuardOutcome<R>> {
+  #step<R>(
+    call: Call<R>,
+    d: UnitInProgress<R>,
+    item: Extract<Item, { kind: "event" }>,
+  ): Promise<GuardOutcome<R>> {
     const { event, guarded } = item;
     // Per call, not per guard: the one guard serves every event, each observed by its own delivery.
     const options: RunOptions = {
@@ -396,7 +408,7 @@ export class InvocationRunner {
   /** An event's outcome: observed (one line, one counter) and reported; its status. */
   #ended<R>(
     call: Call<R>,
-    d: Delivery<R>,
+    d: UnitInProgress<R>,
     { guarded }: Extract<Item, { kind: "event" }>,
     outcome: GuardOutcome<R> | { thrown: unknown },
     durationMs: number,
@@ -432,7 +444,7 @@ function bind<R>(mode: WrapperMode, handler: AnyEventHandler<R>): Bound<R> {
 }
 
 /** A planned unit with its observer and an empty report. */
-function delivery<R>(plan: Plan, inv: InvocationObserver): Delivery<R> {
+function delivery<R>(plan: Plan, inv: InvocationObserver): UnitInProgress<R> {
   const d = plan.unit.delivery;
   const report: DeliveryReport<R> = {
     correlationId: d.correlationId,
@@ -473,7 +485,7 @@ function skipReason(d: Plan, batch: BatchKind): string {
  * in order, so it is the first failed one); Lambda acknowledges the records before it and redelivers the rest. None
  * failed: an empty list, the whole batch acknowledged.
  */
-function checkpoint<R>(failed: Delivery<R>[]): StreamBatchResponse["batchItemFailures"] {
+function checkpoint<R>(failed: UnitInProgress<R>[]): StreamBatchResponse["batchItemFailures"] {
   let first: { sequenceNumber: string; position: string } | undefined;
   for (const d of failed) {
     const sequenceNumber = d.unit.delivery.stream?.sequenceNumber;
@@ -509,7 +521,7 @@ function newestFirst<P extends Plan>(items: readonly P[]): P[] {
  * An older record of a subject whose newest record in the batch was acknowledged: `stale`, observed and reported as
  * the guard's stale outcome would be (one line, the `stale` counter), without a request.
  */
-function superseded<R>(call: Call<R>, d: Delivery<R>, newest: Delivery<R>): void {
+function superseded<R>(call: Call<R>, d: UnitInProgress<R>, newest: UnitInProgress<R>): void {
   const item = d.items.find((i) => i.kind === "event");
   if (item?.kind !== "event") return;
   d.obs.received();
@@ -525,13 +537,13 @@ function superseded<R>(call: Call<R>, d: Delivery<R>, newest: Delivery<R>): void
 }
 
 /** Settles the delivery's report; returns `ok`. */
-function end<R>(d: Delivery<R>, ok: boolean): boolean {
+function end<R>(d: UnitInProgress<R>, ok: boolean): boolean {
   d.report.ok = ok;
   return ok;
 }
 
 /** A delivery left for a later invocation (after a failure in its FIFO group). */
-function defer<R>(d: Delivery<R>, heartbeat: HeartbeatRun | undefined, reason: string): void {
+function defer<R>(d: UnitInProgress<R>, heartbeat: HeartbeatRun | undefined, reason: string): void {
   d.obs.received();
   d.obs.deferred(reason);
   d.report.events.push({ status: "deferred" });

@@ -49,9 +49,9 @@ export {
   InjectedFailure,
   LocalFunction,
   type LocalFunctionOptions,
-  type RunResult,
+  type LocalInvocationResult,
   RuntimeStoppedError,
-} from "./delivery/lambda-runner.js";
+} from "./delivery/local-function.js";
 export { S3NotificationFactory, type S3NotificationFactoryOptions } from "./delivery/s3-notifications.js";
 export { SqsEventSource, type SqsEventSourceOptions, toLambdaRecord } from "./delivery/sqs-event-source.js";
 export {
@@ -78,4 +78,9 @@ export {
 } from "./runtime.js";
 
 /** @deprecated Renamed `AnyLambdaHandler` (the wrappers' `LambdaHandler` is another type); removed in 0.3. */
-export type LambdaHandler = import("./delivery/lambda-runner.js").AnyLambdaHandler;
+export type LambdaHandler = import("./delivery/local-function.js").AnyLambdaHandler;
+/**
+ * @deprecated Renamed `LocalInvocationResult` (`eonce run` and the simulator have runs of their own); removed in the
+ * next minor version.
+ */
+export type RunResult = import("./delivery/local-function.js").LocalInvocationResult;

@@ -35,7 +35,7 @@ import {
   type CrashedClaims,
   LocalFunction,
   type LocalFunctionOptions,
-} from "./delivery/lambda-runner.js";
+} from "./delivery/local-function.js";
 import { LocalOutboxRelay, type LocalOutboxRelayOptions } from "./delivery/outbox-relay.js";
 import { S3NotificationFactory } from "./delivery/s3-notifications.js";
 import { SqsEventSource, type SqsEventSourceOptions } from "./delivery/sqs-event-source.js";
@@ -386,8 +386,13 @@ export class LocalRuntime {
   }
 
   /** Sets env() on process.env (and drops profile/session settings); returns a function restoring it. */
+  setEnv(extra: Record<string, string> = {}): () => void {
+    return setEnvironment({ ...this.env(), ...extra });
+  }
+
+  /** @deprecated Renamed `setEnv`; removed in the next minor version. */
   applyEnv(extra: Record<string, string> = {}): () => void {
-    return applyEnvironment({ ...this.env(), ...extra });
+    return this.setEnv(extra);
   }
 
   /** Creates a bucket; one that exists already is fine. */
@@ -620,7 +625,7 @@ function startServers(
 }
 
 /** Sets `vars` on process.env (and drops profile/session settings); returns a function restoring it. */
-export function applyEnvironment(vars: Record<string, string>): () => void {
+export function setEnvironment(vars: Record<string, string>): () => void {
   const dropped = ["AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL"];
   const saved = new Map<string, string | undefined>();
   for (const name of [...Object.keys(vars), ...dropped]) saved.set(name, process.env[name]);

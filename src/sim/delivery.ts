@@ -7,7 +7,7 @@ import type { WorkerState } from "./faulty-store.js";
 import { foreignWrites } from "./foreign-values.js";
 import type { Mode } from "./history-config.js";
 import { KNOWN_ISSUES } from "./known-issues.js";
-import type { Run } from "./run.js";
+import type { RunningHistory } from "./running-history.js";
 import type { SimEvent } from "./sim-event.js";
 import type { Receipt } from "./source.js";
 
@@ -18,18 +18,18 @@ export interface Worker {
 }
 
 /** A worker takes messages until the queue is empty, as Lambda invocations would. */
-export async function workerLoop(run: Run, w: Worker): Promise<void> {
+export async function workerLoop(run: RunningHistory, w: Worker): Promise<void> {
   for (;;) {
     const m = run.source.receive();
     if (m === "done") break;
     if ("waitMs" in m) await run.sim.sleep(m.waitMs);
     else await deliver(run, w, m);
   }
-  run.settled++;
+  run.workersDone++;
 }
 
 /** One invocation: the guard handles the message's event, then the queue hears the outcome (unless timed out). */
-async function deliver(run: Run, w: Worker, r: Receipt): Promise<void> {
+async function deliver(run: RunningHistory, w: Worker, r: Receipt): Promise<void> {
   const e = run.events[r.message.event] as SimEvent;
   const call = ++run.calls;
   w.state.call = call;
@@ -42,12 +42,16 @@ async function deliver(run: Run, w: Worker, r: Receipt): Promise<void> {
   const out = result === "malformed" ? undefined : result;
   run.observer.callEnded(call);
   noteKnownIssues(run, e, out);
-  settle(run, w, r, { e, call, mode, out, malformed: result === "malformed" });
+  endDelivery(run, w, r, { e, call, mode, out, malformed: result === "malformed" });
   run.sampleDue = true;
 }
 
 /** Adds the known issues whose pattern a call's outcome shows (KNOWN_ISSUES) to the run's. */
-export function noteKnownIssues(run: Run, e: SimEvent, out: GuardOutcome<unknown> | undefined): void {
+export function noteKnownIssues(
+  run: RunningHistory,
+  e: SimEvent,
+  out: GuardOutcome<unknown> | undefined,
+): void {
   if (
     out?.status === "lease-lost" &&
     e.position !== undefined &&
@@ -57,7 +61,7 @@ export function noteKnownIssues(run: Run, e: SimEvent, out: GuardOutcome<unknown
     run.knownIssues.add(KNOWN_ISSUES.olderTakerLeaseLost);
 }
 
-function pickMode(run: Run, e: SimEvent): Mode {
+function pickMode(run: RunningHistory, e: SimEvent): Mode {
   const { cfg, chooser } = run;
   const fixed = cfg.modes?.[e.index];
   if (fixed) return e.position === undefined && fixed !== "apply" ? "run-atomic" : fixed;
@@ -71,7 +75,7 @@ function pickMode(run: Run, e: SimEvent): Mode {
  * `MalformedEventError` (keys that break the key rule): the wrappers' malformed route, checked by hostile-keys.ts.
  */
 async function invoke(
-  run: Run,
+  run: RunningHistory,
   w: Worker,
   e: SimEvent,
   mode: Mode,
@@ -95,7 +99,7 @@ async function invoke(
 }
 
 /** `apply`'s compute: both effects folded into its one request. */
-export function compute(run: Run, w: Worker, e: SimEvent, ctx: ApplyContext): { w: number } {
+export function compute(run: RunningHistory, w: Worker, e: SimEvent, ctx: ApplyContext): { w: number } {
   ctx.atCommit(run.backend.counter(e, ctx.fence));
   for (const w of foreignWrites(run, e)) ctx.atCommit(w);
   run.publish?.(e, ctx);
@@ -108,7 +112,7 @@ export function compute(run: Run, w: Worker, e: SimEvent, ctx: ApplyContext): { 
  * lease), the sink row folded or written now.
  */
 export async function handle(
-  run: Run,
+  run: RunningHistory,
   w: Worker,
   e: SimEvent,
   mode: Mode,
@@ -135,7 +139,7 @@ export async function handle(
 }
 
 /** A zombie: the handler sleeps past its lease ignoring its signal, its renewals frozen, then carries on. */
-async function pause(run: Run, w: Worker, e: SimEvent, ctx: GuardContext): Promise<void> {
+async function pause(run: RunningHistory, w: Worker, e: SimEvent, ctx: GuardContext): Promise<void> {
   const g = run.cfg.guard;
   const ms = g.leaseMs + g.clockSkewMs + run.chooser.int(50, g.leaseMs);
   run.observer.log(() => `w${w.state.id} PAUSES ${ms}ms holding ${e.key} f${ctx.fence}`);
@@ -146,7 +150,13 @@ async function pause(run: Run, w: Worker, e: SimEvent, ctx: GuardContext): Promi
 }
 
 /** The sink row written in its own request while holding the claim (a scheduling point like a store call). */
-async function sinkDirect(run: Run, w: Worker, e: SimEvent, pos: string, fence: number): Promise<void> {
+async function sinkDirect(
+  run: RunningHistory,
+  w: Worker,
+  e: SimEvent,
+  pos: string,
+  fence: number,
+): Promise<void> {
   const { sim, backend, observer } = run;
   const { subject } = e;
   await sim.gate(w.state.id, `sink ${subject}`);
@@ -168,8 +178,8 @@ export function isSuperseded(out: GuardOutcome<unknown> | undefined): boolean {
   return effects.length > 0 && effects.every((x) => x.status === "stale");
 }
 
-function settle(
-  run: Run,
+function endDelivery(
+  run: RunningHistory,
   w: Worker,
   r: Receipt,
   d: { e: SimEvent; call: number; mode: Mode; out: GuardOutcome<unknown> | undefined; malformed: boolean },

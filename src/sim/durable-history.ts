@@ -204,7 +204,7 @@ class DurableHistory {
     }
     const exec = dispatchedExecution(instance.payload);
     const target = this.#target(instance.payload, step);
-    const outcome = await this.#effects.apply(
+    const outcome = await this.#effects.commitStep(
       instance.payload,
       this.#d.nameKeyedSteps ? step.name : { name: step.name, id: step.id },
       (ctx) => {

@@ -1,6 +1,6 @@
 import type { AtomicWrite } from "../core/store.js";
 import type { ForeignKind } from "./backend.js";
-import type { Run } from "./run.js";
+import type { RunningHistory } from "./running-history.js";
 import type { SimEvent } from "./sim-event.js";
 
 /**
@@ -22,7 +22,7 @@ const PLANT_SHARE = 0.3;
  * would hold a position that never commits), and only in a history whose source does not duplicate messages: each
  * copy of a message refused for good is received up to `maxReceives` times, and duplicated again meanwhile.
  */
-export async function plantForeign(run: Run): Promise<void> {
+export async function plantForeign(run: RunningHistory): Promise<void> {
   const foreign = run.backend.foreign;
   if (!foreign || !run.chooser.chance(PLANT_SHARE)) return;
   const kind = foreign.kinds[run.chooser.choose(foreign.kinds.length, "foreign kind")] as ForeignKind;
@@ -37,19 +37,19 @@ export async function plantForeign(run: Run): Promise<void> {
 }
 
 /** The writes a commit of `e` folds to its foreign target (none when it has none). */
-export function foreignWrites(run: Run, e: SimEvent): AtomicWrite[] {
+export function foreignWrites(run: RunningHistory, e: SimEvent): AtomicWrite[] {
   const plan = run.foreign;
   if (!plan || plan.event !== e.index || !run.backend.foreign) return [];
   return run.backend.foreign.writes(e, plan.kind.name);
 }
 
 /** The events whose commits the engine refuses: the checks of I1 and I4 leave them to `checkForeign`. */
-export function refusedEvents(run: Run): ReadonlySet<number> {
+export function refusedEvents(run: RunningHistory): ReadonlySet<number> {
   return new Set(run.foreign?.kind.refused ? [run.foreign.event] : []);
 }
 
 /** The refusal route, or exact effects (above). */
-export async function checkForeign(run: Run): Promise<void> {
+export async function checkForeign(run: RunningHistory): Promise<void> {
   const plan = run.foreign;
   const foreign = run.backend.foreign;
   if (!plan || !foreign) return;

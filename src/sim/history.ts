@@ -15,7 +15,7 @@ import { checkFinal } from "./invariants.js";
 import type { KnownIssue } from "./known-issues.js";
 import { simNames } from "./names.js";
 import { HistoryObserver, type Violation } from "./observer.js";
-import type { Run } from "./run.js";
+import type { RunningHistory } from "./running-history.js";
 import type { SimEvent } from "./sim-event.js";
 import { Source } from "./source.js";
 import { VirtualScheduler } from "./virtual-time.js";
@@ -72,12 +72,12 @@ export async function runHistory(cfg: HistoryConfig, deps: HistoryDeps): Promise
 
 /** After the workers: cold starts settled, a last sample, the final checks, and the history's result. */
 export async function finishHistory(
-  run: Run,
+  run: RunningHistory,
   beyondSkew: boolean,
   finished: boolean,
   workers: number,
 ): Promise<HistoryResult> {
-  const completed = finished && run.settled === workers;
+  const completed = finished && run.workersDone === workers;
   await run.coldStarts?.settle();
   await sample(run);
   const { observer, backend, events, deliveries, keys, sinkSubjects } = run;
@@ -97,7 +97,7 @@ export async function finishHistory(
     observer.violate(
       "I4",
       false,
-      `history did not settle: ${run.settled}/${workers} workers done, waiting: ${run.sim.pendingGates.join(", ") || "timers only"}`,
+      `history did not settle: ${run.workersDone}/${workers} workers done, waiting: ${run.sim.pendingGates.join(", ") || "timers only"}`,
     );
   return result(run, beyondSkew, completed);
 }
@@ -128,7 +128,7 @@ export function setUp(cfg: HistoryConfig, deps: HistoryDeps, { hostileKeys = tru
   const source = new Source(sim, chooser, faults, cfg.source);
   for (const e of events) source.send(e.index, chooser.int(0, cfg.faults.reorderWindowMs));
   for (let i = 0; i < cfg.extraCopies && events.length > 0; i++) source.send(0);
-  const run: Run = {
+  const run: RunningHistory = {
     cfg,
     chooser,
     sim,
@@ -147,7 +147,7 @@ export function setUp(cfg: HistoryConfig, deps: HistoryDeps, { hostileKeys = tru
     coldStarts: ColdStarts.plan({ backend, sim, observer, faults }, chooser),
     calls: 0,
     sampleDue: true,
-    settled: 0,
+    workersDone: 0,
   };
   return { run, beyondSkew, shared };
 }
@@ -176,13 +176,13 @@ function simEvents(
 }
 
 /** A worker: its own clock (offset), the shared store behind its own fault decorator, and a guard over both. */
-export function createWorker(run: Run, shared: StateStore, id: number): Worker {
+export function createWorker(run: RunningHistory, shared: StateStore, id: number): Worker {
   const state: WorkerState = { id, offsetMs: run.cfg.offsets[id] ?? 0, call: 0, frozenUntil: 0 };
   return { state, guard: guardFor(run, shared, state) };
 }
 
 /** A guard as the history configures it, over the shared store behind a fault decorator of `state`'s own. */
-export function guardFor(run: Run, shared: StateStore, state: WorkerState): Guard {
+export function guardFor(run: RunningHistory, shared: StateStore, state: WorkerState): Guard {
   const { cfg, sim, faults, observer, backend } = run;
   const g = cfg.guard;
   const store = new FaultyStore(shared, {
@@ -209,7 +209,7 @@ export function guardFor(run: Run, shared: StateStore, state: WorkerState): Guar
 }
 
 /** Every state item and sink row, for the checks that compare one sample with the last. */
-export async function sample(run: Run): Promise<void> {
+export async function sample(run: RunningHistory): Promise<void> {
   for (const key of run.keys) {
     const { state, bytes } = await run.backend.readState(key);
     run.observer.sampleState(key, state, bytes);
@@ -218,7 +218,7 @@ export async function sample(run: Run): Promise<void> {
     run.observer.sampleSink(subject, await run.backend.readSink(subject));
 }
 
-export async function afterStep(run: Run, every: HistoryDeps["sampleEvery"]): Promise<void> {
+export async function afterStep(run: RunningHistory, every: HistoryDeps["sampleEvery"]): Promise<void> {
   await run.coldStarts?.afterStep();
   if (every === "step" || run.sampleDue) {
     run.sampleDue = false;
@@ -237,7 +237,7 @@ export async function afterStep(run: Run, every: HistoryDeps["sampleEvery"]): Pr
  * TTL deletes an item whose lease ended by every clock (a released one: a lease after its claim) and that holds no committed event (deleting committed state
  * is the end of the dedupe window, outside what the guard promises).
  */
-async function ttlDelete(run: Run): Promise<void> {
+async function ttlDelete(run: RunningHistory): Promise<void> {
   const { cfg, sim } = run;
   const eligible: string[] = [];
   for (const key of run.keys) {
@@ -259,7 +259,7 @@ async function ttlDelete(run: Run): Promise<void> {
   await run.backend.forget(key);
 }
 
-export function result(run: Run, beyondSkew: boolean, completed: boolean): HistoryResult {
+export function result(run: RunningHistory, beyondSkew: boolean, completed: boolean): HistoryResult {
   const { observer, faults, sim } = run;
   const all = observer.violations;
   return {

@@ -2,7 +2,7 @@ import { outboxMessageId } from "../outbox/message-id.js";
 import type { OutboxEntry, OutboxReader } from "../outbox/types.js";
 import type { QueueSend } from "./outbox-queue.js";
 import { short } from "./outbox-relay.js";
-import { type OutboxRun, type PlannedMessage, parseBody } from "./outbox-run.js";
+import { type PlannedMessage, parseBody, type RunningOutboxHistory } from "./running-outbox-history.js";
 import type { SimEvent } from "./sim-event.js";
 
 /** What the outbox checks read at the end: the upstream commits, the consumers' counts, the outbox's pending. */
@@ -24,20 +24,24 @@ interface Facts {
  * record of every send and first receive, the consumers' counters and bodies, the upstream counters and the
  * outbox's unsent entries. `completed`: every worker, relay and consumer ran to its end (the liveness halves).
  */
-export async function checkOutbox(o: OutboxRun, reader: OutboxReader, completed: boolean): Promise<void> {
-  const { run } = o;
+export async function checkOutbox(
+  o: RunningOutboxHistory,
+  reader: OutboxReader,
+  completed: boolean,
+): Promise<void> {
+  const { history } = o;
   const committed = new Map<number, number | undefined>();
-  for (const e of run.events) {
-    const fences = run.observer.commitsOf(e.key, e.identity);
+  for (const e of history.events) {
+    const fences = history.observer.commitsOf(e.key, e.identity);
     // Two commits of one event are I1's to report: the messages are checked against the first.
     committed.set(e.index, fences.length > 0 ? Math.min(...fences) : undefined);
   }
   const consumedCount = new Map<string, { count: number; fence: number | undefined }>();
   for (const [id, m] of [...o.planned, ...[...o.strays].map(([id, s]) => [id, s] as const)]) {
-    const c = await run.backend.readCounter(m.target);
+    const c = await history.backend.readCounter(m.target);
     consumedCount.set(id, { count: c.count, fence: c.fences[0] });
   }
-  const pending = await run.sim.track(() => reader.pending());
+  const pending = await history.sim.track(() => reader.pending());
   const f: Facts = { committed, consumedCount, pending, completed };
   publishedOnce(o, f);
   committedOnly(o, f);
@@ -59,16 +63,16 @@ function eventName(e: SimEvent | undefined): string {
   return e ? `${clip(e.subject)}/${clip(e.identity)}` : "an unknown event";
 }
 
-function described(o: OutboxRun, m: PlannedMessage): string {
-  return `message ${m.name} (${short(m.id)}) of ${eventName(o.run.events[m.event])}`;
+function described(o: RunningOutboxHistory, m: PlannedMessage): string {
+  return `message ${m.name} (${short(m.id)}) of ${eventName(o.history.events[m.event])}`;
 }
 
 /**
  * O1: every message of a committed event is sent at least once and consumed exactly once (its counter, and those of
  * strays carrying it, add up to 1); at most once whatever happened (fencing: the consumer's guard).
  */
-function publishedOnce(o: OutboxRun, f: Facts): void {
-  const { observer } = o.run;
+function publishedOnce(o: RunningOutboxHistory, f: Facts): void {
+  const { observer } = o.history;
   // A message sent under another id (a broken relay's) is still sent, and its consumption counts.
   const plannedOf = (body: string) => {
     const b = parseBody(body);
@@ -101,8 +105,8 @@ function publishedOnce(o: OutboxRun, f: Facts): void {
  * O2: every send, every unsent entry and every consumed message is the message of a committed run: its event
  * committed, with the fence its body says; a message of an event that never committed is never consumed.
  */
-function committedOnly(o: OutboxRun, f: Facts): void {
-  const { observer, events } = o.run;
+function committedOnly(o: RunningOutboxHistory, f: Facts): void {
+  const { observer, events } = o.history;
   const check = (what: string, body: string) => {
     const b = parseBody(body);
     if (!b) return; // stableIds says what is wrong with it
@@ -131,8 +135,8 @@ function committedOnly(o: OutboxRun, f: Facts): void {
  * O3: every send carries the id its message derives from (its event and name), as `ctx.publish` returned it at the
  * commit, and one id is one message (every send of it the same body, subject and group).
  */
-function stableIds(o: OutboxRun): void {
-  const { observer, events } = o.run;
+function stableIds(o: RunningOutboxHistory): void {
+  const { observer, events } = o.history;
   for (const s of o.queue.sends) {
     const b = parseBody(s.body);
     const e = b ? events[b.e] : undefined;
@@ -175,8 +179,8 @@ function stableIds(o: OutboxRun): void {
  * then the place among the run's publishes: across events only on an ordered subject, whose commits one state key
  * serializes (events without a position on one subject commit on keys of their own, in any order).
  */
-function commitOrder(o: OutboxRun, f: Facts): void {
-  const { events } = o.run;
+function commitOrder(o: RunningOutboxHistory, f: Facts): void {
+  const { events } = o.history;
   const chains = new Map<string, { m: PlannedMessage; fence: number }[]>();
   for (const [event, messages] of o.plan) {
     const fence = f.committed.get(event);
@@ -201,7 +205,7 @@ function firstIndex(ids: readonly string[]): Map<string, number> {
 }
 
 function inOrder(
-  o: OutboxRun,
+  o: RunningOutboxHistory,
   chain: string,
   list: readonly { m: PlannedMessage; fence: number }[],
   first: ReadonlyMap<string, number>,
@@ -212,7 +216,7 @@ function inOrder(
     const at = first.get(m.id);
     if (at === undefined) continue; // never sent: O1 says so
     if (last && at < last.at)
-      o.run.observer.violate(
+      o.history.observer.violate(
         "O4",
         true,
         `${chain}: ${described(o, m)} first ${what} before ${described(o, last.m)}, committed before it`,
@@ -222,9 +226,9 @@ function inOrder(
 }
 
 /** O5: the relays ran to quiescence, so nothing committed is left unsent. */
-function drained(o: OutboxRun, f: Facts): void {
+function drained(o: RunningOutboxHistory, f: Facts): void {
   if (!f.completed || f.pending.length === 0) return;
-  o.run.observer.violate(
+  o.history.observer.violate(
     "O5",
     false,
     `${f.pending.length} entries left unsent after the relays ran to quiescence: ${f.pending.map((e) => short(e.messageId)).join(" ")}`,

@@ -15,8 +15,8 @@ import type { OutboxSettings } from "./outbox-config.js";
 import { consumerLoop } from "./outbox-consumer.js";
 import { SimQueue } from "./outbox-queue.js";
 import { RelayFaults, relaySlot } from "./outbox-relay.js";
-import { type OutboxRun, planMessages } from "./outbox-run.js";
-import type { Run } from "./run.js";
+import type { RunningHistory } from "./running-history.js";
+import { planMessages, type RunningOutboxHistory } from "./running-outbox-history.js";
 
 /** Where the histories publish: an SQS queue by URL (FIFO by its suffix); the simulated queue stands for it. */
 const QUEUE_URL = "http://127.0.0.1:1/000000000000/chaos";
@@ -44,8 +44,8 @@ export async function runOutboxHistory(
   run.outbox = simOutbox.outbox;
   const queue = queueOf(run, cfg, os);
   const plan = planMessages(run, os.maxMessages);
-  const o: OutboxRun = {
-    run,
+  const o: RunningOutboxHistory = {
+    history: run,
     shared,
     os,
     outbox: simOutbox,
@@ -55,7 +55,7 @@ export async function runOutboxHistory(
     planned: new Map([...plan.values()].flat().map((m) => [m.id, m])),
     strays: new Map(),
     consumed: new Map(),
-    upstreamDone: () => run.settled >= cfg.workers,
+    upstreamDone: () => run.workersDone >= cfg.workers,
   };
   // The consumers' state is sampled and may expire as the upstream state is.
   for (const m of o.planned.values()) run.keys.push(m.target.key);
@@ -84,12 +84,12 @@ export async function runOutboxHistory(
     run.observer.log(
       () => `relays ${relaysDone}/${os.relays} quiescent, consumers ${consumersDone}/${os.consumers} done`,
     );
-  await checkOutbox(o, checkReader, finished && downstream && run.settled === cfg.workers);
+  await checkOutbox(o, checkReader, finished && downstream && run.workersDone === cfg.workers);
   return finishHistory(run, beyondSkew, finished && downstream, cfg.workers);
 }
 
 /** The destination: a standard or FIFO queue with the history's source settings. */
-function queueOf(run: OutboxRun["run"], cfg: HistoryConfig, os: OutboxSettings): SimQueue {
+function queueOf(run: RunningOutboxHistory["history"], cfg: HistoryConfig, os: OutboxSettings): SimQueue {
   return new SimQueue(run.sim, run.chooser, run.faults, {
     fifo: os.fifo,
     visibilityMs: cfg.source.visibilityMs,
@@ -103,8 +103,8 @@ function queueOf(run: OutboxRun["run"], cfg: HistoryConfig, os: OutboxSettings):
  * Each handler run publishes its event's messages, with the run's fence in the body; the id `ctx.publish` returns is
  * the one the event and the name give (O3). Broken (`publish-outside-commit`): the handler sends them itself.
  */
-function publisher(o: OutboxRun, queueUrl: string): NonNullable<Run["publish"]> {
-  const { run } = o;
+function publisher(o: RunningOutboxHistory, queueUrl: string): NonNullable<RunningHistory["publish"]> {
+  const { history } = o;
   return (e, ctx) => {
     for (const m of o.plan.get(e.index) ?? []) {
       const body = { e: e.index, m: m.name, f: ctx.fence };
@@ -120,7 +120,7 @@ function publisher(o: OutboxRun, queueUrl: string): NonNullable<Run["publish"]> 
       }
       const id = ctx.publish({ kind: "sqs", queueUrl }, body, m.given !== undefined ? { name: m.given } : {});
       if (id !== m.id)
-        run.observer.violate(
+        history.observer.violate(
           "O3",
           true,
           `publish of ${m.name} of ${e.subject}/${e.identity} returned ${id}, not ${m.id}`,

@@ -4,7 +4,7 @@ import { type RelayRound, relayOutbox } from "../outbox/relay.js";
 import type { ClaimedEntry, OutboxEntry, OutboxReader, OutboxSender } from "../outbox/types.js";
 import type { FaultKind } from "./faults.js";
 import { DEDUPE_WINDOW_MS } from "./outbox-config.js";
-import type { OutboxRun } from "./outbox-run.js";
+import type { RunningOutboxHistory } from "./running-outbox-history.js";
 
 /** Relay copies' clocks differ by up to twice this (ms). */
 const MAX_RELAY_OFFSET_MS = 50;
@@ -22,14 +22,14 @@ export function short(id: string): string {
  */
 export class RelayFaults {
   #used = 0;
-  constructor(readonly o: OutboxRun) {}
+  constructor(readonly o: RunningOutboxHistory) {}
 
   draw<K extends FaultKind>(kinds: readonly K[]): K | undefined {
-    const { os, run } = this.o;
-    if (this.#used >= os.relayFaults || !run.chooser.chance(os.relayFaultRate)) return undefined;
+    const { os, history } = this.o;
+    if (this.#used >= os.relayFaults || !history.chooser.chance(os.relayFaultRate)) return undefined;
     this.#used++;
-    const kind = kinds[run.chooser.choose(kinds.length, "relay fault")] as K;
-    run.faults.count(kind);
+    const kind = kinds[history.chooser.choose(kinds.length, "relay fault")] as K;
+    history.faults.count(kind);
     return kind;
   }
 }
@@ -38,15 +38,15 @@ export class RelayFaults {
  * One relay slot: copies of the real relay (`relayOutbox` rounds on the history's virtual clock) one after the
  * other, a crashed copy replaced by a new one (a new name) after a while; returns once a copy ran to quiescence.
  */
-export async function relaySlot(o: OutboxRun, faults: RelayFaults, slot: number): Promise<void> {
-  const { run } = o;
-  const offsetMs = run.chooser.int(-MAX_RELAY_OFFSET_MS, MAX_RELAY_OFFSET_MS);
+export async function relaySlot(o: RunningOutboxHistory, faults: RelayFaults, slot: number): Promise<void> {
+  const { history } = o;
+  const offsetMs = history.chooser.int(-MAX_RELAY_OFFSET_MS, MAX_RELAY_OFFSET_MS);
   for (let generation = 0; ; generation++) {
-    const copy = new RelayCopy(o, faults, slot, `r${slot}.${generation}`, run.sim.clock(offsetMs));
+    const copy = new RelayCopy(o, faults, slot, `r${slot}.${generation}`, history.sim.clock(offsetMs));
     if ((await copy.run()) === "quiescent") return;
-    const ms = run.chooser.int(50, 2 * o.os.relayLeaseMs);
-    run.observer.log(() => `${copy.owner} crashed: a new copy starts in ${ms}ms`);
-    await run.sim.sleep(ms);
+    const ms = history.chooser.int(50, 2 * o.os.relayLeaseMs);
+    history.observer.log(() => `${copy.owner} crashed: a new copy starts in ${ms}ms`);
+    await history.sim.sleep(ms);
   }
 }
 
@@ -62,7 +62,7 @@ class RelayCopy {
   });
 
   constructor(
-    readonly o: OutboxRun,
+    readonly o: RunningOutboxHistory,
     readonly faults: RelayFaults,
     readonly slot: number,
     readonly owner: string,
@@ -75,14 +75,14 @@ class RelayCopy {
    * lease taken before that time has run out by every relay's clock, so whatever a crashed copy held was free.
    */
   async run(): Promise<"crashed" | "quiescent"> {
-    const { run, os } = this.o;
-    const inner = await run.sim.track(() => this.o.outbox.reader());
+    const { history, os } = this.o;
+    const inner = await history.sim.track(() => this.o.outbox.reader());
     const reader = this.#reader(inner);
     const sender = this.#sender(reader);
     let idleSince: number | undefined;
     let waitMs = os.pollMs;
     for (;;) {
-      const startedAt = run.sim.now;
+      const startedAt = history.sim.now;
       const round = relayOutbox({
         reader,
         sender,
@@ -91,7 +91,7 @@ class RelayCopy {
         leaseMs: os.relayLeaseMs,
         clock: this.clock,
         onSendError: (e, error) =>
-          run.observer.log(() => `${this.owner} send ${short(e.messageId)} failed: ${String(error)}`),
+          history.observer.log(() => `${this.owner} send ${short(e.messageId)} failed: ${String(error)}`),
       }).catch((error: unknown) => error);
       const r = await Promise.race([round, this.#crash]);
       if (r === "crashed") return r;
@@ -99,24 +99,24 @@ class RelayCopy {
         idleSince ??= startedAt;
         const quiet = startedAt - idleSince > os.relayLeaseMs + 2 * MAX_RELAY_OFFSET_MS;
         if (quiet && this.o.upstreamDone()) {
-          run.observer.log(() => `${this.owner} quiescent`);
+          history.observer.log(() => `${this.owner} quiescent`);
           return "quiescent";
         }
       } else {
         // Claimed something, or the round failed (its claim may have landed): leases of its own may be running.
         idleSince = undefined;
         waitMs = os.pollMs;
-        if (!isRound(r)) run.observer.log(() => `${this.owner} round failed: ${String(r)}`);
+        if (!isRound(r)) history.observer.log(() => `${this.owner} round failed: ${String(r)}`);
         if (isRound(r) && r.failed === 0) continue; // at once again, as startOutboxRelay
       }
-      await run.sim.sleep(waitMs);
+      await history.sim.sleep(waitMs);
       waitMs = Math.min(2 * waitMs, Math.max(os.pollMs, os.relayLeaseMs / 2));
     }
   }
 
   /** A scheduling point before each call; a crashed copy's calls never return. */
   async #point(label: string): Promise<void> {
-    await this.o.run.sim.gate(RELAY_IDS + this.slot, `${this.owner} ${label}`);
+    await this.o.history.sim.gate(RELAY_IDS + this.slot, `${this.owner} ${label}`);
     await this.#alive();
   }
 
@@ -131,13 +131,13 @@ class RelayCopy {
   }
 
   #reader(inner: OutboxReader): OutboxReader {
-    const { run } = this.o;
-    const log = (line: () => string) => run.observer.log(() => `${this.owner} ${line()}`);
+    const { history } = this.o;
+    const log = (line: () => string) => history.observer.log(() => `${this.owner} ${line()}`);
     return {
       claim: async (req) => {
         await this.#point("claim");
         const fault = this.faults.draw(["claim-lost", "relay-crash"] as const);
-        const entries = await run.sim.track(() => inner.claim(req));
+        const entries = await history.sim.track(() => inner.claim(req));
         const said = fault === "claim-lost" ? ", response LOST" : fault ? ", then CRASHES holding them" : "";
         log(() => `claims [${entries.map((e) => short(e.messageId)).join(" ")}]${said}`);
         if (fault === "relay-crash") return this.#die();
@@ -151,12 +151,12 @@ class RelayCopy {
           log(() => `mark ${short(entry.messageId)} -> failed (not sent)`);
           throw new StoreError("markSent: failed before sending (injected)");
         }
-        const marked = await run.sim.track(() => inner.markSent(entry, sentAtMs));
+        const marked = await history.sim.track(() => inner.markSent(entry, sentAtMs));
         log(() => `mark ${short(entry.messageId)} -> ${marked}${fault ? ", response LOST" : ""}`);
         if (fault) throw new StoreError("markSent: response lost (injected)");
         return marked;
       },
-      pending: () => run.sim.track(() => inner.pending()),
+      pending: () => history.sim.track(() => inner.pending()),
     };
   }
 
@@ -166,23 +166,23 @@ class RelayCopy {
    * marks it. Broken (`relay-mark-before-send`): the mark first, a crash after it, then the send.
    */
   #sender(reader: OutboxReader): OutboxSender {
-    const { run, os, queue, broken } = this.o;
-    const log = (line: () => string) => run.observer.log(() => `${this.owner} ${line()}`);
+    const { history, os, queue, broken } = this.o;
+    const log = (line: () => string) => history.observer.log(() => `${this.owner} ${line()}`);
     let sends = 0;
     return {
       send: async (entry: OutboxEntry) => {
         const id = short(entry.messageId);
         await this.#point(`send ${id}`);
         if (this.faults.draw(["relay-stall"] as const)) {
-          const past = run.chooser.chance(os.pastDedupeShare);
-          if (past) run.faults.count("stall-past-dedupe");
+          const past = history.chooser.chance(os.pastDedupeShare);
+          if (past) history.faults.count("stall-past-dedupe");
           // Past the window: past the window of another copy's send too, which comes once the lease has run out and
           // a copy polled (its wait grows to half a lease while idle).
           const ms =
             (past ? DEDUPE_WINDOW_MS + 3 * os.relayLeaseMs : os.relayLeaseMs) +
-            run.chooser.int(1, os.relayLeaseMs);
+            history.chooser.int(1, os.relayLeaseMs);
           log(() => `STALLS ${ms}ms about to send ${id}`);
-          await run.sim.sleep(ms);
+          await history.sim.sleep(ms);
           await this.#alive();
           log(() => `wakes, sends ${id} late`);
         }

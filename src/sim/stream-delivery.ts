@@ -4,7 +4,7 @@ import { comparePositions } from "../core/position.js";
 import type { StateStore } from "../core/store.js";
 import type { InvocationResult } from "../lambda/invocation.js";
 import type { WrapperMode } from "../lambda/options.js";
-import type { Run } from "./run.js";
+import type { RunningHistory } from "./running-history.js";
 import type { SimEvent } from "./sim-event.js";
 import type { StreamSettings } from "./stream-config.js";
 import type { SimStream, StreamBatch } from "./stream-source.js";
@@ -25,7 +25,7 @@ type StreamResult = Extract<InvocationResult<Answer>, { kind: "stream" }>;
 
 /** The partition key, identity and position of the record's simulated event: the history's own keys. */
 export function createStreamWorker(
-  run: Run,
+  run: RunningHistory,
   shared: StateStore,
   id: number,
   ss: StreamSettings,
@@ -37,7 +37,7 @@ export function createStreamWorker(
 
 /** A Lambda instance takes batches of the stream's lanes until every record is past its checkpoint. */
 export async function streamWorkerLoop(
-  run: Run,
+  run: RunningHistory,
   stream: SimStream,
   w: StreamWorker,
   ss: StreamSettings,
@@ -48,11 +48,17 @@ export async function streamWorkerLoop(
     if ("waitMs" in batch) await run.sim.sleep(batch.waitMs);
     else await invoke(run, stream, w, ss, batch);
   }
-  run.settled++;
+  run.workersDone++;
 }
 
 /** One invocation of the Kinesis wrapper on a batch: its answer checked, then the checkpoint moved. */
-async function invoke(run: Run, stream: SimStream, w: StreamWorker, ss: StreamSettings, b: StreamBatch) {
+async function invoke(
+  run: RunningHistory,
+  stream: SimStream,
+  w: StreamWorker,
+  ss: StreamSettings,
+  b: StreamBatch,
+) {
   const mode: WrapperMode = run.chooser.chance(run.cfg.applyShare) ? "apply" : "run";
   const records = b.records.map((r) => kinesisRecord(run, r));
   w.deadline = b.deadline;
@@ -103,7 +109,7 @@ async function invoke(run: Run, stream: SimStream, w: StreamWorker, ss: StreamSe
  * index of the first failed record, -1 when none.
  */
 async function checkAnswer(
-  run: Run,
+  run: RunningHistory,
   w: StreamWorker,
   b: StreamBatch,
   result: StreamResult,
@@ -159,7 +165,7 @@ async function checkAnswer(
  * leaves every record of its subject with a lower position (or, with a record without a position, every later one)
  * deferred or malformed: none acknowledged without a newer commit behind it.
  */
-function checkNewestFirst(run: Run, w: StreamWorker, b: StreamBatch, result: StreamResult): void {
+function checkNewestFirst(run: RunningHistory, w: StreamWorker, b: StreamBatch, result: StreamResult): void {
   const rows = b.records.map((r, i) => {
     const e = run.events[r.event] as SimEvent;
     const statuses =
@@ -185,7 +191,7 @@ function checkNewestFirst(run: Run, w: StreamWorker, b: StreamBatch, result: Str
 }
 
 /** A record as Lambda hands it to a Kinesis-triggered function: its data names the simulated event. */
-function kinesisRecord(run: Run, r: StreamBatch["records"][number]): KinesisStreamRecord {
+function kinesisRecord(run: RunningHistory, r: StreamBatch["records"][number]): KinesisStreamRecord {
   const e = run.events[r.event] as SimEvent;
   const shardId = `shardId-${String(r.shard).padStart(12, "0")}`;
   return {
@@ -206,7 +212,7 @@ function kinesisRecord(run: Run, r: StreamBatch["records"][number]): KinesisStre
   };
 }
 
-function describe(run: Run, event: number): string {
+function describe(run: RunningHistory, event: number): string {
   const e = run.events[event] as SimEvent;
   return `${e.subject}/${e.identity}`;
 }

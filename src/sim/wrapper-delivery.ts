@@ -16,7 +16,7 @@ import {
   type WrapperMode,
 } from "../lambda/options.js";
 import { compute, handle, isSuperseded, noteKnownIssues } from "./delivery.js";
-import type { Run } from "./run.js";
+import type { RunningHistory } from "./running-history.js";
 import { silentObservability } from "./silent-observability.js";
 import type { SimEvent } from "./sim-event.js";
 import type { Message, Receipt } from "./source.js";
@@ -41,7 +41,7 @@ export type Answer = { w: number };
 type SqsResult = Extract<InvocationResult<Answer>, { kind: "sqs" }>;
 
 export function createWrapperWorker(
-  run: Run,
+  run: RunningHistory,
   shared: StateStore,
   id: number,
   ws: WrapperSettings,
@@ -54,7 +54,7 @@ export function createWrapperWorker(
  * data of a Kinesis record, names it), logs and metrics silent.
  */
 export function createWorker(
-  run: Run,
+  run: RunningHistory,
   shared: StateStore,
   id: number,
   what: "sqsHandler" | "kinesisHandler",
@@ -84,7 +84,11 @@ export function createWorker(
 }
 
 /** A Lambda instance polls SQS batches until the queue is empty. */
-export async function wrapperWorkerLoop(run: Run, w: WrapperWorker, ws: WrapperSettings): Promise<void> {
+export async function wrapperWorkerLoop(
+  run: RunningHistory,
+  w: WrapperWorker,
+  ws: WrapperSettings,
+): Promise<void> {
   const groups = [...new Set(run.events.map((e) => e.subject))];
   const groupOf = ws.fifo
     ? (m: Message) => `g${groups.indexOf((run.events[m.event] as SimEvent).subject)}`
@@ -95,12 +99,12 @@ export async function wrapperWorkerLoop(run: Run, w: WrapperWorker, ws: WrapperS
     if (Array.isArray(batch)) await invoke(run, w, ws, batch, groupOf);
     else await run.sim.sleep(batch.waitMs);
   }
-  run.settled++;
+  run.workersDone++;
 }
 
 /** One invocation of the SQS wrapper on a batch, its answer checked, then each message deleted or returned. */
 async function invoke(
-  run: Run,
+  run: RunningHistory,
   w: WrapperWorker,
   ws: WrapperSettings,
   receipts: Receipt[],
@@ -143,7 +147,7 @@ async function invoke(
 
 /** The user's handler of `mode`: the simulator's effects (delivery.ts), and sometimes a throw of its own. */
 export function handlerOf(
-  run: Run,
+  run: RunningHistory,
   ws: Pick<WrapperSettings, "handlerErrorRate">,
   mode: WrapperMode,
 ): EventHandler<Answer> | ApplyEventHandler<Answer> {
@@ -192,7 +196,7 @@ function ranFor(messageId: string | undefined): CallInfo {
 }
 
 /** The user's own failure: an Error, or a retryable StoreError of a store the handler reads (not the guard's). */
-function handlerError(run: Run, ws: Pick<WrapperSettings, "handlerErrorRate">): Error | undefined {
+function handlerError(run: RunningHistory, ws: Pick<WrapperSettings, "handlerErrorRate">): Error | undefined {
   if (!run.chooser.chance(ws.handlerErrorRate)) return undefined;
   run.faults.count("handler-error");
   return run.chooser.chance(0.5)
@@ -214,7 +218,7 @@ interface Answered {
  * redelivery did not commit by itself (its own commit landed, yet the outcome says otherwise), unless the store
  * never confirmed (`unconfirmed`).
  */
-async function checkAnswer(run: Run, w: WrapperWorker, a: Answered): Promise<void> {
+async function checkAnswer(run: RunningHistory, w: WrapperWorker, a: Answered): Promise<void> {
   const { observer } = run;
   const failedGroups = new Set<string>();
   for (const [i, r] of a.receipts.entries()) {
@@ -250,7 +254,7 @@ async function checkAnswer(run: Run, w: WrapperWorker, a: Answered): Promise<voi
 
 /** A record returned for a redelivery whose own guard call's commit landed: its effect's counter holds that fence. */
 export async function checkNotCommitted(
-  run: Run,
+  run: RunningHistory,
   w: Pick<WrapperWorker, "id" | "calls">,
   event: number,
   id: string,
@@ -273,7 +277,7 @@ const GUARD_STATUSES: readonly DeliveryStatus[] = GUARD_OUTCOME_STATUSES;
 
 /** The queue hears the answer; a guard outcome becomes a delivery of the history, for the final checks. */
 function record(
-  run: Run,
+  run: RunningHistory,
   w: WrapperWorker,
   r: Receipt,
   mode: WrapperMode,
@@ -288,7 +292,7 @@ function record(
 
 /** A record's guard outcome becomes a delivery of the history, for the final checks. */
 export function recordOutcome(
-  run: Run,
+  run: RunningHistory,
   w: Pick<WrapperWorker, "id" | "calls">,
   event: number,
   mode: WrapperMode,
@@ -321,7 +325,7 @@ export function recordOutcome(
 }
 
 /** The simulated event a message (its body) or a Kinesis record (its data) carries: `{ event: <index> }`. */
-export function eventOf(run: Run, m: AnyHandledEvent): SimEvent {
+export function eventOf(run: RunningHistory, m: AnyHandledEvent): SimEvent {
   const carried =
     m.kind === "message" ? (JSON.parse(m.body) as unknown) : m.kind === "kinesis" ? m.json : undefined;
   const event = (carried as { event?: unknown } | undefined)?.event;
@@ -330,7 +334,7 @@ export function eventOf(run: Run, m: AnyHandledEvent): SimEvent {
   return run.events[event] as SimEvent;
 }
 
-function describe(run: Run, r: Receipt): string {
+function describe(run: RunningHistory, r: Receipt): string {
   const e = run.events[r.message.event] as SimEvent;
   return `${e.subject}/${e.identity}#${r.receive}`;
 }

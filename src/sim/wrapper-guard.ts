@@ -3,7 +3,7 @@ import type { Guard, GuardOutcome, RunOptions } from "../core/guard.js";
 import type { StateStore } from "../core/store.js";
 import type { WorkerState } from "./faulty-store.js";
 import { guardFor } from "./history.js";
-import type { Run } from "./run.js";
+import type { RunningHistory } from "./running-history.js";
 
 /** One guard call a wrapper made: its number, the store decorator's state, and what its handler saw. */
 export interface CallInfo {
@@ -33,7 +33,7 @@ export function currentCall(): CallInfo {
  * the Lambda context's remaining time.
  */
 export function callGuard(
-  run: Run,
+  run: RunningHistory,
   shared: StateStore,
   worker: { id: number; offsetMs: number },
   deadlineMs: () => number,

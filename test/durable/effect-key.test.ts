@@ -77,7 +77,7 @@ describe("ctx.effectKey in a guarded durable step (memory engine)", () => {
     const effects = new MemoryStepEffects({ logger: quietLogger(), metrics: quietMetrics() });
     const keyOf = async (payload: DispatchedPayload, step: string, name: string) => {
       let key = "";
-      await effects.apply(payload, step, (ctx) => {
+      await effects.commitStep(payload, step, (ctx) => {
         key = ctx.effectKey(name);
       });
       return key;

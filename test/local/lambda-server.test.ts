@@ -165,7 +165,7 @@ describe("the local Lambda Invoke endpoint", () => {
     const runtime = await LocalRuntime.start({
       services: { dynamodb: false, s3: false, sqs: false, lambda: true },
     });
-    const restore = runtime.applyEnv();
+    const restore = runtime.setEnv();
     const plain = new LambdaClient({});
     try {
       expect(runtime.env().AWS_ENDPOINT_URL_LAMBDA).toBe(runtime.lambda?.endpoint);

@@ -41,7 +41,7 @@ describe("local runtime", () => {
 
   it("delivers an upload directly, via EventBridge and via SQS to an unchanged handler using default clients", async () => {
     const got: Record<string, string[]> = { direct: [], eventbridge: [], sqs: [] };
-    const restore = runtime.applyEnv();
+    const restore = runtime.setEnv();
     try {
       // The handler builds its client the way it would on AWS: no endpoint, no credentials in code.
       const s3 = new S3Client({});

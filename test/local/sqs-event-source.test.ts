@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { CreateQueueCommand, SendMessageCommand } from "@aws-sdk/client-sqs";
 import type { SQSBatchResponse, SQSEvent } from "aws-lambda";
 import { describe, expect, it } from "vitest";
-import { type AnyLambdaHandler, LocalFunction } from "../../src/local/delivery/lambda-runner.js";
+import { type AnyLambdaHandler, LocalFunction } from "../../src/local/delivery/local-function.js";
 import { SqsEventSource } from "../../src/local/delivery/sqs-event-source.js";
 import { createSimulation } from "../../src/sim/live/simulation.js";
 import { useLocalSqs } from "../kit/index.js";

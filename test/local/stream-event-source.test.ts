@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { LOCAL_CREDENTIALS, LOCAL_REGION } from "../../src/local/aws-local.js";
 import { DynamoDBStreamReader } from "../../src/local/delivery/dynamodb-stream-reader.js";
 import { KinesisReader } from "../../src/local/delivery/kinesis-reader.js";
-import { type AnyLambdaHandler, LocalFunction } from "../../src/local/delivery/lambda-runner.js";
+import { type AnyLambdaHandler, LocalFunction } from "../../src/local/delivery/local-function.js";
 import {
   StreamEventSource,
   type StreamEventSourceOptions,

@@ -1,5 +1,5 @@
 import { isAbsolute, resolve } from "node:path";
-import type { AnyLambdaHandler } from "../../local/delivery/lambda-runner.js";
+import type { AnyLambdaHandler } from "../../local/delivery/local-function.js";
 import { isTypeScriptModule, loadExport, splitExportSpec } from "../load-export.js";
 
 /** True for a handler module that Node cannot import without a TypeScript loader (`eonce run` needs tsx). */

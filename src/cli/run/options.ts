@@ -12,7 +12,7 @@ import {
   schemaFor,
   string,
 } from "../../core/options.js";
-import { LOCAL_FUNCTION_OPTIONS } from "../../local/delivery/lambda-runner.js";
+import { LOCAL_FUNCTION_OPTIONS } from "../../local/delivery/local-function.js";
 import { STREAM_EVENT_SOURCE_OPTIONS } from "../../local/delivery/stream-event-source.js";
 import { isShare, numberField } from "../../local/fields.js";
 import { LOCAL_RUNTIME_OPTIONS, type LocalRuntimeOptions } from "../../local/runtime.js";

@@ -43,7 +43,7 @@ export interface RunReport {
    */
   durable?: DurableReport;
   /** `ok`, `unknown` (a check not made, none failed) or `fail` (see runResult). */
-  result: RunResult;
+  result: RunVerdict;
   /** `result` is `ok`: every check that applies ran and passed, and every event got through. */
   ok: boolean;
   durationMs: number;
@@ -103,14 +103,14 @@ export function buildRunReport(f: RunFindings): RunReport {
  * was not made (`not checked`: a flag missing, nothing to judge), since a check not made would pass whatever the
  * handler does; else `ok`. A check that does not apply to the run (`n/a`) leaves it ok.
  */
-export type RunResult = "ok" | "unknown" | "fail";
+export type RunVerdict = "ok" | "unknown" | "fail";
 
 /** The result and `ok` of a run with these checks (invariants and durable checks) and events never through. */
 export function verdict(
   checks: readonly RunCheck[],
   unsuccessful: number,
-): { result: RunResult; ok: boolean } {
-  const result: RunResult =
+): { result: RunVerdict; ok: boolean } {
+  const result: RunVerdict =
     unsuccessful > 0 || checks.some((c) => c.status === "fail")
       ? "fail"
       : checks.some((c) => c.status === "not checked")

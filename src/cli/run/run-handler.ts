@@ -9,12 +9,12 @@ import {
   InjectedFailure,
   type LocalFunction,
   RuntimeStoppedError,
-} from "../../local/delivery/lambda-runner.js";
+} from "../../local/delivery/local-function.js";
 import { seesLocalTables } from "../../local/emulators/dynamodb-local.js";
 import { freePort } from "../../local/emulators/free-port.js";
 import { requireServers } from "../../local/emulators/requirements.js";
 import { scanTable } from "../../local/emulators/scan-table.js";
-import { applyEnvironment, LocalRuntime } from "../../local/runtime.js";
+import { LocalRuntime, setEnvironment } from "../../local/runtime.js";
 import { DurableSession, loadDurable, withDurable } from "./durable.js";
 import { eventBridgeEnvelope, snsEnvelope, sqsAttributes } from "./envelopes.js";
 import { describeLoadError } from "./errors.js";
@@ -116,7 +116,7 @@ async function runOn(
   };
   const env = handlerEnvironment(o, ports);
   await checkSharedTables(o.dynamodbEndpoint, env);
-  const restoreEnv = applyEnvironment(env);
+  const restoreEnv = setEnvironment(env);
   let runtime: LocalRuntime | undefined;
   let durable: DurableSession | undefined;
   try {

@@ -9,7 +9,7 @@ import {
 } from "@aws-sdk/client-kinesis";
 import { marshall } from "@aws-sdk/util-dynamodb";
 import { canonicalJson } from "../../durable/payload.js";
-import type { LocalFunction } from "../../local/delivery/lambda-runner.js";
+import type { LocalFunction } from "../../local/delivery/local-function.js";
 import type { StreamReader } from "../../local/delivery/stream-reader.js";
 import type { LocalRuntime } from "../../local/runtime.js";
 import { createPrng } from "../../sim/prng.js";

@@ -9,7 +9,7 @@ import {
 import { storeError } from "./expressions.js";
 import { FORGET_CONDITION, forgetValues, scanState } from "./scan-state.js";
 import { STATE_KEY_ATTRIBUTE } from "./schema-names.js";
-import { DynamoDBStore, type DynamoDBStoreOptions, NAMES, toRecord } from "./store.js";
+import { DynamoDBStore, type DynamoDBStoreOptions, STATE_ATTRIBUTE_NAMES, toRecord } from "./store.js";
 
 /**
  * The operator's view of a DynamoDB state table (src/core/state-admin.ts): `list` scans it, `forget` is one
@@ -23,7 +23,7 @@ export class DynamoDBStateAdmin extends StoreAdmin<DynamoDBStore> {
   async list(query: StateQuery): Promise<StateRecord[]> {
     try {
       return await scanState(
-        { client: this.options.client, table: this.store.tableName, names: NAMES, toRecord },
+        { client: this.options.client, table: this.store.tableName, names: STATE_ATTRIBUTE_NAMES, toRecord },
         query,
       );
     } catch (error) {
@@ -40,9 +40,9 @@ export class DynamoDBStateAdmin extends StoreAdmin<DynamoDBStore> {
           Key: { [STATE_KEY_ATTRIBUTE]: { S: key } },
           ConditionExpression: FORGET_CONDITION,
           ExpressionAttributeNames: {
-            "#fence": NAMES["#fence"],
-            "#st": NAMES["#st"],
-            "#lease": NAMES["#lease"],
+            "#fence": STATE_ATTRIBUTE_NAMES["#fence"],
+            "#st": STATE_ATTRIBUTE_NAMES["#st"],
+            "#lease": STATE_ATTRIBUTE_NAMES["#lease"],
           },
           ExpressionAttributeValues: values,
           ReturnValues: "ALL_OLD",

@@ -45,7 +45,7 @@ import { attributeItem, checkExpression, checkName, DYNAMODB_MAX_EXPRESSION_BYTE
  */
 
 /** Placeholders → the reserved attribute names; the admin (inline-admin.ts) uses them too. */
-export const NAMES = {
+export const INLINE_STATE_ATTRIBUTE_NAMES = {
   "#st": "eo_st",
   "#pos": "eo_pos",
   "#eid": "eo_eid",
@@ -64,13 +64,13 @@ export const NAMES = {
 };
 
 /** The reserved attribute names, for documentation and checks. */
-export const INLINE_STATE_ATTRIBUTES: readonly string[] = Object.values(NAMES);
+export const INLINE_STATE_ATTRIBUTES: readonly string[] = Object.values(INLINE_STATE_ATTRIBUTE_NAMES);
 
 /**
  * The state's attributes less the row write's stamp (`eo_wpos`, `eo_wfence`): what forgetting a state key removes.
  * The stamp describes the user's attributes, not the state, so an older event still cannot replace them after it.
  */
-const { "#wpos": _wpos, "#wfence": _wfence, ...forgotten } = NAMES;
+const { "#wpos": _wpos, "#wfence": _wfence, ...forgotten } = INLINE_STATE_ATTRIBUTE_NAMES;
 export const FORGOTTEN_NAMES: Readonly<Record<string, string>> = forgotten;
 
 /** The options of `InlineDynamoDBStore`. */
@@ -381,7 +381,7 @@ export class InlineDynamoDBStore extends InlineRowStore<InlineDynamoDBRowWrite> 
 
   /** An UpdateItem of state clauses only (the state attributes are named in the expressions: `eo_*` are valid). */
   #update(row: string, update: string, condition: string, values: Item): UpdateItemCommandInput {
-    const shape = dx.expressionShape(update, condition, NAMES);
+    const shape = dx.expressionShape(update, condition, INLINE_STATE_ATTRIBUTE_NAMES);
     return this.#input(row, shape, undefined, dx.usedValues(shape, values));
   }
 
@@ -496,7 +496,7 @@ function rowShape(
     .join(" ");
   // The state attributes are named in the expressions themselves (`eo_*` are valid names): only the user's are
   // placeholders.
-  const expression = dx.expressionShape(update, condition, NAMES);
+  const expression = dx.expressionShape(update, condition, INLINE_STATE_ATTRIBUTE_NAMES);
   return { expression, names: attributes.names.length > 0 ? names : undefined, userValues };
 }
 
@@ -526,11 +526,11 @@ function applied(writes: InlineDynamoDBRowWrite[]): Store.WriteOutcome[] {
 }
 
 export function hasState(item: Item | undefined): item is Item {
-  return item !== undefined && item[NAMES["#fence"]]?.N !== undefined;
+  return item !== undefined && item[INLINE_STATE_ATTRIBUTE_NAMES["#fence"]]?.N !== undefined;
 }
 
 export function toInlineRecord(key: string, item: Item): StateRecord {
-  return dx.recordFrom(item, key, NAMES);
+  return dx.recordFrom(item, key, INLINE_STATE_ATTRIBUTE_NAMES);
 }
 
 function wrap(op: string, key: string, error: unknown): StoreError {
@@ -561,9 +561,12 @@ const FENCED_ROW_NOT_NEWER = `${dx.FENCED_CONDITION} AND ${rowNotNewer("#pos")}`
 
 /** Whether the row (as refused) holds a newer write than one at `position` by `fence`: rowNotNewer's negation. */
 function rowNewer(item: Item | undefined, position: string, fence: number): boolean {
-  const wpos = item?.[NAMES["#wpos"]]?.S;
+  const wpos = item?.[INLINE_STATE_ATTRIBUTE_NAMES["#wpos"]]?.S;
   if (wpos === undefined) return false;
-  return wpos > position || (wpos === position && Number(item?.[NAMES["#wfence"]]?.N) > fence);
+  return (
+    wpos > position ||
+    (wpos === position && Number(item?.[INLINE_STATE_ATTRIBUTE_NAMES["#wfence"]]?.N) > fence)
+  );
 }
 
 /**

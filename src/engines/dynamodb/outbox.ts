@@ -78,7 +78,7 @@ export function isDynamoDBOutboxWrite(write: AtomicWrite): write is DynamoDBOutb
 }
 
 /** Names used in expressions: `order` is a reserved word, the rest named for uniformity. */
-const NAMES = {
+const OUTBOX_ATTRIBUTE_NAMES = {
   "#subject": A.subject,
   "#order": A.order,
   "#unsent": A.unsent,
@@ -347,8 +347,8 @@ export class DynamoDBOutbox implements Outbox, OutboxReader {
   }
 }
 
-function pick(...placeholders: (keyof typeof NAMES)[]): Record<string, string> {
-  return Object.fromEntries(placeholders.map((p) => [p, NAMES[p]]));
+function pick(...placeholders: (keyof typeof OUTBOX_ATTRIBUTE_NAMES)[]): Record<string, string> {
+  return Object.fromEntries(placeholders.map((p) => [p, OUTBOX_ATTRIBUTE_NAMES[p]]));
 }
 
 function wrap(op: string, what: string, error: unknown): StoreError {

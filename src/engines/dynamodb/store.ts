@@ -33,7 +33,7 @@ export interface DynamoDBStoreOptions {
 const DYNAMODB_STORE_OPTIONS = schemaFor<DynamoDBStoreOptions>()(DYNAMODB_TABLE_FIELDS);
 
 /** Placeholders → the state table's attribute names (schema-names.ts); the admin (admin.ts) uses them too. */
-export const NAMES = {
+export const STATE_ATTRIBUTE_NAMES = {
   "#pk": STATE_KEY_ATTRIBUTE,
   "#st": "status",
   "#pos": "pos",
@@ -52,7 +52,9 @@ export const NAMES = {
 
 /** The names written out in the expressions: all but `status` and `result`, which are DynamoDB reserved words. */
 const PLAIN: Readonly<Record<string, string>> = Object.fromEntries(
-  Object.entries(NAMES).filter(([placeholder]) => placeholder !== "#st" && placeholder !== "#res"),
+  Object.entries(STATE_ATTRIBUTE_NAMES).filter(
+    ([placeholder]) => placeholder !== "#st" && placeholder !== "#res",
+  ),
 );
 
 /**
@@ -234,12 +236,12 @@ function dynamoWrites(writes: readonly Store.AtomicWrite[] | undefined): DynamoD
 /** The reserved words' placeholders an expression uses (DynamoDB rejects unused ones). */
 function pickNames(placeholders: readonly string[]): Record<string, string> {
   const names: Record<string, string> = {};
-  for (const p of placeholders) names[p] = NAMES[p as keyof typeof NAMES];
+  for (const p of placeholders) names[p] = STATE_ATTRIBUTE_NAMES[p as keyof typeof STATE_ATTRIBUTE_NAMES];
   return names;
 }
 
 export function toRecord(item: Item): StateRecord {
-  return dx.recordFrom(item, item[STATE_KEY_ATTRIBUTE]?.S ?? "", NAMES);
+  return dx.recordFrom(item, item[STATE_KEY_ATTRIBUTE]?.S ?? "", STATE_ATTRIBUTE_NAMES);
 }
 
 function wrap(op: string, key: string, error: unknown): StoreError {

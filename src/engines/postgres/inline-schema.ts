@@ -80,7 +80,7 @@ export async function migrateInline(pool: PostgresPool, options: InlineTableOpti
     table,
     lockTimeoutMs: o.lockTimeoutMs,
     missing: (db) => missingParts(db, { ...o, functions }),
-    apply: async (db, missing) => {
+    addMissing: async (db, missing) => {
       const add = INLINE_COLUMN_NAMES.filter((c) => missing.includes(columnPart(c)));
       if (add.length > 0)
         await db.query(

@@ -18,7 +18,7 @@ export interface Migration {
   /** What is missing (described for messages), read from the catalog without locking the table; empty: nothing. */
   missing(db: Queryable): Promise<string[]>;
   /** The DDL of what is missing, in the migration's transaction. */
-  apply(db: Queryable, missing: readonly string[]): Promise<void>;
+  addMissing(db: Queryable, missing: readonly string[]): Promise<void>;
 }
 
 /** Long enough for DDL on a free table; short enough that statements queued behind a stuck migration barely notice. */
@@ -67,7 +67,7 @@ export async function runMigration(pool: PostgresPool, m: Migration): Promise<vo
     await client.query("SELECT pg_advisory_xact_lock(hashtext($1), hashtext($2))", [LOCK_CLASS, m.schema]);
     missing = await m.missing(client);
     waitedFor = "table";
-    if (missing.length > 0) await m.apply(client, missing);
+    if (missing.length > 0) await m.addMissing(client, missing);
     await client.query("COMMIT");
   } catch (error) {
     const rolledBack = await client.query("ROLLBACK").then(

@@ -3,7 +3,7 @@ import type { QueryResult } from "pg";
 import type { PostgresClient, PostgresPool } from "./pool.js";
 
 /** Statement names by text: a store sends a handful of statements (inline state: one per set of written columns). */
-const NAMES = new Map<string, string>();
+const STATEMENT_NAMES = new Map<string, string>();
 const MAX_NAMES = 1024;
 
 /**
@@ -19,11 +19,11 @@ export function runStatement(
   prepared: boolean,
 ): Promise<QueryResult> {
   if (!prepared) return target.query(sql, params);
-  let name = NAMES.get(sql);
+  let name = STATEMENT_NAMES.get(sql);
   if (name === undefined) {
     name = `eonce_${createHash("sha1").update(sql).digest("hex").slice(0, 20)}`;
-    if (NAMES.size >= MAX_NAMES) NAMES.clear();
-    NAMES.set(sql, name);
+    if (STATEMENT_NAMES.size >= MAX_NAMES) STATEMENT_NAMES.clear();
+    STATEMENT_NAMES.set(sql, name);
   }
   return target.query({ name, text: sql, values: params });
 }

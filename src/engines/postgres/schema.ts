@@ -222,7 +222,7 @@ LEFT JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = $2`,
     table,
     lockTimeoutMs: t.lockTimeoutMs,
     missing,
-    apply: async (db, gaps) => {
+    addMissing: async (db, gaps) => {
       if (gaps.includes(parts.schema)) await db.query(`CREATE SCHEMA IF NOT EXISTS ${quote(t.schema)}`);
       if (gaps.includes(parts.table)) await db.query(t.ddl(table));
       for (const c of columns) {

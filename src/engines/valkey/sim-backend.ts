@@ -10,7 +10,7 @@ import { TEST_VALKEY_URL } from "./client.js";
 import { valkeyHashTag } from "./keys.js";
 import { ValkeyOutbox } from "./outbox.js";
 import { valkeyForeignTargets, withPatternWriteCheck } from "./sim-foreign.js";
-import { ConnectionStore, LaggingReplica } from "./sim-replica.js";
+import { ConnectionPerCallStore, LaggingReplica } from "./sim-replica.js";
 import { ValkeyFencedSink, valkeyWrite } from "./sink.js";
 import { ValkeyStepEffects } from "./step-effects.js";
 import { ValkeyStore } from "./store.js";
@@ -76,7 +76,7 @@ export function valkeyBackend(client: Redis, prefix: string, o: SimBackendOption
     minRetentionMs: RETENTION_MS,
     ...(o.failover?.waitForReplicas ? { waitForReplicas: SIM_WAIT } : {}),
   });
-  const shared = replica ? new ConnectionStore(store, replica) : undefined;
+  const shared = replica ? new ConnectionPerCallStore(store, replica) : undefined;
   const sink = new ValkeyFencedSink({ store });
   // Broken on purpose (`unfencedSink`): the row takes every write.
   const sinkWrite = (e: EffectTarget, pos: string, fence: number): ValkeyAtomicWrite => {

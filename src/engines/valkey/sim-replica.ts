@@ -200,7 +200,7 @@ export class LaggingReplica {
  * The store as one history's workers reach it: each guard call on a connection of its own (LaggingReplica). A
  * claim names its call's token; later steps name the fence that claim took.
  */
-export class ConnectionStore implements Store.StateStore {
+export class ConnectionPerCallStore implements Store.StateStore {
   readonly engine: string;
   readonly maxResultBytes: number;
   readonly #calls = new Map<string, string>();

@@ -4,7 +4,7 @@ import { FaultInjector, type FaultOptions, resolveFaults } from "../../sim/live/
 import type { Simulation } from "../../sim/live/simulation.js";
 import type { SourceKind, TraceEvent } from "../../sim/live/trace.js";
 import { isDuration } from "../fields.js";
-import type { LocalFunction, RunResult } from "./lambda-runner.js";
+import type { LocalFunction, LocalInvocationResult } from "./local-function.js";
 
 /** Lambda's asynchronous invocation: how often, and after how long, a failed run is retried. */
 export interface AsyncInvokeOptions {
@@ -41,7 +41,7 @@ export interface FailedAsyncEvent {
   event: unknown;
   records: string[];
   requestId: string;
-  lastRun: RunResult;
+  lastRun: LocalInvocationResult;
 }
 
 /**
@@ -82,7 +82,7 @@ export class AsyncInvoker {
   async #deliverCopy(event: unknown, records: string[], delayMs: number, duplicate: boolean): Promise<void> {
     await this.#sim.sleeper.sleep(delayMs);
     const requestId = randomUUID();
-    let run: RunResult | undefined;
+    let run: LocalInvocationResult | undefined;
     for (let attempt = 1; attempt <= this.#maxRetries + 1; attempt++) {
       if (this.#sim.sleeper.stopped) return;
       if (attempt > 1) {

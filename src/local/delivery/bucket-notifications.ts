@@ -5,7 +5,7 @@ import type { Simulation } from "../../sim/live/simulation.js";
 import type { LocalS3Server, S3rverEventRecord } from "../emulators/s3-server.js";
 import { type AsyncInvokeOptions, AsyncInvoker } from "./async-invoke.js";
 import { toEventBridgeEvent } from "./eventbridge-envelope.js";
-import type { LocalFunction } from "./lambda-runner.js";
+import type { LocalFunction } from "./local-function.js";
 import type { S3NotificationFactory } from "./s3-notifications.js";
 
 /** Which object events a route gets (like a notification configuration's Events and Filter). */

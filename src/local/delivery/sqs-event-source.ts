@@ -13,7 +13,7 @@ import { FaultInjector, type FaultOptions, resolveFaults } from "../../sim/live/
 import type { Simulation } from "../../sim/live/simulation.js";
 import { LOCAL_REGION } from "../aws-local.js";
 import { isDuration, numberField } from "../fields.js";
-import type { LocalFunction, RunResult } from "./lambda-runner.js";
+import type { LocalFunction, LocalInvocationResult } from "./local-function.js";
 
 /** A local event source mapping: the queue, the batch size, partial batch failures, concurrency. */
 export interface SqsEventSourceOptions {
@@ -201,7 +201,7 @@ export class SqsEventSource {
   }
 
   /** The records to delete after `run`. */
-  #succeeded(run: RunResult, records: SQSRecord[]): SQSRecord[] {
+  #succeeded(run: LocalInvocationResult, records: SQSRecord[]): SQSRecord[] {
     if (run.status !== "succeeded") return [];
     if (!this.#options.reportBatchItemFailures) return records;
     const result = run.result as { batchItemFailures?: unknown } | null | undefined;

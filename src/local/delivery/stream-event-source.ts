@@ -4,7 +4,7 @@ import { FaultInjector, type FaultOptions, resolveFaults } from "../../sim/live/
 import type { Simulation } from "../../sim/live/simulation.js";
 import { hash32 } from "../../sim/prng.js";
 import { isDuration, numberField } from "../fields.js";
-import type { LocalFunction, RunResult } from "./lambda-runner.js";
+import type { LocalFunction, LocalInvocationResult } from "./local-function.js";
 import type { ReadRecord, StreamReader, StreamShard } from "./stream-reader.js";
 
 /** Lambda's stream event source mapping, as `eonce run` configures it (defaults: the CDK construct's). */
@@ -71,7 +71,7 @@ interface ShardContext {
   readonly reader: StreamReader;
   readonly sim: Simulation;
   running(): boolean;
-  invoke(records: ReadRecord[], attempt: number): Promise<RunResult>;
+  invoke(records: ReadRecord[], attempt: number): Promise<LocalInvocationResult>;
   discard(
     shardId: string,
     records: ReadRecord[],
@@ -189,13 +189,13 @@ export class StreamEventSource {
   }
 
   /** One invocation with `records` (and a second one when the duplicate fault hits): the first answer counts. */
-  async #invoke(records: ReadRecord[], attempt: number): Promise<RunResult> {
+  async #invoke(records: ReadRecord[], attempt: number): Promise<LocalInvocationResult> {
     const { delaysMs } = this.#faults.forDelivery();
     // Tracked, so that the runtime waits for them (the shards' read loops are not: an open shard never ends).
     const runs = delaysMs.map((delayMs, copy) =>
       this.#sim.activity.track(this.#dispatch(records, attempt, delayMs, copy > 0)),
     );
-    return (await runs[0]) as RunResult;
+    return (await runs[0]) as LocalInvocationResult;
   }
 
   async #dispatch(records: ReadRecord[], attempt: number, delayMs: number, duplicate: boolean) {
@@ -381,7 +381,7 @@ function reset(lane: Lane, batchSize: number): void {
 }
 
 /** The function answered (a batch response), as opposed to failing: bisect is for function errors only. */
-function answered(run: RunResult): boolean {
+function answered(run: LocalInvocationResult): boolean {
   return run.status === "succeeded";
 }
 
@@ -390,7 +390,11 @@ function answered(run: RunResult): boolean {
  * ReportBatchItemFailures, Lambda resumes from the lowest sequence number listed; an identifier that is not a
  * sequence number of the batch fails the whole batch.
  */
-export function failedIndex(run: RunResult, batch: readonly ReadRecord[], report: boolean): number {
+export function failedIndex(
+  run: LocalInvocationResult,
+  batch: readonly ReadRecord[],
+  report: boolean,
+): number {
   if (run.status !== "succeeded") return 0;
   if (!report) return -1;
   const result = run.result as { batchItemFailures?: unknown } | null | undefined;

@@ -43,7 +43,7 @@ describe.each(STEP_ENGINES)("guarded steps contract: $name", (engine) => {
     const e = execution(s, 1);
     let runs = 0;
     const step = () =>
-      env.effects.apply(e, "charge", (ctx) => {
+      env.effects.commitStep(e, "charge", (ctx) => {
         runs++;
         ctx.atCommit(env.increment(ctx, "charges"));
         return { receipt: `r-${runs}` };
@@ -66,7 +66,7 @@ describe.each(STEP_ENGINES)("guarded steps contract: $name", (engine) => {
     const e = execution(s, 1);
     const outcomes = await Promise.all(
       Array.from({ length: 5 }, (_, i) =>
-        env.effects.apply(e, "charge", (ctx) => {
+        env.effects.commitStep(e, "charge", (ctx) => {
           ctx.atCommit(env.increment(ctx, "charges"));
           return i;
         }),
@@ -88,12 +88,12 @@ describe.each(STEP_ENGINES)("guarded steps contract: $name", (engine) => {
     const s = subject();
     const older = execution(s, 1);
     const newer = execution(s, 2);
-    const add = (ctx: Parameters<Parameters<typeof env.effects.apply>[2]>[0]) => {
+    const add = (ctx: Parameters<Parameters<typeof env.effects.commitStep>[2]>[0]) => {
       ctx.atCommit(env.increment(ctx, "sent"));
       ctx.atCommit(env.fencedPut(ctx, "latest", ctx.identity));
     };
-    expect((await env.effects.apply(newer, "notify", add)).status).toBe("processed");
-    const refused = await env.effects.apply(older, "notify", add);
+    expect((await env.effects.commitStep(newer, "notify", add)).status).toBe("processed");
+    const refused = await env.effects.commitStep(older, "notify", add);
     expect(refused).toEqual({
       status: "stale",
       current: { position: newer.position, executionName: newer.executionName, stopped: false },
@@ -103,8 +103,8 @@ describe.each(STEP_ENGINES)("guarded steps contract: $name", (engine) => {
     // Newer after older is the normal case: both land; so do later steps of the newest execution.
     const s2 = subject();
     for (const v of [1, 2])
-      expect((await env.effects.apply(execution(s2, v), "notify", add)).status).toBe("processed");
-    expect((await env.effects.apply(execution(s2, 2), "archive", add)).status).toBe("processed");
+      expect((await env.effects.commitStep(execution(s2, v), "notify", add)).status).toBe("processed");
+    expect((await env.effects.commitStep(execution(s2, 2), "archive", add)).status).toBe("processed");
     expect(await env.count(s2, "sent")).toBe(3);
     expect(await env.value(s2, "latest")).toBe("v2");
   });
@@ -113,16 +113,16 @@ describe.each(STEP_ENGINES)("guarded steps contract: $name", (engine) => {
     const s = subject();
     const older = execution(s, 1);
     const newer = execution(s, 2);
-    const add = (ctx: Parameters<Parameters<typeof env.effects.apply>[2]>[0]) => {
+    const add = (ctx: Parameters<Parameters<typeof env.effects.commitStep>[2]>[0]) => {
       ctx.atCommit(env.increment(ctx, "count"));
       return ctx.identity;
     };
-    expect((await env.effects.apply(older, "a", add)).status).toBe("processed");
-    expect((await env.effects.apply(newer, "a", add)).status).toBe("processed");
-    expect(await env.effects.apply(older, "a", add)).toEqual({ status: "duplicate", result: "v1" });
+    expect((await env.effects.commitStep(older, "a", add)).status).toBe("processed");
+    expect((await env.effects.commitStep(newer, "a", add)).status).toBe("processed");
+    expect(await env.effects.commitStep(older, "a", add)).toEqual({ status: "duplicate", result: "v1" });
     expect(await env.effects.stop(newer)).toBe("stopped");
-    expect(await env.effects.apply(newer, "a", add)).toEqual({ status: "duplicate", result: "v2" });
-    expect((await env.effects.apply(newer, "b", add)).status).toBe("stale");
+    expect(await env.effects.commitStep(newer, "a", add)).toEqual({ status: "duplicate", result: "v2" });
+    expect((await env.effects.commitStep(newer, "b", add)).status).toBe("stale");
     expect(await env.count(s, "count")).toBe(2);
   });
 
@@ -130,8 +130,10 @@ describe.each(STEP_ENGINES)("guarded steps contract: $name", (engine) => {
     const s = subject();
     const newer = execution(s, 2);
     const older = execution(s, 1);
-    await env.effects.apply(newer, "one", () => 1);
-    const refused = await env.effects.apply(older, "two", (ctx) => ctx.atCommit(env.increment(ctx, "sent")));
+    await env.effects.commitStep(newer, "one", () => 1);
+    const refused = await env.effects.commitStep(older, "two", (ctx) =>
+      ctx.atCommit(env.increment(ctx, "sent")),
+    );
     expect(refused.status).toBe("stale");
     expect(await env.effects.marker(older, "two")).toEqual({ applied: false });
     expect(await env.count(s, "sent")).toBe(0);
@@ -140,7 +142,7 @@ describe.each(STEP_ENGINES)("guarded steps contract: $name", (engine) => {
   it("keeps events without a position apart: each has its own fence", async () => {
     const s = subject();
     for (const id of ["a", "b", "a"]) {
-      await env.effects.apply(execution(s, null, id), "notify", (ctx) => {
+      await env.effects.commitStep(execution(s, null, id), "notify", (ctx) => {
         ctx.atCommit(env.increment(ctx, "sent"));
       });
     }
@@ -150,13 +152,13 @@ describe.each(STEP_ENGINES)("guarded steps contract: $name", (engine) => {
   it("stop: later steps of the stopped execution are refused; stopping an older one is stale", async () => {
     const s = subject();
     const e = execution(s, 3);
-    const add = (ctx: Parameters<Parameters<typeof env.effects.apply>[2]>[0]) => {
+    const add = (ctx: Parameters<Parameters<typeof env.effects.commitStep>[2]>[0]) => {
       ctx.atCommit(env.increment(ctx, "sent"));
     };
-    expect((await env.effects.apply(e, "first", add)).status).toBe("processed");
+    expect((await env.effects.commitStep(e, "first", add)).status).toBe("processed");
     expect(await env.effects.stop(e)).toBe("stopped");
     expect(await env.effects.stop(e)).toBe("stopped"); // again: still stopped
-    expect(await env.effects.apply(e, "second", add)).toEqual({
+    expect(await env.effects.commitStep(e, "second", add)).toEqual({
       status: "stale",
       current: { position: e.position, executionName: e.executionName, stopped: true },
     });
@@ -165,7 +167,7 @@ describe.each(STEP_ENGINES)("guarded steps contract: $name", (engine) => {
     // A stop before any step: the execution never writes.
     const early = execution(subject(), 1);
     expect(await env.effects.stop(early)).toBe("stopped");
-    expect((await env.effects.apply(early, "first", add)).status).toBe("stale");
+    expect((await env.effects.commitStep(early, "first", add)).status).toBe("stale");
     expect(await env.count(early.subject, "sent")).toBe(0);
   });
 
@@ -173,7 +175,7 @@ describe.each(STEP_ENGINES)("guarded steps contract: $name", (engine) => {
     const s = subject();
     const e = execution(s, 1);
     await expect(
-      env.effects.apply(e, "mixed", (ctx) => {
+      env.effects.commitStep(e, "mixed", (ctx) => {
         ctx.atCommit(env.increment(ctx, "sent"));
         ctx.atCommit(env.foreignWrite());
       }),
@@ -188,8 +190,8 @@ describe.each(STEP_ENGINES)("guarded steps contract: $name", (engine) => {
     if (!env.requests) return expect(engine.name).not.toBe("dynamodb"); // DynamoDB's client always counts
     const e = execution(subject(), 1);
     const before = env.requests();
-    await env.effects.apply(e, "one", (ctx) => ctx.atCommit(env.increment(ctx, "sent")));
-    await env.effects.apply(e, "one", (ctx) => ctx.atCommit(env.increment(ctx, "sent")));
+    await env.effects.commitStep(e, "one", (ctx) => ctx.atCommit(env.increment(ctx, "sent")));
+    await env.effects.commitStep(e, "one", (ctx) => ctx.atCommit(env.increment(ctx, "sent")));
     expect(env.requests() - before).toBe(2);
   });
 
@@ -213,14 +215,14 @@ describe.each(STEP_ENGINES)("guarded steps contract: $name", (engine) => {
     }
     const [first, second] = lambda.started.map((x) => JSON.parse(x.payload) as DispatchedPayload);
     if (!first || !second) throw new Error("expected two starts");
-    const add = (ctx: Parameters<Parameters<typeof env.effects.apply>[2]>[0]) => {
+    const add = (ctx: Parameters<Parameters<typeof env.effects.commitStep>[2]>[0]) => {
       ctx.atCommit(env.increment(ctx, "sent"));
     };
-    expect(await env.effects.apply(first, "notify", add)).toMatchObject({
+    expect(await env.effects.commitStep(first, "notify", add)).toMatchObject({
       status: "stale",
       current: { executionName: second.execution.executionName },
     });
-    expect((await env.effects.apply(second, "notify", add)).status).toBe("processed");
+    expect((await env.effects.commitStep(second, "notify", add)).status).toBe("processed");
     expect(await env.count(s, "sent")).toBe(1);
   });
 });

@@ -71,7 +71,7 @@ describe("PostgresStepEffects", () => {
     const e = execution(1);
     const outcomes = await Promise.all(
       Array.from({ length: 5 }, (_, i) =>
-        effects.apply(e, "charge", (ctx) => {
+        effects.commitStep(e, "charge", (ctx) => {
           ctx.atCommit(increment(ctx, "charges"));
           ctx.atCommit(hold(150));
           return i;
@@ -105,9 +105,9 @@ describe("PostgresStepEffects", () => {
       ctx.atCommit(sink.atomicUpsert(ctx, { pk: `${ctx.subject}#latest`, value: ctx.identity }));
       if (ms > 0) ctx.atCommit(hold(ms));
     };
-    const first = effects.apply(newer, "notify", add(300));
+    const first = effects.commitStep(newer, "notify", add(300));
     await delay(100); // newer holds the fence row, uncommitted
-    const late = await effects.apply(older, "notify", add(0)); // waits for it, then decides on its version
+    const late = await effects.commitStep(older, "notify", add(0)); // waits for it, then decides on its version
     expect(late).toMatchObject({ status: "stale", current: { executionName: newer.executionName } });
     expect((await first).status).toBe("processed");
     expect(await count(newer.subject, "sent")).toBe(1);
@@ -116,9 +116,9 @@ describe("PostgresStepEffects", () => {
     // The other way round: the older one holds the fence; the newer one waits, then moves it on.
     const s2 = execution(1);
     const n2 = execution(2, s2.subject);
-    const held = effects.apply(s2, "notify", add(300));
+    const held = effects.commitStep(s2, "notify", add(300));
     await delay(100);
-    expect((await effects.apply(n2, "notify", add(0))).status).toBe("processed");
+    expect((await effects.commitStep(n2, "notify", add(0))).status).toBe("processed");
     expect((await held).status).toBe("processed");
     expect(await count(s2.subject, "sent")).toBe(2);
     expect((await sink.get(`${s2.subject}#latest`))?.value).toBe("v2");
@@ -133,7 +133,7 @@ describe("PostgresStepEffects", () => {
       [older, newer].flatMap((e) =>
         steps.map(async (step) => ({
           e,
-          outcome: await effects.apply(e, step, (ctx) => {
+          outcome: await effects.commitStep(e, step, (ctx) => {
             ctx.atCommit(increment(ctx, "sent"));
             ctx.atCommit(sink.atomicUpsert(ctx, { pk: `${ctx.subject}#latest`, value: ctx.identity }));
           }),
@@ -152,7 +152,7 @@ describe("PostgresStepEffects", () => {
     const losing = losingPool(db.pool);
     const effects = effectsOn({ pool: losing.pool });
     const e = execution(1);
-    const step = () => effects.apply(e, "charge", (ctx) => ctx.atCommit(increment(ctx, "charges")));
+    const step = () => effects.commitStep(e, "charge", (ctx) => ctx.atCommit(increment(ctx, "charges")));
     losing.lose(1);
     expect(await step()).toEqual({
       status: "processed",
@@ -168,7 +168,7 @@ describe("PostgresStepEffects", () => {
     expect(error).toBeInstanceOf(StoreError);
     expect((error as StoreError).retryable).toBe(true);
     expect(await effects.stop(e)).toBe("stopped");
-    expect((await effects.apply(e, "refund", () => 1)).status).toBe("stale");
+    expect((await effects.commitStep(e, "refund", () => 1)).status).toBe("stale");
   });
 
   it("a write that changes no row is stale; the step lands with the others", async () => {
@@ -177,7 +177,7 @@ describe("PostgresStepEffects", () => {
     const put = (ctx: StepEffectContext<PostgresAtomicWrite>, value: string) =>
       sink.atomicUpsert(ctx, { pk: `${ctx.subject}#row`, value });
     await sink.put({ position: positionFromNumber(9), fence: 1 }, { pk: `${e.subject}#row`, value: "newer" });
-    const out = await effects.apply(e, "write", (ctx) => {
+    const out = await effects.commitStep(e, "write", (ctx) => {
       ctx.atCommit(put(ctx, "v5"));
       ctx.atCommit(increment(ctx, "sent"));
     });
@@ -189,18 +189,18 @@ describe("PostgresStepEffects", () => {
   it("stop races a step holding the fence: the stop waits and lands, the execution's later steps are refused", async () => {
     const effects = effectsOn();
     const e = execution(3);
-    const running = effects.apply(e, "first", (ctx) => ctx.atCommit(hold(200)));
+    const running = effects.commitStep(e, "first", (ctx) => ctx.atCommit(hold(200)));
     await delay(50);
     expect(await effects.stop(e)).toBe("stopped");
     expect((await running).status).toBe("processed");
-    expect((await effects.apply(e, "second", () => 2)).status).toBe("stale");
+    expect((await effects.commitStep(e, "second", () => 2)).status).toBe("stale");
   });
 
   it("more writes than maxWrites: TransactionLimitError, nothing written", async () => {
     const effects = effectsOn();
     const e = execution(1);
     await expect(
-      effects.apply(e, "big", (ctx) => {
+      effects.commitStep(e, "big", (ctx) => {
         for (let i = 0; i < 1001; i++) ctx.atCommit(increment(ctx, "sent"));
       }),
     ).rejects.toBeInstanceOf(TransactionLimitError);
@@ -210,11 +210,11 @@ describe("PostgresStepEffects", () => {
   it("deleteExpired removes expired markers only: the fence stays and keeps refusing older executions", async () => {
     const effects = effectsOn({ markerExpiresAfterSeconds: 1 });
     const newer = execution(2);
-    await effects.apply(newer, "one", () => 1);
+    await effects.commitStep(newer, "one", () => 1);
     const removed = await effects.deleteExpired(Math.floor(Date.now() / 1000) + 3600);
     expect(removed).toBeGreaterThanOrEqual(1);
     expect(await effects.marker(newer, "one")).toEqual({ applied: false });
-    expect((await effects.apply(execution(1, newer.subject), "one", () => 1)).status).toBe("stale");
+    expect((await effects.commitStep(execution(1, newer.subject), "one", () => 1)).status).toBe("stale");
   });
 
   it("createPostgresStepEffectsTable: concurrent calls on a new schema create it once; again, nothing to do", async () => {
@@ -226,7 +226,7 @@ describe("PostgresStepEffects", () => {
       await createPostgresStepEffectsTable(db.pool, { schema, tableName: "steps" });
       const effects = effectsOn({ schema, tableName: "steps" });
       expect(effects.tableName).toBe(`"${schema}"."steps"`);
-      expect((await effects.apply(execution(1), "one", () => 1)).status).toBe("processed");
+      expect((await effects.commitStep(execution(1), "one", () => 1)).status).toBe("processed");
     } finally {
       await db.pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
     }
@@ -240,7 +240,7 @@ describe("PostgresStepEffects", () => {
       OptionsError,
     );
     const missing = effectsOn({ tableName: "no_such_table" });
-    const error = await missing.apply(execution(1), "one", () => 1).catch((err: unknown) => err);
+    const error = await missing.commitStep(execution(1), "one", () => 1).catch((err: unknown) => err);
     expect(error).toBeInstanceOf(StoreError);
     expect((error as StoreError).retryable).toBe(false);
     await expect(missing.stop(execution(1))).rejects.toBeInstanceOf(StoreError);

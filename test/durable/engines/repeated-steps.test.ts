@@ -46,7 +46,7 @@ function chargeEveryLine(env: StepEngineEnv, crashes: { left: number }) {
     const c = nextStepIdentity(context, "charge");
     results.push(
       await context.step("charge", async () => {
-        const out = await env.effects.apply(payload, c, charge("c"));
+        const out = await env.effects.commitStep(payload, c, charge("c"));
         if (crashes.left-- > 0) throw new Error("crash between the effect and the checkpoint");
         return out;
       }),

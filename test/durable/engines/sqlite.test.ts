@@ -72,11 +72,11 @@ describe("SqliteStepEffects", () => {
       const theirs = effectsOn({ store: other });
       const e = execution(1);
       const outcomes = await Promise.all([
-        mine.apply(e, "charge", (ctx) => {
+        mine.commitStep(e, "charge", (ctx) => {
           ctx.atCommit(increment(store, ctx, "charges"));
           return "mine";
         }),
-        theirs.apply(e, "charge", (ctx) => {
+        theirs.commitStep(e, "charge", (ctx) => {
           ctx.atCommit(increment(other, ctx, "charges"));
           return "theirs";
         }),
@@ -86,8 +86,8 @@ describe("SqliteStepEffects", () => {
       for (const o of outcomes) expect(o.status === "stale" ? "stale" : o.result).toBe(winner?.result);
       expect(count(e.subject, "charges")).toBe(1);
       // The older execution through the other connection is refused once the newer one's step landed here.
-      expect((await mine.apply(execution(2, e.subject), "next", () => 1)).status).toBe("processed");
-      expect((await theirs.apply(execution(1, e.subject), "next", () => 1)).status).toBe("stale");
+      expect((await mine.commitStep(execution(2, e.subject), "next", () => 1)).status).toBe("processed");
+      expect((await theirs.commitStep(execution(1, e.subject), "next", () => 1)).status).toBe("stale");
     } finally {
       other.close();
     }
@@ -100,7 +100,7 @@ describe("SqliteStepEffects", () => {
       { position: positionFromNumber(9), fence: 1 },
       { key: `${e.subject}#row`, value: "newer" },
     );
-    const out = await effects.apply(e, "write", (ctx) => {
+    const out = await effects.commitStep(e, "write", (ctx) => {
       ctx.atCommit(sink.atomicPut(ctx, { key: `${ctx.subject}#row`, value: "v5" }));
       ctx.atCommit(increment(store, ctx, "sent"));
     });
@@ -116,7 +116,7 @@ describe("SqliteStepEffects", () => {
       expect(store.canFold(effects.fenceWrite(newer))).toBe(true);
       expect(elsewhere.canFold(effects.fenceWrite(newer))).toBe(false);
       await expect(
-        effects.apply(newer, "mixed", (ctx) => ctx.atCommit(increment(elsewhere, ctx, "sent"))),
+        effects.commitStep(newer, "mixed", (ctx) => ctx.atCommit(increment(elsewhere, ctx, "sent"))),
       ).rejects.toBeInstanceOf(UnsupportedAtomicWriteError);
     } finally {
       elsewhere.close();
@@ -127,7 +127,7 @@ describe("SqliteStepEffects", () => {
     const effects = effectsOn();
     const e = execution(1);
     await expect(
-      effects.apply(e, "big", (ctx) => {
+      effects.commitStep(e, "big", (ctx) => {
         for (let i = 0; i < 1001; i++) ctx.atCommit(increment(store, ctx, "sent"));
       }),
     ).rejects.toBeInstanceOf(TransactionLimitError);
@@ -137,10 +137,10 @@ describe("SqliteStepEffects", () => {
   it("deleteExpired removes expired markers only: the fence stays and keeps refusing older executions", async () => {
     const effects = effectsOn({ markerExpiresAfterSeconds: 1, tableName: "swept_steps" });
     const newer = execution(2);
-    await effects.apply(newer, "one", () => 1);
+    await effects.commitStep(newer, "one", () => 1);
     expect(effects.deleteExpired(Math.floor(Date.now() / 1000) + 3600)).toBe(1);
     expect(await effects.marker(newer, "one")).toEqual({ applied: false });
-    expect((await effects.apply(execution(1, newer.subject), "one", () => 1)).status).toBe("stale");
+    expect((await effects.commitStep(execution(1, newer.subject), "one", () => 1)).status).toBe("stale");
   });
 
   it("options: unknown keys, bad names and another store are OptionsErrors; a failing database is a StoreError", async () => {
@@ -150,7 +150,7 @@ describe("SqliteStepEffects", () => {
     const closed = new SqliteStore({ filename: join(dir, "closed.db") });
     const effects = effectsOn({ store: closed });
     closed.close();
-    await expect(effects.apply(execution(1), "one", () => 1)).rejects.toBeInstanceOf(StoreError);
+    await expect(effects.commitStep(execution(1), "one", () => 1)).rejects.toBeInstanceOf(StoreError);
     await expect(effects.stop(execution(1))).rejects.toBeInstanceOf(StoreError);
     await expect(effects.marker(execution(1), "one")).rejects.toBeInstanceOf(StoreError);
   });

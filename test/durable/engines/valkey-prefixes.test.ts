@@ -56,7 +56,7 @@ describe("Valkey: prefixes that extend each other share no key", () => {
       (await neighbours[0]?.run({ subject, identity: "v1", position: positionFromNumber(1) }, async () => 1))
         ?.status,
     ).toBe("processed");
-    expect((await effects.apply(e(1), "charge", async () => "ok")).status).toBe("processed");
+    expect((await effects.commitStep(e(1), "charge", async () => "ok")).status).toBe("processed");
     expect(await sink.put(sink.set({ position: positionFromNumber(1), fence: 1 }, target, "one"))).toBe(
       "applied",
     );

@@ -63,7 +63,7 @@ describe("ValkeyStepEffects", () => {
     const e = execution(1);
     let inSlot = "";
     await expect(
-      effects.apply(e, "misplaced", (ctx) => {
+      effects.commitStep(e, "misplaced", (ctx) => {
         inSlot = keyIn(ctx, "count");
         ctx.atCommit(valkeyWrite(store, "incr", inSlot, "1"));
         ctx.atCommit(sink.set(ctx, `${prefix}row:{another-subject}`, "x"));
@@ -73,7 +73,7 @@ describe("ValkeyStepEffects", () => {
     try {
       const foreign = new ValkeyStore({ client: other, keyPrefix: prefix });
       await expect(
-        effects.apply(e, "misplaced", (ctx) => {
+        effects.commitStep(e, "misplaced", (ctx) => {
           ctx.atCommit(valkeyWrite(foreign, "incr", keyIn(ctx, "count"), "1"));
         }),
       ).rejects.toBeInstanceOf(UnsupportedAtomicWriteError);
@@ -87,7 +87,7 @@ describe("ValkeyStepEffects", () => {
 
   it("keeps the fence and the marker in the state key's slot, the marker expiring at markerExpiresAfterSeconds", async () => {
     const e = execution(1);
-    await effects.apply(e, "resize", (ctx) =>
+    await effects.commitStep(e, "resize", (ctx) =>
       ctx.atCommit(valkeyWrite(store, "set", keyIn(ctx, "row"), "v")),
     );
     const tag = hashTagOf(store.redisKeyOf(stateKey(e.subject, e.identity, true)));
@@ -130,13 +130,13 @@ describe("ValkeyStepEffects", () => {
     });
     // The older execution's fence move, folded after the newer one's (the guard would not let it): stale.
     expect(await commitWith(older, 4)).toMatchObject({ committed: true, writes: [{ status: "stale" }] });
-    expect((await effects.apply(older, "notify", () => 0)).status).toBe("stale");
+    expect((await effects.commitStep(older, "notify", () => 0)).status).toBe("stale");
   });
 
   it("reports a fenced write over newer work as stale, and the step still lands", async () => {
     const e = execution(1);
     let target = "";
-    const first = await effects.apply(e, "index", (ctx) => {
+    const first = await effects.commitStep(e, "index", (ctx) => {
       target = keyIn(ctx, "row");
       // A newer stamp on the target (another writer of the subject, a later position).
       ctx.atCommit(sink.set(ctx, target, "mine"));
@@ -144,7 +144,7 @@ describe("ValkeyStepEffects", () => {
     });
     expect(first.status).toBe("processed");
     await sink.put(sink.set({ position: positionFromNumber(9), fence: 1 }, target, "newer"));
-    const second = await effects.apply(e, "index again", (ctx) => {
+    const second = await effects.commitStep(e, "index again", (ctx) => {
       ctx.atCommit(sink.set(ctx, target, "mine again"));
       ctx.atCommit(valkeyWrite(store, "incr", keyIn(ctx, "count"), "1"));
     });
@@ -161,7 +161,7 @@ describe("ValkeyStepEffects", () => {
     await client.hset(hash, "f", "v");
     let counter = "";
     const error = await effects
-      .apply(e, "typed", (ctx) => {
+      .commitStep(e, "typed", (ctx) => {
         counter = keyIn(ctx, "count");
         ctx.atCommit(valkeyWrite(store, "incr", counter, "1"));
         ctx.atCommit(valkeyWrite(store, "incr", hash, "1")); // a hash: INCRBY would fail half-way
@@ -183,7 +183,7 @@ describe("ValkeyStepEffects", () => {
       const e = execution(1);
       let counter = "";
       const step = () =>
-        lossyEffects.apply(e, "charge", (ctx) => {
+        lossyEffects.commitStep(e, "charge", (ctx) => {
           counter = keyIn(ctx, "count");
           ctx.atCommit(valkeyWrite(lossyStore, "incr", counter, "1"));
           return "receipt";
@@ -204,9 +204,9 @@ describe("ValkeyStepEffects", () => {
     const add = (ctx: StepEffectContext) =>
       ctx.atCommit(valkeyWrite(store, "incr", keyIn(ctx, "count"), "1"));
     const outcomes = [
-      await effects.apply(newer, "a", add),
-      await effects.apply(newer, "a", add),
-      await effects.apply(older, "a", add),
+      await effects.commitStep(newer, "a", add),
+      await effects.commitStep(newer, "a", add),
+      await effects.commitStep(older, "a", add),
     ];
     expect(outcomes.map((o) => o.status)).toEqual(["processed", "duplicate", "stale"]);
     expect(await effects.stop(newer)).toBe("stopped");
@@ -226,7 +226,7 @@ describe("ValkeyStepEffects", () => {
     const commands = countValkeyCommands(client);
     const e = execution(1);
     const step = () =>
-      waiting.apply(e, "replicated", (ctx) => ctx.atCommit(sink.set(ctx, keyIn(ctx, "row"), "v")));
+      waiting.commitStep(e, "replicated", (ctx) => ctx.atCommit(sink.set(ctx, keyIn(ctx, "row"), "v")));
     await expect(step()).rejects.toBeInstanceOf(ReplicasNotReachedError);
     expect(await waiting.marker(e, "replicated")).toEqual({ applied: true }); // landed on the primary
     // The refused retry (its marker is there) waits too: it rewrites the marker, unchanged, for its WAIT.

@@ -28,7 +28,7 @@ function workflow(env: StepEngineEnv, prng: Prng, guarded = true) {
     const statuses: Record<string, string> = {};
     for (const name of STEPS) {
       const outcome = await context.step(name, async (step) => {
-        const out = await env.effects.apply(payload, guarded ? name : `${name}-${step.attempt}`, (ctx) =>
+        const out = await env.effects.commitStep(payload, guarded ? name : `${name}-${step.attempt}`, (ctx) =>
           effects(env, name, ctx),
         );
         if (step.attempt === 1 && prng.chance(0.4))

@@ -15,7 +15,7 @@ import {
 } from "../../../src/engines/dynamodb/index.js";
 import { LOCAL_CREDENTIALS, LOCAL_REGION } from "../../../src/local/aws-local.js";
 import { DynamoDBStreamReader } from "../../../src/local/delivery/dynamodb-stream-reader.js";
-import { type AnyLambdaHandler, LocalFunction } from "../../../src/local/delivery/lambda-runner.js";
+import { type AnyLambdaHandler, LocalFunction } from "../../../src/local/delivery/local-function.js";
 import { StreamEventSource } from "../../../src/local/delivery/stream-event-source.js";
 import type { OutboxEntry } from "../../../src/outbox/types.js";
 import { createSimulation } from "../../../src/sim/live/simulation.js";

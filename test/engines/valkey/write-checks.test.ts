@@ -187,7 +187,7 @@ describe("valkey: every write checked before the first", () => {
     const counter = `${prefix}n:${tag}`;
     await client.set(counter, "007");
     for (let i = 0; i < 2; i++) {
-      const step = effects.apply(e, "charge", (ctx) => {
+      const step = effects.commitStep(e, "charge", (ctx) => {
         ctx.atCommit(valkeyWrite(store, "rpush", outbox, "charged"));
         ctx.atCommit(valkeyWrite(store, "incr", counter, "1"));
       });

@@ -5,11 +5,11 @@ import type { EffectTarget, SimOutbox } from "./backend.js";
 import type { OutboxBreak } from "./broken.js";
 import type { OutboxSettings } from "./outbox-config.js";
 import type { SimQueue } from "./outbox-queue.js";
-import type { Run } from "./run.js";
+import type { RunningHistory } from "./running-history.js";
 
 /** What the phases of one outbox history share (outbox-history.ts): the guard history's run and the outbox's parts. */
-export interface OutboxRun {
-  readonly run: Run;
+export interface RunningOutboxHistory {
+  readonly history: RunningHistory;
   /** The state store the guards share (each behind a fault decorator of its own), upstream and downstream. */
   readonly shared: StateStore;
   readonly os: OutboxSettings;
@@ -61,7 +61,7 @@ export function parseBody(body: string): MessageBody | undefined {
  * Each event publishes 1..`maxMessages` messages, each named or under the default name (`#1`, `#2`, … by its place
  * among the run's publishes): drawn once, so every run of the event publishes the same messages.
  */
-export function planMessages(run: Run, maxMessages: number): Map<number, PlannedMessage[]> {
+export function planMessages(run: RunningHistory, maxMessages: number): Map<number, PlannedMessage[]> {
   const plan = new Map<number, PlannedMessage[]>();
   for (const e of run.events) {
     if (e.malformed) continue;

@@ -6,7 +6,7 @@ import {
   type AnyLambdaHandler,
   type InjectedFailure,
   LocalFunction,
-} from "../../src/local/delivery/lambda-runner.js";
+} from "../../src/local/delivery/local-function.js";
 import { createSimulation, type Simulation } from "../../src/sim/live/simulation.js";
 import type { TraceEvent } from "../../src/sim/live/trace.js";
 import { deferred, sleep } from "../kit/index.js";

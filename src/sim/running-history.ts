@@ -13,7 +13,7 @@ import type { Source } from "./source.js";
 import type { VirtualScheduler } from "./virtual-time.js";
 
 /** What one running history's phases share: its scheduler, checks, stores, events, queue and what happened. */
-export interface Run {
+export interface RunningHistory {
   readonly cfg: HistoryConfig;
   readonly chooser: Chooser;
   readonly sim: VirtualScheduler;
@@ -32,7 +32,7 @@ export interface Run {
   /** Guard calls so far (numbering them), whether a delivery ended since the last sample, workers done. */
   calls: number;
   sampleDue: boolean;
-  settled: number;
+  workersDone: number;
   /** A value someone else wrote in one event's effect target before the history (foreign-values.ts). */
   foreign?: { event: number; kind: ForeignKind };
   /** Outbox histories (outbox-history.ts): the guards' `outbox`, and what each handler run publishes. */

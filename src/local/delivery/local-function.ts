@@ -28,7 +28,7 @@ export interface LocalFunctionOptions {
 }
 
 /** How one run of a local function ended. */
-export interface RunResult {
+export interface LocalInvocationResult {
   /** Lambda's request id: async retries of one event share it. */
   requestId: string;
   /** Unique per run, to tell retries apart in traces. */
@@ -81,7 +81,7 @@ export const LOCAL_FUNCTION_OPTIONS = schemaFor<LocalFunctionOptions>()({
 });
 
 /** One run in progress: what starting, running and ending it share. */
-interface Run {
+interface Invocation {
   readonly requestId: string;
   readonly runId: string;
   readonly faults: RunFaults;
@@ -148,7 +148,7 @@ export class LocalFunction {
   async invoke(
     event: unknown,
     options: { attempt?: number; requestId?: string; runId?: string } = {},
-  ): Promise<RunResult> {
+  ): Promise<LocalInvocationResult> {
     await this.#acquire();
     const run = this.#begin(options);
     const settled = this.#execute(event, run);
@@ -179,7 +179,7 @@ export class LocalFunction {
     return result;
   }
 
-  #begin(options: { attempt?: number; requestId?: string; runId?: string }): Run {
+  #begin(options: { attempt?: number; requestId?: string; runId?: string }): Invocation {
     const requestId = options.requestId ?? randomUUID();
     const runId = options.runId ?? randomUUID();
     const faults = this.#faults.forRun(options.attempt ?? 1);
@@ -213,7 +213,7 @@ export class LocalFunction {
       sleep: (ms) => this.#sim.sleeper.sleep(ms),
       crash,
     };
-    const run: Run = {
+    const run: Invocation = {
       requestId,
       runId,
       faults,
@@ -228,7 +228,7 @@ export class LocalFunction {
   }
 
   /** The handler in the run's scope, with the run's faults around it; never rejects. */
-  #execute(event: unknown, run: Run): Promise<Settled> {
+  #execute(event: unknown, run: Invocation): Promise<Settled> {
     const { scope, faults } = run;
     const context = createLambdaContext({
       functionName: this.name,
@@ -260,10 +260,10 @@ export class LocalFunction {
 
   /** The run's result as Lambda reports it; a timed-out or crashed run goes on as a zombie. */
   #end(
-    run: Run,
+    run: Invocation,
     first: Settled | { kind: "timeout" } | { kind: "crashed" },
     settled: Promise<Settled>,
-  ): RunResult {
+  ): LocalInvocationResult {
     const { requestId, runId, faults } = run;
     const durationMs = this.#sim.now() - run.startedAtMs;
     if (first.kind === "returned") {
