@@ -46,7 +46,7 @@ async function deliver(run: RunningHistory, w: Worker, r: Receipt): Promise<void
   run.sampleDue = true;
 }
 
-/** Adds the known issues whose pattern a call's outcome shows (KNOWN_ISSUES) to the run's. */
+/** Adds the known issues whose pattern a call's outcome shows (KNOWN_ISSUES) to the history's. */
 export function noteKnownIssues(
   run: RunningHistory,
   e: SimEvent,

@@ -13,7 +13,7 @@ import { isS3Notification, isS3TestEvent, parseS3Notification, parseS3TestEvent 
 import { isSnsEnvelope, snsMetadata } from "./sns.js";
 import type { ResolvedParseOptions } from "./types.js";
 
-/** What one delivery unit carries, before the correlation id is settled. */
+/** What one delivery unit carries, before its correlation id is chosen. */
 export interface Payload {
   events: NormalizedEvent[];
   error?: MalformedEventError;

@@ -48,7 +48,7 @@ describe("kinesisHandler under Lambda's checkpoint (property)", () => {
                     const write: MemoryAtomicWrite = {
                       engine: "memory",
                       description: `effect of record ${i}`,
-                      apply: () => effects.push(i) > 0,
+                      land: () => effects.push(i) > 0,
                     };
                     ctx.atCommit(write);
                     return i;

@@ -29,7 +29,7 @@ export class MemoryOutbox implements Outbox, OutboxReader {
     return {
       engine: "memory",
       description: outboxWriteDescription(entry.messageId),
-      apply: () => {
+      land: () => {
         // A message id is one event's message: a second commit of it cannot happen (the state refuses it).
         if (this.#entries.has(entry.messageId)) return false;
         this.#entries.set(entry.messageId, { entry, leaseUntilMs: 0 });

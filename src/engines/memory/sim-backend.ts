@@ -35,11 +35,11 @@ export function memoryBackend(o: MemoryBackendOptions): Backend {
     store,
     sinkReportsItself: true,
     counter: (e, fence): MemoryAtomicWrite =>
-      counterWrite("memory", e, fence, { apply: () => count(e.counterId, fence) }),
+      counterWrite("memory", e, fence, { land: () => count(e.counterId, fence) }),
     sinkAtomic: (e, pos, fence): MemoryAtomicWrite & TaggedWrite => ({
       engine: "memory",
       description: sinkDescription(e, pos, fence),
-      apply: () => put(e.subject, pos, fence),
+      land: () => put(e.subject, pos, fence),
     }),
     sinkPut: async (e, pos, fence) => (put(e.subject, pos, fence) ? "applied" : "stale"),
     readCounter: async (e) => {

@@ -5,7 +5,7 @@ import type { StepCommit, StepCommitAnswer, StepEffectsEngine } from "../../dura
 import { fenceHolder, fenceKey, positionOf, stoppedExec } from "../../durable/step-keys.js";
 import type { StepEffectsCommonOptions } from "../../durable/step-options.js";
 import { memoryEngine } from "./engine.js";
-import type { MemoryAtomicWrite } from "./store.js";
+import { isMemoryWrite, landMemoryWrite, type MemoryAtomicWrite } from "./store.js";
 
 /**
  * Guarded steps in process memory, for the fault simulator (src/sim/durable-history.ts) and tests: the markers and
@@ -32,7 +32,7 @@ class MemoryStepEngine implements StepEffectsEngine<MemoryAtomicWrite> {
   readonly #fences = new Map<string, Fence>();
 
   isWrite(write: { engine: string }): write is MemoryAtomicWrite {
-    return write.engine === "memory" && typeof (write as MemoryAtomicWrite).apply === "function";
+    return isMemoryWrite(write);
   }
 
   async commit(step: StepCommit<MemoryAtomicWrite>): Promise<StepCommitAnswer> {
@@ -46,7 +46,7 @@ class MemoryStepEngine implements StepEffectsEngine<MemoryAtomicWrite> {
     this.#markers.set(step.markerKey, { fence: step.fence, result: step.result });
     const writes: WriteOutcome[] = step.writes.map((w) => ({
       description: w.description,
-      status: w.apply() ? "applied" : "stale",
+      status: landMemoryWrite(w) ? "applied" : "stale",
     }));
     return { kind: "landed", writes };
   }
@@ -66,7 +66,7 @@ class MemoryStepEngine implements StepEffectsEngine<MemoryAtomicWrite> {
     return {
       engine: "memory",
       description: `execution fence ${execution.executionName}`,
-      apply: () => {
+      land: () => {
         const key = fenceKey(execution);
         if (!this.#moves(this.#fences.get(key), execution)) return false;
         this.#fences.set(key, { pos: positionOf(execution), exec: execution.executionName });

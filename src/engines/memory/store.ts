@@ -16,11 +16,24 @@ import type * as Store from "../../core/store.js";
 import { unknownWrites } from "../../core/store.js";
 import { DYNAMODB_MAX_RESULT_BYTES } from "../dynamodb/limits.js";
 
-/** An effect the memory store applies inside its commit: `apply` returns false when its fencing refuses it. */
-export interface MemoryAtomicWrite extends Store.AtomicWrite {
-  readonly engine: "memory";
-  /** Applies the write; false when its own condition refused it (reported `stale`). */
-  apply(): boolean;
+/**
+ * An effect the memory store makes inside its commit: `land` returns false when its fencing refuses it. (`apply`, its
+ * old name, is still taken: the guard's `apply` is another thing.)
+ */
+export type MemoryAtomicWrite = Store.AtomicWrite & { readonly engine: "memory" } & (
+    | {
+        /** Makes the write; false when its own condition refused it (reported `stale`). */
+        land(): boolean;
+      }
+    | {
+        /** @deprecated Renamed `land`; removed in the next minor version. */
+        apply(): boolean;
+      }
+  );
+
+/** Makes a memory write (`land`, or the deprecated `apply`): whether it landed, false when its condition refused it. */
+export function landMemoryWrite(write: MemoryAtomicWrite): boolean {
+  return "land" in write ? write.land() : write.apply();
 }
 
 /** The options of `MemoryStore`. */
@@ -128,7 +141,7 @@ export class MemoryStore implements Store.StateStore {
     if (!r) return { committed: false, state: this.#copy(req.key) };
     const outcomes: Store.WriteOutcome[] = writes.map((w) => ({
       description: w.description,
-      status: w.apply() ? "applied" : "stale",
+      status: landMemoryWrite(w) ? "applied" : "stale",
     }));
     r.status = "done";
     r.committedPosition = r.position;
@@ -183,6 +196,8 @@ function memoryWrites(writes: readonly Store.AtomicWrite[] | undefined): MemoryA
   });
 }
 
-function isMemoryWrite(write: Store.AtomicWrite): write is MemoryAtomicWrite {
-  return write.engine === "memory" && typeof (write as MemoryAtomicWrite).apply === "function";
+/** Whether `write` is a memory write: `land` (or the deprecated `apply`) a function. */
+export function isMemoryWrite(write: { engine: string }): write is MemoryAtomicWrite {
+  const w = write as { land?: unknown; apply?: unknown };
+  return write.engine === "memory" && (typeof w.land === "function" || typeof w.apply === "function");
 }

@@ -11,10 +11,10 @@ export const stepsUnderTest: StepEngineUnderTest = {
     const counters = new Map<string, number>();
     const rows = new Map<string, { value: string; pos: string; fence: number }>();
     const key = (subject: string, row: string) => `${subject}#${row}`;
-    const write = (description: string, apply: () => boolean): MemoryAtomicWrite => ({
+    const write = (description: string, land: () => boolean): MemoryAtomicWrite => ({
       engine: "memory",
       description,
-      apply,
+      land,
     });
     return {
       effects: new MemoryStepEffects({ logger: quietLogger(), metrics: quietMetrics() }),

@@ -33,7 +33,7 @@ export async function memoryUnderTest(memory = new MemoryStore(), name = "memory
       atomic: (ctx, key, value): MemoryAtomicWrite => ({
         engine: "memory",
         description: `put ${key}`,
-        apply: () => fencedPut(ctx, key, value),
+        land: () => fencedPut(ctx, key, value),
       }),
       put: async (ctx, key, value) => (fencedPut(ctx, key, value) ? "applied" : "stale"),
       read: async (key) => rows.get(key),
