@@ -83,7 +83,7 @@ export async function acquire<T extends object>(
     const remainingMs = deadlineMs - o.clock.now();
     if (remainingMs <= 0 || signal?.aborted) {
       // Out of time on a loop that is not a policy wait: the last refusal said "try again", so say busy/unknown.
-      const error = new StoreError(`claim of ${target.key} did not settle before the deadline`);
+      const error = new StoreError(`claim of ${target.key} got no definite answer before the deadline`);
       return { ok: false, why: { kind: "store-error", error } };
     }
     // Jittered back-off, never past the deadline (one last try there).

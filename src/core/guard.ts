@@ -231,7 +231,7 @@ async function commitRun<R>(
   { result, stored, writes }: Executed<R>,
 ): Promise<GuardOutcome<R>> {
   const omitted = stored.omittedBytes !== undefined ? { resultOmittedBytes: stored.omittedBytes } : {};
-  const settled = await sendUntilAnswered(o, () =>
+  const answered = await sendUntilAnswered(o, () =>
     o.store.commit({
       key: claim.key,
       fence: claim.fence,
@@ -243,11 +243,11 @@ async function commitRun<R>(
       writes,
     }),
   );
-  if (!settled.ok) {
-    if (settled.retryable) return { status: "unconfirmed", phase: "commit", error: settled.error };
-    return release<R>(o, claim.key, claim.fence, event, settled.error);
+  if (!answered.ok) {
+    if (answered.retryable) return { status: "unconfirmed", phase: "commit", error: answered.error };
+    return release<R>(o, claim.key, claim.fence, event, answered.error);
   }
-  const commit = settled.value;
+  const commit = answered.value;
   if (!commit.committed) {
     const gone = new StoreError(
       "the commit was refused but no newer claim holds the subject (the item is gone)",
@@ -394,10 +394,10 @@ async function release<R>(
   event: GuardedEvent,
   error: unknown,
 ): Promise<GuardOutcome<R>> {
-  const settled = await sendUntilAnswered(o, () => o.store.release({ key, fence }));
-  if (!settled.ok) return { status: "failed", error, released: false }; // it frees at lease expiry
-  if (settled.value.ok) return { status: "failed", error, released: true };
-  return refusedBy<R>(settled.value.state, fence, event) ?? { status: "failed", error, released: false };
+  const answered = await sendUntilAnswered(o, () => o.store.release({ key, fence }));
+  if (!answered.ok) return { status: "failed", error, released: false }; // it frees at lease expiry
+  if (answered.value.ok) return { status: "failed", error, released: true };
+  return refusedBy<R>(answered.value.state, fence, event) ?? { status: "failed", error, released: false };
 }
 
 /**
@@ -422,7 +422,7 @@ function refusedBy<R>(
 }
 
 /**
- * Sends a commit or release until the store answers, up to SETTLE_TRIES with back-off. The store recognises its
+ * Sends a commit or release until the store answers, up to SEND_TRIES with back-off. The store recognises its
  * own landed attempt, so a retry after a lost response is answered as done.
  */
 async function sendUntilAnswered<T>(

@@ -26,7 +26,7 @@ import { serializeStepResult } from "./step-result.js";
 export interface StepEffectContext<W extends AtomicWrite = AtomicWrite> {
   executionName: string;
   stepName: string;
-  /** The durable SDK's operation id of the step (`step`, or `commitStep` given a `StepIdentity`); undefined for a key. */
+  /** The durable SDK's operation id of the step (`step`, or `commitStep` given a `StepIdentity`); none for a key. */
   stepId: string | undefined;
   subject: string;
   identity: string;

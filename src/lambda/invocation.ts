@@ -27,7 +27,8 @@ import { type HeartbeatRun, type SqsSender, VisibilityHeartbeat } from "./visibi
  * Running an invocation, one path from the Lambda event to each commit (docs/architecture.md draws it): parse once
  * (src/sources), plan (plan.ts: keys, SQS order, lanes), run the lanes, each delivery's events one after another
  * through the one guard, and answer from the deliveries' reports. Each delivery carries its observer and its report
- * (`Delivery`); the report is the one record of how it ended, read by the answer (batch item failures or a throw).
+ * (`UnitInProgress`); the report is the one record of how it ended, read by the answer (batch item failures or a
+ * throw).
  */
 
 /** How a delivery (or one event in it) ended: see src/core/outcomes.ts. */
@@ -536,7 +537,7 @@ function superseded<R>(call: Call<R>, d: UnitInProgress<R>, newest: UnitInProgre
   end(d, true);
 }
 
-/** Settles the delivery's report; returns `ok`. */
+/** Marks the delivery's report ok or failed; returns `ok`. */
 function end<R>(d: UnitInProgress<R>, ok: boolean): boolean {
   d.report.ok = ok;
   return ok;

@@ -7,7 +7,7 @@ import type { OutboxSettings } from "./outbox-config.js";
 import type { SimQueue } from "./outbox-queue.js";
 import type { RunningHistory } from "./running-history.js";
 
-/** What the phases of one outbox history share (outbox-history.ts): the running guard history and the outbox's parts. */
+/** What the phases of one outbox history share (outbox-history.ts): the running guard history, the outbox's parts. */
 export interface RunningOutboxHistory {
   readonly history: RunningHistory;
   /** The state store the guards share (each behind a fault decorator of its own), upstream and downstream. */

@@ -4,7 +4,7 @@ import { own } from "./fields.js";
 import type { DeliveryUnit, ResolvedParseOptions } from "./types.js";
 
 /**
- * Settles the correlation id and assembles the unit. Order: the user-named SQS message attribute,
+ * Chooses the correlation id and assembles the unit. Order: the user-named SQS message attribute,
  * then the envelope's own id (S3 request id, EventBridge id), then the SQS message id, then the
  * EventBridge id, then the placeholder already in `delivery` (the record's path).
  */
