@@ -14,7 +14,7 @@ import { conditionalPut, getThenPut } from "./impls/usual-fixes.js";
 import { type InjectedRun, measureInjectedLatency } from "./injected-latency.js";
 import { dynamoDBLocalVersion } from "./jar-version.js";
 import { type Progress, silentProgress } from "./progress.js";
-import { type Delivery, deliverAll, type RunResult } from "./runner.js";
+import { type DeliverAllResult, deliverAll, type PlannedDelivery } from "./runner.js";
 import { percentile, round, type Spread, spread } from "./stats.js";
 import { measureStreams, type StreamResults } from "./stream-path.js";
 import { measureWrapperPath, type WrapperResults } from "./wrapper-path.js";
@@ -274,7 +274,7 @@ export interface HotKeyResult {
   finalVersion: number | undefined;
   correct: boolean;
   correctness: Correctness;
-  outcomes: RunResult["outcomes"];
+  outcomes: DeliverAllResult["outcomes"];
   /** Write units per version delivered, by table role, contention included; absent in reports before it. */
   wcuPerVersionByRole?: Record<string, number>;
 }
@@ -298,7 +298,7 @@ export interface ThroughputRun {
 export interface StormResult {
   deliveries: number;
   handlerRuns: number;
-  outcomes: RunResult["outcomes"];
+  outcomes: DeliverAllResult["outcomes"];
   correctness: Correctness;
 }
 
@@ -482,11 +482,11 @@ type Open = (impl: Implementation) => Promise<Instance>;
 
 async function run(
   instance: Instance,
-  deliveries: Delivery[],
+  deliveries: PlannedDelivery[],
   workers: number,
   progress: Progress,
   redeliveryDelayMs = REDELIVERY_DELAY_MS,
-): Promise<RunResult> {
+): Promise<DeliverAllResult> {
   return deliverAll(instance, deliveries, {
     workers,
     redeliveryDelayMs,
@@ -495,7 +495,10 @@ async function run(
   });
 }
 
-const once = (event: BenchEvent, plan: HandlerPlan = { workMs: 0 }): Delivery => ({ event, plans: [plan] });
+const once = (event: BenchEvent, plan: HandlerPlan = { workMs: 0 }): PlannedDelivery => ({
+  event,
+  plans: [plan],
+});
 
 /** DynamoDB Local's JIT (and Node's) must be warm for every request type before anything is timed. */
 async function warmUp(bc: BenchClient, open: Open, options: BenchOptions, progress: Progress): Promise<void> {
@@ -781,7 +784,7 @@ async function measureStorm(
   progress: Progress,
 ): Promise<Record<string, StormResult>> {
   const random = rng(options.seed + 1);
-  const deliveries: Delivery[] = [];
+  const deliveries: PlannedDelivery[] = [];
   const expected = new Map<string, string>();
   for (let k = 0; k < options.stormKeys; k++) {
     const v1 = makeEvent(`storm-${k}`, 1);

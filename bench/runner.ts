@@ -1,13 +1,14 @@
 import type { BenchEvent } from "./events.js";
 import { type DeliveryOutcome, type HandlerPlan, type Instance, PlannedFailure } from "./impls/types.js";
 
-export interface Delivery {
+/** One event to deliver, and what its handler does on each attempt. */
+export interface PlannedDelivery {
   event: BenchEvent;
   /** Plan per attempt (1-based); attempts past the list use the last entry. */
   plans: HandlerPlan[];
 }
 
-export interface RunOptions {
+export interface DeliverAllOptions {
   workers: number;
   /** How long the source waits before redelivering a failed delivery (SQS visibility timeout, async retry). */
   redeliveryDelayMs: number;
@@ -16,7 +17,7 @@ export interface RunOptions {
   onDelivered?: () => void;
 }
 
-export interface RunResult {
+export interface DeliverAllResult {
   elapsedMs: number;
   outcomes: Partial<Record<DeliveryOutcome | "error", number>>;
   redeliveries: number;
@@ -34,11 +35,11 @@ export interface RunResult {
  */
 export async function deliverAll(
   instance: Instance,
-  deliveries: Delivery[],
-  options: RunOptions,
-): Promise<RunResult> {
+  deliveries: PlannedDelivery[],
+  options: DeliverAllOptions,
+): Promise<DeliverAllResult> {
   const queue = deliveries.map((d) => ({ ...d, attempt: 1 }));
-  const result: RunResult = {
+  const result: DeliverAllResult = {
     elapsedMs: 0,
     outcomes: {},
     redeliveries: 0,

@@ -4,8 +4,8 @@ import { StepEffects } from "../../durable/step-effects.js";
 import type { StepCommit, StepCommitAnswer, StepEffectsEngine } from "../../durable/step-engine.js";
 import { fenceHolder, fenceKey, positionOf, stoppedExec } from "../../durable/step-keys.js";
 import type { StepEffectsCommonOptions } from "../../durable/step-options.js";
+import { isMemoryWrite, landMemoryWrite, type MemoryAtomicWrite } from "./atomic-write.js";
 import { memoryEngine } from "./engine.js";
-import { isMemoryWrite, landMemoryWrite, type MemoryAtomicWrite } from "./store.js";
 
 /**
  * Guarded steps in process memory, for the fault simulator (src/sim/durable-history.ts) and tests: the markers and
