@@ -241,12 +241,18 @@ describe.concurrent("the packed package", () => {
     expect(satisfies(process.versions.node, installed.engines.node), installed.engines.node).toBe(true);
   });
 
+  // What tsc says of the package's types does not depend on the Node running it: .ci/run's other Node versions
+  // (EONCE_SKIP_TYPE_CHECKS) leave these two to the machine's Node.
   for (const resolution of ["nodenext", "bundler"] as const) {
-    it(`type-checks a handler importing every public subpath (moduleResolution ${resolution})`, async () => {
-      const r = await sh(join(project, "node_modules/.bin/tsc"), ["-p", `tsconfig.${resolution}.json`]);
-      expect(r.stdout + r.stderr).toBe("");
-      expect(r.code).toBe(0);
-    }, 180_000);
+    it.skipIf(process.env.EONCE_SKIP_TYPE_CHECKS === "1")(
+      `type-checks a handler importing every public subpath (moduleResolution ${resolution})`,
+      async () => {
+        const r = await sh(join(project, "node_modules/.bin/tsc"), ["-p", `tsconfig.${resolution}.json`]);
+        expect(r.stdout + r.stderr).toBe("");
+        expect(r.code).toBe(0);
+      },
+      180_000,
+    );
   }
 
   it("bundles with the documented esbuild recipe and runs: the first AWS call works, duplicates and stale skip", async () => {
