@@ -150,24 +150,38 @@ export function sourceOf(input: string): string {
   return relative(REPO, join(REPO, input)).replace(/^(\.\.\/)+/, "");
 }
 
-/** The shortest import chain from the entry to any input of `source` (breadth first over the metafile). */
+/**
+ * The import chain from the entry to any input of `source` through the fewest modules the bundle dropped (a module
+ * esbuild read but shook out, or one of re-exports only), then the shortest: a 0-1 breadth-first search over the
+ * metafile, so the chain names the files that keep `source` in the bundle.
+ */
 export function chainTo(metafile: Metafile, source: string): string[] {
   const inputs = metafile.inputs;
+  const kept = Object.values(metafile.outputs)[0]?.inputs ?? {};
   const entry = Object.keys(inputs).find((i) => i.startsWith("bench/cold-start/"));
   if (!entry) return [];
+  const cost = new Map<string, number>([[entry, 0]]);
   const previous = new Map<string, string | undefined>([[entry, undefined]]);
-  const queue = [entry];
-  while (queue.length > 0) {
-    const at = queue.shift() as string;
+  const deque = [entry];
+  const done = new Set<string>();
+  while (deque.length > 0) {
+    const at = deque.shift() as string;
+    if (done.has(at)) continue;
+    done.add(at);
     if (sourceOf(at) === source) {
       const chain: string[] = [];
       for (let p: string | undefined = at; p !== undefined; p = previous.get(p)) chain.unshift(sourceOf(p));
       return chain.filter((c, i) => c !== chain[i - 1]);
     }
     for (const imp of inputs[at]?.imports ?? []) {
-      if (imp.external || previous.has(imp.path)) continue;
+      if (imp.external || done.has(imp.path)) continue;
+      const step = (kept[imp.path]?.bytesInOutput ?? 0) > 0 ? 0 : 1;
+      const c = (cost.get(at) ?? 0) + step;
+      if (c >= (cost.get(imp.path) ?? Number.POSITIVE_INFINITY)) continue;
+      cost.set(imp.path, c);
       previous.set(imp.path, at);
-      queue.push(imp.path);
+      if (step === 0) deque.unshift(imp.path);
+      else deque.push(imp.path);
     }
   }
   return [];
