@@ -1,13 +1,15 @@
 import { parseResolved } from "../sources/parse-invocation.js";
+import { deriveKeys } from "./derive-keys.js";
 import type { SqsSenderSource, TriggerKit } from "./trigger-kit.js";
 import { type SqsSender, VisibilityHeartbeat } from "./visibility-heartbeat.js";
 
 /**
  * The kit of every wrapper but `s3Handler` (and of Middy): every source's parser (the trigger check follows in
- * invocation.ts), and the visibility heartbeat for SQS batches.
+ * invocation.ts), the key derivations of messages and stream records, and the visibility heartbeat for SQS batches.
  */
 export const ANY_TRIGGER: TriggerKit = {
   parse: (input, options) => parseResolved(input, options),
+  derive: deriveKeys,
   heartbeat: (options, client: SqsSenderSource | undefined) =>
     new VisibilityHeartbeat(options, { client: client ?? defaultSqsClient }),
 };

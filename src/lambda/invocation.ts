@@ -149,7 +149,9 @@ export class InvocationRunner {
     const units = this.#parse(input, trigger, inv);
     const batch = batchKindOf(units);
     const sqs = batch === "sqs";
-    const deliveries = units.map((unit, index) => delivery<R>(planUnit(this.#o, unit, index), inv));
+    const deliveries = units.map((unit, index) =>
+      delivery<R>(planUnit(this.#o, unit, index, this.#kit.derive), inv),
+    );
     const deadline = lambdaDeadline(context, this.#o.deadlineMarginMs);
     const call: Call<R> = { bound: bind(this.#o.mode, handler), inv, deadline, context, sqs, batch };
     let heartbeat: HeartbeatRun | undefined;

@@ -1,4 +1,5 @@
 import type { DeliveryUnit, ResolvedParseOptions } from "../sources/types.js";
+import type { DeriveKeys } from "./derive-keys.js";
 import type {
   HeartbeatMessage,
   HeartbeatProblem,
@@ -18,6 +19,8 @@ export interface TriggerKit {
    * (`what` names the wrapper in the message).
    */
   parse(input: unknown, options: ResolvedParseOptions, what: string): DeliveryUnit[];
+  /** The guard keys of application messages and stream records. Absent: the kit's parser brings neither. */
+  derive?: DeriveKeys;
   /** SQS batches: starts the heartbeat of these options. Absent: the kit's trigger brings no SQS batch. */
   heartbeat?: (
     options: ResolvedVisibilityHeartbeatOptions,

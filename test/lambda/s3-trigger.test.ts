@@ -75,7 +75,7 @@ describe("s3Handler's trigger kit", () => {
     expect(o.metrics()).toMatchObject({ malformed: 1 });
   });
 
-  it("keeps the other sources' parsers and the visibility heartbeat out of an S3 function's bundle", async () => {
+  it("keeps the other sources' parsers, their key derivations and the visibility heartbeat out of an S3 function's bundle", async () => {
     const root = join(import.meta.dirname, "..", "..");
     const result = await build({
       absWorkingDir: root,
@@ -106,6 +106,7 @@ export const handler = s3Handler(async () => {}, { store: undefined });`,
       "src/sources/kinesis.ts",
       "src/sources/dynamodb-stream.ts",
       "src/lambda/visibility-heartbeat.ts",
+      "src/lambda/derive-keys.ts",
       "src/lambda/fifo-producer.ts",
     ]) {
       expect(inputs).not.toContain(absent);
