@@ -1,12 +1,13 @@
 import { MalformedEventError } from "../core/errors.js";
 import { isEventBridgeEvent } from "../sources/eventbridge.js";
 import { describe, isObject } from "../sources/fields.js";
-import { directS3Record, directTestEvent } from "../sources/parse-s3.js";
+import { directEventBridgeS3, directS3Record, directTestEvent } from "../sources/parse-s3.js";
 import { isS3TestEvent } from "../sources/s3-notification.js";
 import type { TriggerKit } from "./trigger-kit.js";
 import { TRIGGERS, type TriggerName, wrongTrigger } from "./triggers.js";
 
-const S3_SHAPES = "expected an S3 notification (Records[].eventSource aws:s3) or an s3:TestEvent";
+const S3_SHAPES =
+  "expected an S3 notification (Records[].eventSource aws:s3), an s3:TestEvent or an S3 event from EventBridge";
 
 /** Record sources of other triggers, as an error names them. */
 const OTHER_SOURCES: Record<string, TriggerName> = {
@@ -16,8 +17,8 @@ const OTHER_SOURCES: Record<string, TriggerName> = {
 };
 
 /**
- * The kit of `s3Handler`: direct S3 notifications and the `s3:TestEvent` only, parsed as `parseInvocation` parses
- * them, so that its bundle has no other source's parser and no SQS heartbeat. Another trigger's invocation is
+ * The kit of `s3Handler`: direct S3 notifications, the `s3:TestEvent` and S3 events EventBridge invokes it with,
+ * parsed as `parseInvocation` parses them, so that its bundle has no other source's parser and no SQS heartbeat. Another trigger's invocation is
  * recognised by its shape alone and refused, naming the wrapper that takes it.
  */
 export const S3_TRIGGER: TriggerKit = {
@@ -29,7 +30,12 @@ export const S3_TRIGGER: TriggerKit = {
     const records = input.Records;
     if (!Array.isArray(records)) {
       if (isEventBridgeEvent(input)) {
-        throw wrongTrigger(what, { what: "an EventBridge event", wrapper: "eventBridgeHandler" });
+        const unit = directEventBridgeS3(input, options);
+        if (unit) return [unit];
+        throw wrongTrigger(what, {
+          what: "an EventBridge event from another source",
+          wrapper: "eventBridgeHandler",
+        });
       }
       throw new MalformedEventError(`unknown invocation shape; ${S3_SHAPES}`, "");
     }

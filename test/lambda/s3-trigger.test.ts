@@ -23,7 +23,7 @@ import {
 
 /*
  * s3Handler's own trigger kit (src/lambda/s3-trigger.ts): it parses direct S3 invocations exactly as every other
- * wrapper's parser does, refuses the other triggers' invocations by name, and keeps the other sources' parsers and
+ * wrapper's parser does (S3 events from EventBridge too), refuses the other triggers' invocations by name, and keeps the other sources' parsers and
  * the SQS heartbeat out of an S3 function's bundle.
  */
 
@@ -41,6 +41,9 @@ describe("s3Handler's trigger kit", () => {
       s3Notification(s3Record({ key: "ok.jpg" }), { ...s3Record({ key: "x" }), s3: "broken" }),
       s3Notification({ ...s3Record({ key: "x" }), eventSource: "aws:s3", eventTime: "yesterday" }),
       s3Notification(s3Record({ key: "ok.jpg" }), "not a record"),
+      eventBridgeS3({ key: "a/b.jpg" }),
+      { ...eventBridgeS3({ key: "a/b.jpg" }), detail: "broken" },
+      { ...eventBridgeS3({ key: "a/b.jpg" }), id: 7 },
     ];
     for (const input of inputs) {
       expect(S3_TRIGGER.parse(input, OPTIONS, "s3Handler")).toEqual(parseResolved(input, OPTIONS));
@@ -50,9 +53,9 @@ describe("s3Handler's trigger kit", () => {
   it.each([
     ["an SQS batch", sqsEvent(sqsRecord({ order: 1 })), /s3Handler got an SQS batch; use sqsHandler/],
     [
-      "an EventBridge event",
-      eventBridgeS3({ key: "k" }),
-      /s3Handler got an EventBridge event; use eventBridgeHandler/,
+      "an EventBridge event from another source",
+      { ...eventBridgeS3({ key: "k" }), source: "shop.orders", "detail-type": "Order placed" },
+      /s3Handler got an EventBridge event from another source; use eventBridgeHandler/,
     ],
     [
       "a Kinesis batch",
