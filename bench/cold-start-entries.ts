@@ -4,6 +4,8 @@ import type { Metafile } from "esbuild";
 export const ENTRIES = {
   ours: "bench/cold-start/ours-s3.ts",
   powertools: "bench/cold-start/powertools-s3.ts",
+  // The comparison of the target: Powertools idempotency with Logger and Metrics, which ours always has.
+  "powertools + Logger + Metrics": "bench/cold-start/powertools-observed-s3.ts",
   "sdk only": "bench/cold-start/sdk-only.ts",
   // What if the wrapper did not load Powertools Logger and Metrics: the same entry with both replaced by empty
   // stubs. It evaluates but could not run (never invoked here): it measures what those two packages cost.

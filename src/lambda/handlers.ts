@@ -10,6 +10,7 @@ import type {
 import { OptionsError } from "../core/errors.js";
 import type { DynamoDBChangeEvent, KinesisRecordEvent } from "../core/event.js";
 import { reportToLocalRun } from "../observe/local-hook.js";
+import { ANY_TRIGGER } from "./any-trigger.js";
 import {
   type AnyEventHandler,
   type InvocationReport,
@@ -28,6 +29,8 @@ import {
   type WrapperMode,
   type WrapperOptions,
 } from "./options.js";
+import { S3_TRIGGER } from "./s3-trigger.js";
+import type { TriggerKit } from "./trigger-kit.js";
 
 /**
  * Handler wrappers: the user writes a handler for one event; the wrapper parses the invocation, runs the
@@ -67,7 +70,7 @@ export function sqsHandler<R = unknown, M extends WrapperMode = "run">(
   handler: HandlerOf<M, R>,
   options: OptionsOf<M> & { mode?: M },
 ): LambdaHandler<SQSEvent, SQSBatchResponse> {
-  const run = make<R>("sqsHandler", handler, options);
+  const run = make<R>("sqsHandler", handler, options, ANY_TRIGGER);
   return async (event, context) => {
     const result = await run(event, context, "sqs");
     if (result.kind !== "sqs") throw new OptionsError("sqsHandler: not an SQS batch"); // unreachable: run checks
@@ -84,7 +87,7 @@ export function s3Handler<R = unknown, M extends WrapperMode = "run">(
   handler: HandlerOf<M, R>,
   options: OptionsOf<M> & { mode?: M },
 ): LambdaHandler<S3Event | S3TestEventPayload, InvocationReport<R>> {
-  return direct("s3Handler", handler, options);
+  return direct("s3Handler", handler, options, S3_TRIGGER);
 }
 
 /**
@@ -95,7 +98,7 @@ export function eventBridgeHandler<R = unknown, M extends WrapperMode = "run">(
   handler: HandlerOf<M, R>,
   options: OptionsOf<M> & { mode?: M },
 ): LambdaHandler<EventBridgeEvent<string, unknown>, InvocationReport<R>> {
-  return direct("eventBridgeHandler", handler, options);
+  return direct("eventBridgeHandler", handler, options, ANY_TRIGGER);
 }
 
 /**
@@ -133,7 +136,7 @@ export function wrapHandler<
   handler: HandlerOf<M, R, E>,
   options: OptionsOf<M> & { mode?: M },
 ): LambdaHandler<unknown, SQSBatchResponse | StreamBatchResponse | InvocationReport<R>> {
-  const run = make<R>("wrapHandler", handler, options);
+  const run = make<R>("wrapHandler", handler, options, ANY_TRIGGER);
   return async (event, context) => answer(await run(event, context, "any"));
 }
 
@@ -151,7 +154,13 @@ function stream<E extends StreamRecordEvent, R>(
   handler: AnyEventHandler<R>,
   options: StreamOptionsOf<WrapperMode, E>,
 ): LambdaHandler<unknown, StreamBatchResponse> {
-  const run = make<R>(what, handler, options as StreamOptionsOf<WrapperMode, StreamRecordEvent>, true);
+  const run = make<R>(
+    what,
+    handler,
+    options as StreamOptionsOf<WrapperMode, StreamRecordEvent>,
+    ANY_TRIGGER,
+    true,
+  );
   return async (event, context) => {
     const result = await run(event, context, trigger);
     if (result.kind !== "stream") throw new OptionsError(`${what}: not a stream batch`); // unreachable: run checks
@@ -160,8 +169,8 @@ function stream<E extends StreamRecordEvent, R>(
   };
 }
 
-function direct<E, R>(what: string, handler: AnyEventHandler<R>, options: WrapperOptions) {
-  const run = make<R>(what, handler, options);
+function direct<E, R>(what: string, handler: AnyEventHandler<R>, options: WrapperOptions, kit: TriggerKit) {
+  const run = make<R>(what, handler, options, kit);
   return async (event: E, context: Context): Promise<InvocationReport<R>> =>
     (await run(event, context, "direct")).report;
 }
@@ -171,11 +180,12 @@ function make<R>(
   what: string,
   handler: AnyEventHandler<R>,
   options: WrapperOptions | StreamOptionsOf<WrapperMode, StreamRecordEvent>,
+  kit: TriggerKit,
   streams = false,
 ) {
   if (typeof handler !== "function")
     throw new OptionsError(`${what}: the first argument must be the event handler`);
-  const runner = new InvocationRunner(what, resolveOptions(what, options, streams));
+  const runner = new InvocationRunner(what, resolveOptions(what, options, streams), kit);
   return (event: unknown, context: Context | undefined, trigger: Trigger): Promise<InvocationResult<R>> =>
     runner.run(handler, event, context, trigger);
 }

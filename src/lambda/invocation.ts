@@ -6,7 +6,6 @@ import type { GuardContext, GuardOutcome, RunOptions } from "../core/guard.js";
 import { type DeliveryStatus, isAcknowledged } from "../core/outcomes.js";
 import { comparePositions, positionFromSequenceNumber } from "../core/position.js";
 import { type DeliveryObserver, type InvocationObserver, Observer } from "../observe/observer.js";
-import { parseResolved } from "../sources/parse-invocation.js";
 import type { DeliveryUnit } from "../sources/types.js";
 import { anySignal, type Deadline, lambdaDeadline } from "./deadline.js";
 import { DeliveryFailedError } from "./errors.js";
@@ -21,7 +20,9 @@ import {
   type WrapperMode,
 } from "./options.js";
 import { type BatchKind, batchKindOf, type Item, type Plan, planLanes, planUnit } from "./plan.js";
-import { type HeartbeatRun, type SqsSender, VisibilityHeartbeat } from "./visibility-heartbeat.js";
+import type { HeartbeatStarter, TriggerKit } from "./trigger-kit.js";
+import { TRIGGERS, type Trigger, wrongTrigger } from "./triggers.js";
+import type { HeartbeatRun } from "./visibility-heartbeat-options.js";
 
 /**
  * Running an invocation, one path from the Lambda event to each commit (docs/architecture.md draws it): parse once
@@ -73,11 +74,7 @@ export type InvocationResult<R> =
   | { kind: "stream"; response: StreamBatchResponse; report: InvocationReport<R> }
   | { kind: "direct"; report: InvocationReport<R> };
 
-/**
- * Which invocations a typed wrapper accepts: `sqs` batches, `direct` S3/EventBridge invokes, `kinesis` or
- * `dynamodb-streams` batches, or `any`.
- */
-export type Trigger = "sqs" | "direct" | "kinesis" | "dynamodb-streams" | "any";
+export type { Trigger } from "./triggers.js";
 
 /**
  * The user's handler of either mode, typed for the events of its wrapper's trigger (`never` here takes any of them):
@@ -114,25 +111,26 @@ export class InvocationRunner {
   readonly #o: ResolvedOptions;
   readonly #what: string;
   readonly #observer: Observer;
-  readonly #heartbeat: VisibilityHeartbeat | undefined;
+  readonly #kit: TriggerKit;
+  readonly #heartbeat: HeartbeatStarter | undefined;
 
   /** How each event reaches the guard: `guard.run` or `guard.apply`. */
   get mode(): WrapperMode {
     return this.#o.mode;
   }
 
-  constructor(what: string, resolved: ResolvedOptions) {
+  /** `kit`: the wrapper's trigger (trigger-kit.ts), what it parses and whether it keeps SQS messages invisible. */
+  constructor(what: string, resolved: ResolvedOptions, kit: TriggerKit) {
     this.#what = what;
     this.#o = resolved;
+    this.#kit = kit;
     this.#observer = new Observer({
       logger: resolved.logger,
       metrics: resolved.metrics,
       pipeline: resolved.pipeline,
     });
     const hb = resolved.visibilityHeartbeat;
-    this.#heartbeat = hb
-      ? new VisibilityHeartbeat(hb, { client: resolved.sqsClient ?? defaultSqsClient })
-      : undefined;
+    this.#heartbeat = hb ? kit.heartbeat?.(hb, resolved.sqsClient) : undefined;
   }
 
   /**
@@ -152,7 +150,9 @@ export class InvocationRunner {
     const units = this.#parse(input, trigger, inv);
     const batch = batchKindOf(units);
     const sqs = batch === "sqs";
-    const deliveries = units.map((unit, index) => delivery<R>(planUnit(this.#o, unit, index), inv));
+    const deliveries = units.map((unit, index) =>
+      delivery<R>(planUnit(this.#o, unit, index, this.#kit.derive), inv),
+    );
     const deadline = lambdaDeadline(context, this.#o.deadlineMarginMs);
     const call: Call<R> = { bound: bind(this.#o.mode, handler), inv, deadline, context, sqs, batch };
     let heartbeat: HeartbeatRun | undefined;
@@ -188,14 +188,9 @@ export class InvocationRunner {
   /** The invocation's deliveries; an invocation the wrapper cannot take is logged, counted and thrown. */
   #parse(input: unknown, trigger: Trigger, inv: InvocationObserver): DeliveryUnit[] {
     try {
-      const units = parseResolved(input, this.#o.parse);
+      const units = this.#kit.parse(input, this.#o.parse, this.#what);
       const got = triggerOf(units);
-      if (trigger !== "any" && trigger !== got) {
-        throw new MalformedEventError(
-          `${this.#what} got ${TRIGGERS[got].what}; use ${TRIGGERS[got].wrapper} (or wrapHandler, which takes every trigger)`,
-          "",
-        );
-      }
+      if (trigger !== "any" && trigger !== got) throw wrongTrigger(this.#what, TRIGGERS[got]);
       const o = this.#o;
       const derives =
         o.subject ??
@@ -459,14 +454,6 @@ function delivery<R>(plan: Plan, inv: InvocationObserver): UnitInProgress<R> {
   return { ...plan, obs: inv.delivery(d), report };
 }
 
-/** What each trigger is called in an error, and the wrapper that takes it. */
-const TRIGGERS: Record<Exclude<Trigger, "any">, { what: string; wrapper: string }> = {
-  sqs: { what: "an SQS batch", wrapper: "sqsHandler" },
-  direct: { what: "a direct S3/EventBridge invocation", wrapper: "s3Handler or eventBridgeHandler" },
-  kinesis: { what: "a Kinesis batch", wrapper: "kinesisHandler" },
-  "dynamodb-streams": { what: "a DynamoDB Streams batch", wrapper: "dynamodbStreamHandler" },
-};
-
 /** The trigger parsed units came from. */
 function triggerOf(units: readonly DeliveryUnit[]): Exclude<Trigger, "any"> {
   const batch = batchKindOf(units);
@@ -604,9 +591,4 @@ function flush(inv: InvocationObserver): void {
     // Metrics must never turn a good batch into a failed one.
     inv.log("warn", `metrics could not be published: ${describeError(error)}`, { error });
   }
-}
-
-async function defaultSqsClient(): Promise<SqsSender> {
-  const { SQSClient } = await import("@aws-sdk/client-sqs");
-  return new SQSClient({});
 }

@@ -6,6 +6,7 @@ import type { MiddlewareObj } from "@middy/core";
 import type { Context, SQSBatchResponse } from "aws-lambda";
 import { OptionsError } from "../core/errors.js";
 import { oneOf, resolveOptions as resolveSchema, schemaFor } from "../core/options.js";
+import { ANY_TRIGGER } from "./any-trigger.js";
 import { answer } from "./handlers.js";
 import {
   type AnyEventHandler,
@@ -58,7 +59,11 @@ const EACH_EVENT_OPTIONS = schemaFor<{ mode?: WrapperMode }>()({
 export function effectivelyOnce<M extends WrapperMode = "run">(
   options: OptionsOf<M> & { mode?: M },
 ): MiddlewareObj<unknown, unknown, Error, Context> {
-  const runner = new InvocationRunner("effectivelyOnce", resolveOptions("effectivelyOnce (middy)", options));
+  const runner = new InvocationRunner(
+    "effectivelyOnce",
+    resolveOptions("effectivelyOnce (middy)", options),
+    ANY_TRIGGER,
+  );
   return {
     name: "effectivelyOnce",
     before: (request) => {

@@ -28,7 +28,7 @@ import {
   resolveVisibilityHeartbeatOptions,
   type SqsSender,
   type VisibilityHeartbeatOptions,
-} from "./visibility-heartbeat.js";
+} from "./visibility-heartbeat-options.js";
 
 /** What the user's handler receives: an S3 object event, or an application message (`messages: "accept"`). */
 export type HandledEvent = S3ObjectEvent | MessageEvent;

@@ -1,11 +1,11 @@
 import { describeError, describeValue } from "../core/describe-value.js";
 import { MalformedEventError } from "../core/errors.js";
-import type { Delivery, EnvelopeKind, MessageEvent, S3TestEvent } from "../core/event.js";
+import type { Delivery, EnvelopeKind, S3TestEvent } from "../core/event.js";
 import type { GuardedEvent } from "../core/guard.js";
-import { toPosition } from "../core/position.js";
 import type { DeliveryUnit } from "../sources/types.js";
+import type { DeriveKeys } from "./derive-keys.js";
 import { groupLanes, type Lane } from "./lanes.js";
-import type { AnyHandledEvent, ResolvedOptions, StreamRecordEvent } from "./options.js";
+import type { AnyHandledEvent, ResolvedOptions } from "./options.js";
 
 /**
  * Planning an invocation, before anything runs: each parsed delivery unit's events with their guard keys derived
@@ -50,7 +50,12 @@ type PlanOptions = Pick<
 >;
 
 /** The unit's events with their guard keys, and its SQS order. */
-export function planUnit(o: PlanOptions, unit: DeliveryUnit, index: number): Plan {
+export function planUnit(
+  o: PlanOptions,
+  unit: DeliveryUnit,
+  index: number,
+  derive: DeriveKeys | undefined,
+): Plan {
   const sqs = unit.delivery.sqs;
   const order: Pick<Plan, "messageId" | "group" | "arn"> = sqs
     ? { messageId: sqs.messageId, group: sqs.messageGroupId, arn: sqs.eventSourceArn || undefined }
@@ -61,7 +66,12 @@ export function planUnit(o: PlanOptions, unit: DeliveryUnit, index: number): Pla
       };
   if (unit.error) return { unit, index, error: unit.error, items: [], ...order };
   try {
-    return { unit, index, items: unit.events.map((event) => itemOf(o, event, unit.delivery)), ...order };
+    return {
+      unit,
+      index,
+      items: unit.events.map((event) => itemOf(o, event, unit.delivery, derive)),
+      ...order,
+    };
   } catch (error) {
     const malformed =
       error instanceof MalformedEventError
@@ -73,7 +83,12 @@ export function planUnit(o: PlanOptions, unit: DeliveryUnit, index: number): Pla
   }
 }
 
-function itemOf(o: PlanOptions, event: DeliveryUnit["events"][number], delivery: Delivery): Item {
+function itemOf(
+  o: PlanOptions,
+  event: DeliveryUnit["events"][number],
+  delivery: Delivery,
+  derive: DeriveKeys | undefined,
+): Item {
   if (event.kind === "s3-test") return { kind: "test", event };
   if (event.kind === "s3") {
     const guarded: GuardedEvent = { subject: event.subject, identity: event.identity };
@@ -81,9 +96,9 @@ function itemOf(o: PlanOptions, event: DeliveryUnit["events"][number], delivery:
     if (event.position !== undefined && o.orderS3Events) guarded.position = event.position;
     return { kind: "event", event, guarded: withFingerprint(o, event, guarded) };
   }
-  const guarded =
-    event.kind === "message" ? deriveMessage(o, event, delivery) : deriveStream(o, event, delivery);
-  return { kind: "event", event, guarded: withFingerprint(o, event, guarded) };
+  // Only the kits whose parsers bring messages and stream records carry their derivation (s3Handler's does not).
+  if (!derive) throw new MalformedEventError(`no key derivation for a ${event.kind} event`, "");
+  return { kind: "event", event, guarded: withFingerprint(o, event, derive(o, event, delivery)) };
 }
 
 function withFingerprint(o: PlanOptions, event: AnyHandledEvent, guarded: GuardedEvent): GuardedEvent {
@@ -93,57 +108,6 @@ function withFingerprint(o: PlanOptions, event: AnyHandledEvent, guarded: Guarde
     throw new MalformedEventError(`payloadFingerprint gave ${describeValue(fingerprint)}, not a string`, "");
   }
   return { ...guarded, fingerprint };
-}
-
-function deriveMessage(o: PlanOptions, event: MessageEvent, delivery: Delivery): GuardedEvent {
-  const fallback = delivery.eventBridge?.id ?? delivery.sns?.messageId ?? event.messageId;
-  const subject = o.subject ? o.subject(event, delivery) : fallback;
-  requireKey("subject", subject);
-  const raw = o.position?.(event, delivery);
-  const position = raw === undefined ? undefined : toPosition(raw);
-  const identity = o.identity
-    ? o.identity(event, delivery)
-    : position !== undefined
-      ? `p:${position}`
-      : fallback;
-  requireKey("identity", identity);
-  return position === undefined ? { subject, identity } : { subject, identity, position };
-}
-
-/**
- * A stream record's keys (docs/sources.md, "Streams: guard keys"): subject the partition key (Kinesis) or the item
- * (DynamoDB); position the sequence number, so a redelivered record is a duplicate and an older change after a newer
- * one is stale; identity from the sequence number. A user's `position` makes the identity `p:<position>` (a producer
- * retry of the same version is a duplicate). A user's `identity` without a `position` makes the records dedupe-only:
- * one state item per identity, so a producer retry (same identity, a new and higher sequence number) is a duplicate;
- * with the sequence number as position it would be newer than the committed one, and run again.
- */
-function deriveStream(o: PlanOptions, event: StreamRecordEvent, delivery: Delivery): GuardedEvent {
-  const subject = o.subject
-    ? o.subject(event, delivery)
-    : event.kind === "kinesis"
-      ? event.partitionKey
-      : event.item;
-  requireKey("subject", subject);
-  const raw = o.position?.(event, delivery);
-  const userPosition = raw === undefined ? undefined : toPosition(raw);
-  const position = (o.position ?? o.identity) === undefined ? event.position : userPosition;
-  const identity = o.identity
-    ? o.identity(event, delivery)
-    : userPosition !== undefined
-      ? `p:${userPosition}`
-      : `n:${event.sequenceNumber}`;
-  requireKey("identity", identity);
-  return position === undefined ? { subject, identity } : { subject, identity, position };
-}
-
-function requireKey(name: string, value: unknown): asserts value is string {
-  if (typeof value !== "string" || value.length === 0) {
-    throw new MalformedEventError(
-      `${name} derivation returned ${describeValue(value)}, not a non-empty string`,
-      "",
-    );
-  }
 }
 
 function laneKey(plan: Plan, fifo: boolean): string {

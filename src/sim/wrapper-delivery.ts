@@ -7,6 +7,7 @@ import {
   isAcknowledged,
 } from "../core/outcomes.js";
 import type { StateStore } from "../core/store.js";
+import { ANY_TRIGGER } from "../lambda/any-trigger.js";
 import { type DeliveryReport, type InvocationResult, InvocationRunner } from "../lambda/invocation.js";
 import {
   type AnyHandledEvent,
@@ -78,7 +79,7 @@ export function createWorker(
   };
   for (const mode of ["run", "apply"] as const) {
     const resolved = resolveOptions(what, mode === "apply" ? { ...common, mode } : common, streams);
-    w.runners[mode] = new InvocationRunner(what, { ...resolved, guard });
+    w.runners[mode] = new InvocationRunner(what, { ...resolved, guard }, ANY_TRIGGER);
   }
   return w;
 }

@@ -3,11 +3,12 @@ import { MalformedEventError } from "../core/errors.js";
 import type { Delivery } from "../core/event.js";
 import { parseDynamoDBStreamRecord } from "./dynamodb-stream.js";
 import { isEventBridgeEvent } from "./eventbridge.js";
-import { describe, index, isObject, type JsonObject } from "./fields.js";
+import { describe, isObject, type JsonObject } from "./fields.js";
 import { parseKinesisRecord } from "./kinesis.js";
 import { resolveParseOptions } from "./options.js";
+import { directS3Record, directTestEvent } from "./parse-s3.js";
 import { eventBridgePayload } from "./payload.js";
-import { isS3TestEvent, parseS3Record, parseS3TestEvent, requestIdOf } from "./s3-notification.js";
+import { isS3TestEvent } from "./s3-notification.js";
 import { parseSqsRecord } from "./sqs.js";
 import { refuseTumblingWindow } from "./stream-record.js";
 import type { DeliveryUnit, ParseOptions, ResolvedParseOptions } from "./types.js";
@@ -78,29 +79,6 @@ function parseRecords(input: JsonObject, options: ResolvedParseOptions): Deliver
   });
 }
 
-function directS3Record(record: unknown, recordIndex: number, options: ResolvedParseOptions): DeliveryUnit {
-  const path = index("Records", recordIndex);
-  const delivery: Delivery = { envelope: "s3", correlationId: path, recordIndex };
-  try {
-    const event = parseS3Record(record, path);
-    return finishUnit(delivery, [event], undefined, event.requestId, options);
-  } catch (e) {
-    if (!(e instanceof MalformedEventError)) throw e;
-    return finishUnit(delivery, [], e, lenientRequestId(record, path), options);
-  }
-}
-
-function directTestEvent(input: JsonObject, options: ResolvedParseOptions): DeliveryUnit {
-  const delivery: Delivery = { envelope: "s3", correlationId: "s3:TestEvent", recordIndex: 0 };
-  try {
-    const event = parseS3TestEvent(input, "");
-    return finishUnit(delivery, [event], undefined, event.requestId, options);
-  } catch (e) {
-    if (!(e instanceof MalformedEventError)) throw e;
-    return finishUnit(delivery, [], e, undefined, options);
-  }
-}
-
 function directEventBridge(input: JsonObject, options: ResolvedParseOptions): DeliveryUnit {
   const id = typeof input.id === "string" ? input.id : "";
   const delivery: Delivery = { envelope: "eventbridge", correlationId: id || "eventbridge", recordIndex: 0 };
@@ -110,15 +88,5 @@ function directEventBridge(input: JsonObject, options: ResolvedParseOptions): De
   } catch (e) {
     if (!(e instanceof MalformedEventError)) throw e;
     return finishUnit(delivery, [], e, undefined, options);
-  }
-}
-
-/** The request id of a record that failed validation, if it can still be read: it helps find the request. */
-function lenientRequestId(record: unknown, path: string): string | undefined {
-  if (!isObject(record)) return undefined;
-  try {
-    return requestIdOf(record, path);
-  } catch {
-    return undefined;
   }
 }
