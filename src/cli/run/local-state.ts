@@ -33,8 +33,8 @@ export async function startLocalState(
   if (!e || !local || !o.state) return none;
   const variable = e.env[local.option];
   if (given(o, variable, o.state[local.option])) return none;
+  if (local.available && !(await local.available())) return none;
   const server = await local.start();
-  if (!server) return none;
   const field = RUN_CONNECTION_FIELDS[local.option as keyof typeof RUN_CONNECTION_FIELDS];
   return {
     options: { ...options, [field]: server.url },

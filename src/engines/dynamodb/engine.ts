@@ -72,6 +72,7 @@ const ROW_MAPPING = ["rowKey", "rowKeyInverse"] as const;
 /** DynamoDB, with the state in a table of its own or (`inline`) in the user's rows. */
 function dynamodb(inline: boolean) {
   return {
+    displayName: "DynamoDB",
     folder: "dynamodb",
     server: true,
     inline,

