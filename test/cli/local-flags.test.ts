@@ -18,7 +18,7 @@ function startCommand(): Command {
 describe("eonce local start's flags", () => {
   it("has a flag for each engine with a local server, and no other engine's", () => {
     const flags = startCommand().options.map((o) => o.long);
-    const withServer = ENGINES.filter((e) => e.localServer && !e.inline).map((e) => `--${e.name}`);
+    const withServer = ENGINES.filter((e) => e.localServer).map((e) => `--${e.name}`);
     expect(withServer).toEqual(expect.arrayContaining(["--postgres", "--valkey"]));
     for (const flag of withServer) expect(flags).toContain(flag);
     for (const e of ENGINES.filter((e) => !e.localServer)) expect(flags).not.toContain(`--${e.name}`);
