@@ -1,5 +1,5 @@
 /**
- * The engines: the one list that the simulator (`npm run chaos -- --store`), `eonce state --store`, `eonce run
+ * The engines: the one list that the simulator (`npm run chaos -- --engine`), `eonce state --store`, `eonce run
  * --state-store`, `eonce audit table --engine`, the test kit (`EONCE_STORES`) and vitest.config.ts read. Adding an
  * engine is a folder of its own with its `Engine` (`engine.ts`) and one entry here (docs/store-authors.md); an engine
  * defined elsewhere (a test's, a plugin's) joins with `registerEngine`.
