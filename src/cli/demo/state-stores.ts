@@ -5,7 +5,7 @@ export type { DemoStates };
 
 /**
  * The engines `eonce demo --state-store` keeps the guard's state in: those with `openDemoStates`
- * (src/engines/engine.ts; the inline kinds need the user's rows), the default first.
+ * (src/engines/engine.ts; an inline mode needs the user's rows), the default first.
  */
 export const DEMO_STATE_STORES: readonly EngineName[] = [
   ...ENGINES.filter((e) => e.openDemoStates && e.name === "dynamodb"),

@@ -12,6 +12,7 @@ import {
   schemaFor,
   string,
 } from "../../core/options.js";
+import { INLINE_ENGINE_NAMES } from "../../engines/registry.js";
 import { LOCAL_FUNCTION_OPTIONS } from "../../local/delivery/lambda-runner.js";
 import { STREAM_EVENT_SOURCE_OPTIONS } from "../../local/delivery/stream-event-source.js";
 import { isShare, numberField } from "../../local/fields.js";
@@ -193,7 +194,7 @@ export const RUN_OPTIONS = schemaFor<RunHandlerOptions>()({
     doc: "the engine where the handler keeps the guard's state, read for I2/I3 (default dynamodb with --state-table)",
   }),
   inline: boolean({
-    doc: "the state inline in the rows of --state-table (the engine's inline mode: dynamodb, postgres)",
+    doc: `the state inline in the rows of --state-table (the engine's inline mode: ${INLINE_ENGINE_NAMES.join(", ")})`,
   }),
   ...pickFields(STATE_CONNECTION_OPTIONS, [
     "keyAttribute",
