@@ -1,7 +1,7 @@
 import { defineConfig } from "vitest/config";
 import { BaseSequencer, type TestSpecification } from "vitest/node";
-import { ENGINES, SERVER_STORE_NAMES, STORE_NAMES, type StoreName } from "./src/engines/registry.js";
-import { wantsStore } from "./test/kit/store-names.js";
+import { ENGINE_MODES, ENGINES, MODE_NAMES, modeName } from "./src/engines/registry.js";
+import { type StoreName, wantsStore } from "./test/kit/store-names.js";
 // The test suite's own engines (the toy of test/engines/toy): in the lists below as the package's are.
 import "./test/kit/test-engines.js";
 
@@ -28,10 +28,13 @@ const POSTGRES_SUITES = [
   "test/audit/table-postgres.test.ts",
 ];
 const wants = (store: StoreName) => wantsStore(process.env.EONCE_STORES, store);
-/** The engines behind a server (src/engines/registry.ts): their store suites run in the integration project. */
-const SERVER_STORES = SERVER_STORE_NAMES;
+/**
+ * The engines behind a server (src/engines/registry.ts), in each of their modes (`dynamodb-inline` too): their store
+ * suites run in the integration project.
+ */
+const SERVER_STORES = ENGINE_MODES.filter((e) => e.server).map(modeName);
 /** The engines in this process: their store suites run in the unit project. */
-const IN_PROCESS_STORES = STORE_NAMES.filter((n) => !SERVER_STORE_NAMES.includes(n));
+const IN_PROCESS_STORES = MODE_NAMES.filter((n) => !SERVER_STORES.includes(n));
 const wantsPostgres = wants("postgres") || wants("postgres-inline");
 /**
  * A server engine's own suites, `test/engines/<folder>/` (src/engines/registry.ts): in the integration project when
@@ -39,7 +42,9 @@ const wantsPostgres = wants("postgres") || wants("postgres-inline");
  */
 const SERVER_FOLDERS = [...new Set(ENGINES.filter((e) => e.server).map((e) => e.folder))];
 const folderSuites = (folder: string) => `test/engines/${folder}/**/*.test.ts`;
-const wantedFolders = SERVER_FOLDERS.filter((f) => ENGINES.some((e) => e.folder === f && wants(e.name)));
+const wantedFolders = SERVER_FOLDERS.filter((f) =>
+  ENGINE_MODES.some((e) => e.folder === f && wants(modeName(e))),
+);
 
 const INTEGRATION = [
   // CDK synth (aws-cdk-lib alone takes seconds to import per file, esbuild bundling, CloudFormation validation).

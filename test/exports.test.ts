@@ -9,6 +9,7 @@ import { describe, expect, it } from "vitest";
 const PUBLIC: Record<string, string[]> = {
   ".": [
     "DynamoDBFencedSink",
+    "DynamoDBStepEffects",
     "updateEffect",
     "DynamoDBStore",
     "EffectivelyOnceError",
@@ -147,6 +148,7 @@ const PUBLIC: Record<string, string[]> = {
     "s3ObjectInput",
   ],
   "./engines/dynamodb": [
+    "DynamoDBStepEffects",
     "DynamoDBFencedSink",
     "updateEffect",
     "DynamoDBStore",
@@ -181,9 +183,18 @@ const PUBLIC: Record<string, string[]> = {
     "OutboxTableMissingError",
     "PostgresOutbox",
     "postgresWrite",
+    "PostgresStepEffects",
+    "createPostgresStepEffectsTable",
   ],
-  "./engines/sqlite": ["SqliteFencedSink", "SqliteOutbox", "SqliteStore", "isSqliteAtomicWrite"],
+  "./engines/sqlite": [
+    "SqliteFencedSink",
+    "SqliteOutbox",
+    "SqliteStepEffects",
+    "SqliteStore",
+    "isSqliteAtomicWrite",
+  ],
   "./engines/valkey": [
+    "ValkeyStepEffects",
     "ReplicasNotReachedError",
     "ValkeyFencedSink",
     "ValkeyOutbox",
@@ -356,6 +367,23 @@ describe("public exports", () => {
       for (const name of Object.keys(mod)) expect(names).toContain(name);
     }, 60_000);
   }
+
+  it("./durable's step effects (deprecated there) are each engine's own", async () => {
+    const durable = (await import(sourceOf("./dist/durable/index.js"))) as Record<string, unknown>;
+    const moved: [string, string[]][] = [
+      ["dynamodb", ["DynamoDBStepEffects"]],
+      ["postgres", ["PostgresStepEffects", "createPostgresStepEffectsTable"]],
+      ["sqlite", ["SqliteStepEffects"]],
+      ["valkey", ["ValkeyStepEffects"]],
+    ];
+    for (const [folder, names] of moved) {
+      const own = (await import(sourceOf(`./dist/engines/${folder}/index.js`))) as Record<string, unknown>;
+      for (const name of names) {
+        expect(own[name], name).toBeTypeOf("function");
+        expect(durable[name], name).toBe(own[name]);
+      }
+    }
+  }, 60_000);
 
   for (const [subpath, names] of Object.entries(PUBLIC)) {
     it(`${subpath} exports exactly its public names`, async () => {

@@ -1,7 +1,8 @@
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { LambdaClient } from "@aws-sdk/client-lambda";
 import { GetObjectCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
-import { DynamoDBStepEffects, type StableEvent } from "../../src/durable/index.js";
+import type { StableEvent } from "../../src/durable/index.js";
+import { DynamoDBStepEffects } from "../../src/engines/dynamodb/index.js";
 import { DynamoDBFencedSink } from "../../src/engines/dynamodb/sink.js";
 import { DynamoDBStore } from "../../src/engines/dynamodb/store.js";
 import { requireEnv } from "../shared/env.js";

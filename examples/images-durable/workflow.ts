@@ -2,11 +2,11 @@ import { type DurableContext, withDurableExecution } from "@aws/durable-executio
 import type { StateStore } from "../../src/core/store.js";
 import {
   type DispatchedPayload,
-  type DynamoDBStepEffects,
   durableEventBridgeDispatcher,
   type LambdaInvoker,
   type StableEvent,
 } from "../../src/durable/index.js";
+import type { DynamoDBStepEffects } from "../../src/engines/dynamodb/index.js";
 import type { DynamoDBFencedSink } from "../../src/engines/dynamodb/sink.js";
 import { updateEffect } from "../../src/engines/dynamodb/sink-update.js";
 

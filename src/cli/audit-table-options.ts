@@ -1,6 +1,6 @@
 import * as opt from "../core/options.js";
 import type { EngineConnection } from "../engines/connection.js";
-import { AUDIT_STORE_NAMES, engine, type StoreName } from "../engines/registry.js";
+import { AUDIT_ENGINE_NAMES, type EngineName, engine } from "../engines/registry.js";
 import type { FlagSpec } from "./options.js";
 import { CONNECTION_FLAGS, STATE_CONNECTION_OPTIONS } from "./state/options.js";
 
@@ -11,12 +11,12 @@ const TABLE_CONNECTION_KEYS = ["endpoint", "region", "databaseUrl", "schema", "f
 export interface AuditConnectionOptions
   extends Pick<EngineConnection, (typeof TABLE_CONNECTION_KEYS)[number]> {
   /** Default `dynamodb`. */
-  engine?: StoreName;
+  engine?: EngineName;
 }
 
 /** The engine, and the connection flags of `eonce state` (src/cli/state/options.ts) that reach its table. */
 export const AUDIT_CONNECTION_OPTIONS = opt.schemaFor<AuditConnectionOptions>()({
-  engine: opt.oneOf(AUDIT_STORE_NAMES, { default: "dynamodb", doc: "the table's engine" }),
+  engine: opt.oneOf(AUDIT_ENGINE_NAMES, { default: "dynamodb", doc: "the table's engine" }),
   ...opt.pickFields(STATE_CONNECTION_OPTIONS, TABLE_CONNECTION_KEYS),
 });
 

@@ -1,6 +1,6 @@
 import type { DuplicateExample, DuplicateGroup } from "../audit/duplicate-tally.js";
 import type { TableAuditReport } from "../audit/table-audit.js";
-import { engine, isStoreName } from "../engines/registry.js";
+import { engine, isEngineName } from "../engines/registry.js";
 
 /** `eonce audit table`'s human report: the figures, then the most duplicated effects and groups, then the verdict. */
 export function formatTableAudit(r: TableAuditReport): string {
@@ -35,7 +35,7 @@ function cost(r: TableAuditReport): string[] {
   const seconds = r.wallMs / 1000;
   const rate = seconds > 0 ? Math.round(r.scannedCount / seconds) : r.scannedCount;
   const pace = `${count(r.pages, "page")}, ${seconds.toFixed(1)} s (${rate} rows/s)`;
-  const lines = isStoreName(r.engine) ? engine(r.engine).auditCost?.(r, pace) : undefined;
+  const lines = isEngineName(r.engine) ? engine(r.engine).auditCost?.(r, pace) : undefined;
   return lines ?? [`read ${r.scannedCount} rows, ${pace}`];
 }
 

@@ -3,7 +3,7 @@ import type { Command } from "commander";
 import type { TableScanProgress } from "../audit/table-audit.js";
 import { OptionsError } from "../core/errors.js";
 import { TABLE_AUDIT_OPTIONS, type TableAuditOptions } from "../engines/dynamodb/audit-rows.js";
-import { AUDIT_STORE_NAMES, engine, isStoreName } from "../engines/registry.js";
+import { AUDIT_ENGINE_NAMES, engine, isEngineName } from "../engines/registry.js";
 import {
   AUDIT_CONNECTION_FLAGS,
   AUDIT_CONNECTION_OPTIONS,
@@ -47,7 +47,7 @@ export function registerAuditTable(audit: Command): Command {
   const command = audit
     .command("table")
     .description(
-      `read a table (${AUDIT_STORE_NAMES.join(", ")}) and report the effects held by more than one row (duplicates)`,
+      `read a table (${AUDIT_ENGINE_NAMES.join(", ")}) and report the effects held by more than one row (duplicates)`,
     )
     .argument("<table>", "table name");
   const auditOptions = addSchemaOptions(command, TABLE_AUDIT_OPTIONS, FLAGS);
@@ -127,7 +127,7 @@ async function auditOn(table: string, c: ResolvedAuditConnection, options: Commo
  */
 function errorName(error: unknown, engineName: string): string {
   if (!(error instanceof Error) || error instanceof OptionsError) return "";
-  const prefix = isStoreName(engineName) ? engine(engineName).errorPrefix?.(error) : undefined;
+  const prefix = isEngineName(engineName) ? engine(engineName).errorPrefix?.(error) : undefined;
   if (prefix !== undefined) return prefix;
   return error.name === "Error" || error.name === "TableAuditSourceError" ? "" : `${error.name}: `;
 }

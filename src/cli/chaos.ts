@@ -2,14 +2,15 @@
 import { realpathSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import cliProgress from "cli-progress";
-import { Command, CommanderError, InvalidArgumentError } from "commander";
-import type { StoreName } from "../engines/registry.js";
+import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
 import {
-  ENGINES,
-  INLINE_STORE_NAMES,
-  isStoreName,
-  SERVER_STORE_NAMES,
-  STORE_NAMES,
+  ENGINE_MODES,
+  ENGINE_NAMES,
+  type EngineName,
+  INLINE_ENGINE_NAMES,
+  inlineAlias,
+  isEngineName,
+  SERVER_ENGINE_NAMES,
 } from "../engines/registry.js";
 import type { OutboxBreak } from "../sim/broken.js";
 import {
@@ -28,7 +29,11 @@ import { INVARIANTS, type Violation } from "../sim/observer.js";
 interface ChaosOptions {
   histories: number;
   seed: number;
-  store: StoreName;
+  /** The engine, in its inline mode with `inline` (a deprecated `<engine>-inline` name: resolved by `selected`). */
+  engine: EngineName;
+  /** @deprecated `--store`: `--engine`'s old name. */
+  store?: EngineName;
+  inline?: boolean;
   json?: boolean;
   replay?: number;
   replayPath?: string;
@@ -51,17 +56,12 @@ interface ChaosOptions {
  * replays it. Exits 1 when there are violations.
  */
 export function registerChaos(program: Command): void {
-  program
+  const command = program
     .command("chaos")
     .description("run the guard through seeded fault-injected histories and check its invariants")
     .option("--histories <n>", "how many seeded histories", integer, 1000)
-    .option("--seed <n>", "seed of the first history (history i has seed + i)", integer, 1)
-    .option(
-      "--store <name>",
-      `${STORE_NAMES.join(", ")} (src/engines/registry.ts); ${SERVER_STORE_NAMES.join(", ")} run on a server: their own, or their test server's URL (docs/store-authors.md)`,
-      storeName,
-      "memory",
-    )
+    .option("--seed <n>", "seed of the first history (history i has seed + i)", integer, 1);
+  addEngineOptions(command)
     .option("--json", "print the summary as JSON")
     .option("--replay <seed>", "run only the history with this seed and print its trace", integer)
     .option("--exhaustive", "also explore every interleaving of the small cases (memory)")
@@ -95,13 +95,13 @@ export function registerChaos(program: Command): void {
     .option("--dynamodb-endpoint <url>", "use this running DynamoDB Local instead of starting one")
     .option(
       "--concurrency <n>",
-      `histories on a server store (${SERVER_STORE_NAMES.join(", ")}) in parallel (default 12)`,
+      `histories on a server engine (${SERVER_ENGINE_NAMES.join(", ")}) in parallel (default 12)`,
       integer,
     )
     .action(async (options: ChaosOptions) => {
       process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
       try {
-        process.exitCode = await chaos(options);
+        process.exitCode = await chaos(selected(options));
       } catch (error) {
         process.stderr.write(`eonce chaos: ${error instanceof Error ? error.message : String(error)}\n`);
         process.exitCode = 2;
@@ -109,16 +109,53 @@ export function registerChaos(program: Command): void {
     });
 }
 
+/** `--engine` (`--store`, its old name) and `--inline`: the engine and its mode (read together by `selected`). */
+function addEngineOptions(command: Command): Command {
+  return command
+    .option(
+      "--engine <name>",
+      `${ENGINE_NAMES.join(", ")} (src/engines/registry.ts); ${SERVER_ENGINE_NAMES.join(", ")} run on a server: their own, or their test server's URL (docs/store-authors.md)`,
+      engineName,
+      "memory",
+    )
+    .option(
+      "--inline",
+      `the engine's inline mode: the state in the user's rows (${INLINE_ENGINE_NAMES.join(", ")})`,
+    )
+    .addOption(new Option("--store <name>", "deprecated: --engine").argParser(engineName));
+}
+
 /** The help of `--break`: every broken part the simulator has, by the mode it needs. */
 function breakHelp(): string {
   return `wrap the store in a deliberately broken one: ${Object.keys(BROKEN_STORES).join(", ")}; or, on the inline stores, map rows with a broken mapping: ${Object.keys(BROKEN_ROW_KEYS).join(", ")}; or, with --durable, key steps otherwise: ${Object.keys(BROKEN_STEPS).join(", ")}; or, with --streams, move checkpoints otherwise: ${Object.keys(BROKEN_STREAMS).join(", ")}; or, with --outbox, relay or publish otherwise: ${Object.keys(BROKEN_OUTBOX).join(", ")}; or encode keys lossily: ${Object.keys(BROKEN_KEYS).join(", ")}; or, on an engine whose writes meet foreign values, weaken the pre-write check: ${Object.keys(BROKEN_WRITE_CHECKS).join(", ")}`;
 }
 
-/** The engines `has` holds for, for the help. */
-function enginesWith(has: (e: (typeof ENGINES)[number]) => boolean): string {
-  return ENGINES.filter(has)
-    .map((e) => e.name)
-    .join(", ");
+/** The engines (`--inline`: in their inline mode) `has` holds for, for the help. */
+function enginesWith(has: (e: (typeof ENGINE_MODES)[number]) => boolean): string {
+  return [...new Set(ENGINE_MODES.filter(has).map((e) => `${e.name}${e.inline ? " --inline" : ""}`))].join(
+    ", ",
+  );
+}
+
+/**
+ * The engine and mode asked for: `--engine` (or its old name `--store`) and `--inline`; a deprecated
+ * `<engine>-inline` name is the engine with `--inline`.
+ */
+function selected(o: ChaosOptions): ChaosOptions {
+  const name = o.store ?? o.engine;
+  const alias = inlineAlias(name);
+  const chosen = { ...o, engine: alias ?? name, inline: alias !== undefined || o.inline === true };
+  delete chosen.store;
+  if (chosen.inline && !INLINE_ENGINE_NAMES.includes(chosen.engine))
+    throw new Error(
+      `--inline: the ${chosen.engine} engine has no inline mode (${INLINE_ENGINE_NAMES.join(", ")})`,
+    );
+  return chosen;
+}
+
+/** `--engine memory`, `--engine dynamodb --inline`: the flags that select the run's engine and mode. */
+function engineFlags(o: ChaosOptions): string {
+  return `--engine ${o.engine}${o.inline ? " --inline" : ""}`;
 }
 
 function common(o: ChaosOptions) {
@@ -136,10 +173,11 @@ function common(o: ChaosOptions) {
     throw new Error("--outbox is a kind of history of its own: not with --durable, --wrappers or --streams");
   if (steps && !o.durable) throw new Error(`--break ${o.break} needs --durable`);
   if (streams && !o.streams) throw new Error(`--break ${o.break} needs --streams`);
-  if (rows && !(INLINE_STORE_NAMES as readonly StoreName[]).includes(o.store))
-    throw new Error(`--break ${o.break} needs --store ${INLINE_STORE_NAMES.join(" or ")}`);
+  if (rows && !o.inline)
+    throw new Error(`--break ${o.break} needs --inline (--engine ${INLINE_ENGINE_NAMES.join(" or ")})`);
   return {
-    store: o.store,
+    engine: o.engine,
+    inline: o.inline === true,
     ...(o.dynamodbEndpoint ? { endpoint: o.dynamodbEndpoint } : {}),
     ...(broken ? { wrapStore: broken.wrap } : {}),
     ...(rows ? { rowKey: rows.rowKey } : {}),
@@ -160,7 +198,7 @@ function common(o: ChaosOptions) {
 /** The command line that replays one history of this run. */
 function replayCommand(o: ChaosOptions, seed: number): string {
   const extra = [
-    o.store !== "memory" ? `--store ${o.store}` : "",
+    o.engine !== "memory" || o.inline ? engineFlags(o) : "",
     o.durable ? "--durable" : "",
     o.break ? `--break ${o.break}` : "",
     o.unfencedSink ? "--unfenced-sink" : "",
@@ -174,7 +212,7 @@ function replayCommand(o: ChaosOptions, seed: number): string {
 }
 
 async function chaos(o: ChaosOptions): Promise<number> {
-  if (o.unfencedSink && o.store !== "memory") throw new Error("--unfenced-sink needs --store memory");
+  if (o.unfencedSink && o.engine !== "memory") throw new Error("--unfenced-sink needs --engine memory");
   if (o.waitForReplicas && !o.failover) throw new Error("--wait-for-replicas needs --failover");
   if (o.replayPath !== undefined) return replayExhaustive(o.replayPath);
   if (o.replay !== undefined) return replayHistory(o, o.replay);
@@ -225,7 +263,7 @@ async function replayHistory(o: ChaosOptions, seed: number): Promise<number> {
     process.stdout.write(`${JSON.stringify({ seed: r.seed, config, violations, beyondSkew, trace })}\n`);
     return violations.length > 0 ? 1 : 0;
   }
-  process.stdout.write(`history ${r.seed} (${o.store}): ${JSON.stringify(r.config)}\n`);
+  process.stdout.write(`history ${r.seed} (${engineFlags(o)}): ${JSON.stringify(r.config)}\n`);
   process.stdout.write(`${(r.trace ?? []).join("\n")}\n`);
   process.stdout.write(
     r.violations.length === 0
@@ -319,7 +357,8 @@ function jsonReport(o: ChaosOptions, r: Report): string {
     violations: r.violations,
     states: r.states,
     faults: s.faults,
-    store: o.store,
+    engine: o.engine,
+    ...(o.inline ? { inline: true } : {}),
     ...(o.wrappers ? { wrappers: true } : {}),
     ...(o.streams ? { streams: true } : {}),
     ...(o.outbox ? { outbox: true } : {}),
@@ -343,7 +382,7 @@ function textReport(o: ChaosOptions, r: Report): string[] {
       .map(([k, v]) => `${k} ${v}`)
       .join(", ");
   return [
-    `${s.histories} ${o.wrappers ? "wrapper " : o.streams ? "stream " : o.outbox ? "outbox " : ""}histories on ${o.store}${o.failover ? ` with a failover${o.waitForReplicas ? " (waitForReplicas)" : ""}` : ""} (seeds ${o.seed}..${o.seed + s.histories - 1}), ${s.states} distinct, in ${(s.wallMs / 1000).toFixed(1)}s`,
+    `${s.histories} ${o.wrappers ? "wrapper " : o.streams ? "stream " : o.outbox ? "outbox " : ""}histories on ${o.engine}${o.inline ? " (inline)" : ""}${o.failover ? ` with a failover${o.waitForReplicas ? " (waitForReplicas)" : ""}` : ""} (seeds ${o.seed}..${o.seed + s.histories - 1}), ${s.states} distinct, in ${(s.wallMs / 1000).toFixed(1)}s`,
     `faults: ${list(s.faults)}`,
     `clocks beyond the skew bound: ${s.beyondSkew} histories (${s.beyondSkewUnreported} violations there not reported: the guarantee does not hold)`,
     ...r.exhaustive.map(
@@ -384,10 +423,14 @@ function integer(value: string): number {
   return n;
 }
 
-/** An engine's name (src/engines/registry.ts); `inline`, the simulator's old name of `dynamodb-inline`, still works. */
-function storeName(value: string): StoreName {
+/**
+ * An engine's name (src/engines/registry.ts); the deprecated `<engine>-inline` names, and `inline` (the
+ * simulator's old name of `dynamodb-inline`), still work: `selected` reads them as the engine with `--inline`.
+ */
+function engineName(value: string): EngineName {
   const name = value === "inline" ? "dynamodb-inline" : value;
-  if (!isStoreName(name)) throw new InvalidArgumentError(`expected ${STORE_NAMES.join(", ")}`);
+  if (!isEngineName(name) && inlineAlias(name) === undefined)
+    throw new InvalidArgumentError(`expected ${ENGINE_NAMES.join(", ")}`);
   return name;
 }
 

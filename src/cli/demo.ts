@@ -145,7 +145,7 @@ function list(value: string, previous: string[] | undefined): string[] {
 
 /** Each demo engine with a server of its own, and the variable that names a running one instead. */
 function demoServerVariables(): string {
-  return DEMO_STATE_STORES.map(engine)
+  return DEMO_STATE_STORES.map((name) => engine(name))
     .flatMap((e) => (e.localServer ? [`${e.name} ${e.env[e.localServer.option] ?? ""}`] : []))
     .join(", ");
 }

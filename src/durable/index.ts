@@ -4,18 +4,11 @@
  * @module effectively-once/durable
  */
 
-export {
-  DynamoDBStepEffects,
-  type DynamoDBStepEffectsOptions,
-} from "../engines/dynamodb/step-effects.js";
-export {
-  createPostgresStepEffectsTable,
-  PostgresStepEffects,
-  type PostgresStepEffectsOptions,
-  type PostgresStepEffectsTableOptions,
-} from "../engines/postgres/step-effects.js";
-export { SqliteStepEffects, type SqliteStepEffectsOptions } from "../engines/sqlite/step-effects.js";
-export { ValkeyStepEffects, type ValkeyStepEffectsOptions } from "../engines/valkey/step-effects.js";
+import * as dynamodb from "../engines/dynamodb/step-effects.js";
+import * as postgres from "../engines/postgres/step-effects.js";
+import * as sqlite from "../engines/sqlite/step-effects.js";
+import * as valkey from "../engines/valkey/step-effects.js";
+
 export {
   type DispatchResult,
   type DurableDispatcherOptions,
@@ -50,3 +43,36 @@ export {
 } from "./step-effects.js";
 export type { FenceHolder, StepIdentity, StepRef } from "./step-keys.js";
 export type { StepEffectsCommonOptions } from "./step-options.js";
+
+/*
+ * Each engine's step effects, now exported by the engine's own subpath (`effectively-once/engines/<engine>`): the
+ * names here stay one minor version, for code that imported them from this subpath.
+ */
+/** @deprecated Import it from `effectively-once/engines/dynamodb` (or the root entry); removed in 0.3. */
+export const DynamoDBStepEffects = dynamodb.DynamoDBStepEffects;
+/** @deprecated Import it from `effectively-once/engines/dynamodb` (or the root entry); removed in 0.3. */
+export type DynamoDBStepEffects = dynamodb.DynamoDBStepEffects;
+/** @deprecated Import it from `effectively-once/engines/dynamodb` (or the root entry); removed in 0.3. */
+export type DynamoDBStepEffectsOptions = dynamodb.DynamoDBStepEffectsOptions;
+/** @deprecated Import it from `effectively-once/engines/postgres`; removed in 0.3. */
+export const PostgresStepEffects = postgres.PostgresStepEffects;
+/** @deprecated Import it from `effectively-once/engines/postgres`; removed in 0.3. */
+export type PostgresStepEffects = postgres.PostgresStepEffects;
+/** @deprecated Import it from `effectively-once/engines/postgres`; removed in 0.3. */
+export type PostgresStepEffectsOptions = postgres.PostgresStepEffectsOptions;
+/** @deprecated Import it from `effectively-once/engines/postgres`; removed in 0.3. */
+export const createPostgresStepEffectsTable = postgres.createPostgresStepEffectsTable;
+/** @deprecated Import it from `effectively-once/engines/postgres`; removed in 0.3. */
+export type PostgresStepEffectsTableOptions = postgres.PostgresStepEffectsTableOptions;
+/** @deprecated Import it from `effectively-once/engines/sqlite`; removed in 0.3. */
+export const SqliteStepEffects = sqlite.SqliteStepEffects;
+/** @deprecated Import it from `effectively-once/engines/sqlite`; removed in 0.3. */
+export type SqliteStepEffects = sqlite.SqliteStepEffects;
+/** @deprecated Import it from `effectively-once/engines/sqlite`; removed in 0.3. */
+export type SqliteStepEffectsOptions = sqlite.SqliteStepEffectsOptions;
+/** @deprecated Import it from `effectively-once/engines/valkey`; removed in 0.3. */
+export const ValkeyStepEffects = valkey.ValkeyStepEffects;
+/** @deprecated Import it from `effectively-once/engines/valkey`; removed in 0.3. */
+export type ValkeyStepEffects = valkey.ValkeyStepEffects;
+/** @deprecated Import it from `effectively-once/engines/valkey`; removed in 0.3. */
+export type ValkeyStepEffectsOptions = valkey.ValkeyStepEffectsOptions;

@@ -183,7 +183,7 @@ export class StepEffects<W extends AtomicWrite = AtomicWrite> {
     const engine = this.#engine;
     if (!engine.isWrite(write)) {
       throw new UnsupportedAtomicWriteError(
-        `${engine.what} folds ${engine.engine} writes only, not a ${write.engine} write`,
+        `${engine.what} folds ${engine.displayName} writes only, not a ${write.engine} write`,
       );
     }
     engine.checkWrite?.(write);

@@ -36,8 +36,8 @@ export type StepCommitAnswer =
 export interface StepEffectsEngine<W extends AtomicWrite> {
   /** The class name, for errors. */
   readonly what: string;
-  /** The engine's name in errors ("DynamoDB"). */
-  readonly engine: string;
+  /** The engine's name in errors: its `Engine.displayName` ("DynamoDB"). */
+  readonly displayName: string;
   /** Whether `write` is one of this engine's. */
   isWrite(write: AtomicWrite): write is W;
   /** Throws an `UnsupportedAtomicWriteError` for a write of the engine this one cannot fold (another server, file). */

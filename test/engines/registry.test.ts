@@ -4,7 +4,17 @@ import { stateEnvironment } from "../../src/cli/run/local-state.js";
 import { resolveRunOptions } from "../../src/cli/run/options.js";
 import { ResultSerializationError } from "../../src/core/errors.js";
 import { serializeStepResult } from "../../src/durable/step-result.js";
-import { ENGINES, EngineRegistrationError, engine } from "../../src/engines/registry.js";
+import {
+  ENGINE_MODES,
+  ENGINE_NAMES,
+  ENGINES,
+  EngineRegistrationError,
+  engine,
+  INLINE_ENGINE_NAMES,
+  inlineAlias,
+  MODE_NAMES,
+  modeName,
+} from "../../src/engines/registry.js";
 
 /*
  * The registry's engines as the tools read them (src/engines/registry.ts): each a folder with its engine.ts and the
@@ -22,9 +32,43 @@ describe("the engines of the registry", () => {
     }
   });
 
+  it("has one engine per folder, and an inline mode of the same name where the engine keeps state inline", () => {
+    expect(new Set(ENGINES.map((e) => e.folder)).size).toBe(ENGINES.length);
+    expect(ENGINE_NAMES).toEqual(ENGINES.map((e) => e.name));
+    expect(ENGINE_NAMES.some((n) => n.endsWith("-inline"))).toBe(false);
+    expect(INLINE_ENGINE_NAMES).toEqual(expect.arrayContaining(["dynamodb", "postgres"]));
+    for (const e of ENGINES) {
+      expect(e.inline, e.name).toBe(false);
+      if (!e.inlineMode) continue;
+      expect(e.inlineMode).toMatchObject({ name: e.name, folder: e.folder, inline: true });
+      expect(engine(e.name, { inline: true })).toBe(e.inlineMode);
+    }
+  });
+
+  it("lists every mode for the test kit and the simulator: both modes of the inline engines", () => {
+    expect(MODE_NAMES).toEqual(ENGINE_MODES.map(modeName));
+    expect(MODE_NAMES).toEqual(
+      expect.arrayContaining(["dynamodb", "dynamodb-inline", "postgres", "postgres-inline", "memory"]),
+    );
+    expect(ENGINE_MODES).toHaveLength(ENGINES.length + INLINE_ENGINE_NAMES.length);
+  });
+
+  it("reads the deprecated -inline names as the engine's inline mode", () => {
+    expect(inlineAlias("postgres-inline")).toBe("postgres");
+    expect(inlineAlias("dynamodb-inline")).toBe("dynamodb");
+    expect(inlineAlias("sqlite-inline")).toBeUndefined();
+    expect(inlineAlias("postgres")).toBeUndefined();
+    expect(engine("postgres-inline")).toBe(engine("postgres", { inline: true }));
+    expect(engine("postgres", { inline: false }).inline).toBe(false);
+  });
+
+  it("refuses the inline mode of an engine without one", () => {
+    expect(() => engine("sqlite", { inline: true })).toThrow(/the sqlite engine has no inline mode/);
+  });
+
   it("names an unknown engine's error after the names it has", () => {
     expect(() => engine("nope")).toThrow(EngineRegistrationError);
-    expect(() => engine("nope")).toThrow(/no engine named nope \(dynamodb, /);
+    expect(() => engine("nope")).toThrow(/no engine named nope \(dynamodb, memory, /);
   });
 });
 
@@ -42,6 +86,9 @@ describe("eonce run's handler variables, from the engine's env", () => {
     expect(env({ stateStore: "valkey", stateUrl: "redis://h:6379", keyPrefix: "p:" })).toEqual({
       VALKEY_URL: "redis://h:6379",
       STATE_KEY_PREFIX: "p:",
+    });
+    expect(env({ stateStore: "postgres", inline: true, stateTable: "photos" })).toEqual({
+      STATE_TABLE: "photos",
     });
     expect(env({})).toEqual({});
   });

@@ -1,9 +1,14 @@
-/** The store engines the store and guard suites run on, and the `EONCE_STORES` filter: the engines' one list. */
-import { STORE_NAMES, type StoreName } from "../../src/engines/registry.js";
+/**
+ * The stores the store and guard suites run on, and the `EONCE_STORES` filter: each engine in each of its modes
+ * (src/engines/registry.ts `ENGINE_MODES`), named by `modeName`: `dynamodb`, `dynamodb-inline`, ….
+ */
+import { type EngineModeName, MODE_NAMES } from "../../src/engines/registry.js";
 // The test suite's own engines join the list first (registerEngine).
 import "./test-engines.js";
 
-export { STORE_NAMES, type StoreName };
+/** A store under test: an engine in one of its modes. */
+export type StoreName = EngineModeName;
+export const STORE_NAMES: readonly StoreName[] = MODE_NAMES;
 
 /** `"a, b"` → `["a", "b"]`; unset → undefined (no filter). */
 export function parseStoreList(list: string | undefined): string[] | undefined {

@@ -2,7 +2,7 @@ import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { afterAll, beforeAll } from "vitest";
 import { StoreError } from "../../src/core/errors.js";
 import type { AtomicWrite, StateStore } from "../../src/core/store.js";
-import { ENGINES } from "../../src/engines/registry.js";
+import { ENGINE_MODES, modeName } from "../../src/engines/registry.js";
 import type { RequestCounter } from "../../src/observe/request-counter.js";
 import type { Outbox, OutboxReader } from "../../src/outbox/types.js";
 import { type StoreName, selectStoreNames } from "./store-names.js";
@@ -61,18 +61,19 @@ export type StoreFactory = { name: StoreName; make(): Promise<StoreUnderTest> };
 type UnderTestModule = { storesUnderTest?: Record<string, () => Promise<StoreUnderTest>> };
 
 /**
- * Every engine of the registry (src/engines/registry.ts, with the test suite's own: test-engines.ts), each made by
- * the `storesUnderTest` of its folder's test/engines/<folder>/under-test.ts, loaded when the suite needs it. An
- * engine without one fails every store suite at once.
+ * Every engine of the registry (src/engines/registry.ts, with the test suite's own: test-engines.ts) in each of its
+ * modes (`ENGINE_MODES`: the inline ones too), each made by the `storesUnderTest` of its folder's
+ * test/engines/<folder>/under-test.ts under its `modeName`, loaded when the suite needs it. A mode without one fails
+ * every store suite at once.
  */
-export const ALL_STORES: StoreFactory[] = ENGINES.map((e) => ({
-  name: e.name,
+export const ALL_STORES: StoreFactory[] = ENGINE_MODES.map((e) => ({
+  name: modeName(e),
   async make() {
     const module = (await import(`../engines/${e.folder}/under-test.ts`)) as UnderTestModule;
-    const make = module.storesUnderTest?.[e.name];
+    const make = module.storesUnderTest?.[modeName(e)];
     if (!make)
       throw new Error(
-        `engine ${e.name} (src/engines/registry.ts) has no factory in test/engines/${e.folder}/under-test.ts storesUnderTest`,
+        `engine ${modeName(e)} (src/engines/registry.ts) has no factory in test/engines/${e.folder}/under-test.ts storesUnderTest`,
       );
     return make();
   },

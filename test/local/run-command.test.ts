@@ -140,7 +140,7 @@ const ENGINES: { kind: string; setup(t: string): Promise<EngineState> }[] = [
   {
     kind: "dynamodb-inline",
     setup: async (t) => ({
-      flags: ["--state-store", "dynamodb-inline", "--state-table", `eng-rows-${t}`],
+      flags: ["--state-store", "dynamodb", "--inline", "--state-table", `eng-rows-${t}`],
       close: async () => {},
     }),
   },
@@ -160,7 +160,7 @@ const ENGINES: { kind: string; setup(t: string): Promise<EngineState> }[] = [
     async setup() {
       const db = await testDatabase("run_rows");
       return {
-        flags: ["--state-store", "postgres-inline", "--schema", db.schema, "--state-table", "photos"],
+        flags: ["--state-store", "postgres", "--inline", "--schema", db.schema, "--state-table", "photos"],
         env: { DATABASE_URL: POSTGRES_URL },
         close: () => db.close(),
       };

@@ -7,7 +7,7 @@ import type { RunReport } from "../../src/cli/run/run-handler.js";
 import { eonce } from "./cli-helpers.js";
 
 /**
- * `eonce run --state-store postgres|postgres-inline|valkey` with no server URL starts a server of the run's own
+ * `eonce run --state-store postgres|valkey` (postgres with `--inline` too) with no server URL starts a server of the run's own
  * (src/cli/run/local-state.ts), and a run on those engines starts no DynamoDB Local: a Java that does not exist is
  * never asked for. The handler gets the URL as DATABASE_URL or VALKEY_URL, the checks read the state there.
  */
@@ -43,7 +43,7 @@ async function runOwn(kind: string, flags: string[]): Promise<RunReport> {
 describe.concurrent("eonce run on a state server of its own", () => {
   it.each([
     ["postgres", ["--state-store", "postgres"]],
-    ["postgres-inline", ["--state-store", "postgres-inline", "--state-table", "photos"]],
+    ["postgres-inline", ["--state-store", "postgres", "--inline", "--state-table", "photos"]],
     ["valkey", ["--state-store", "valkey", "--key-prefix", "own:"]],
   ])(
     "%s with no URL: starts it, no DynamoDB Local; the run is exact and its state read",

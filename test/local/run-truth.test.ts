@@ -313,8 +313,15 @@ describe.concurrent("eonce run start-up errors: one line, before any server star
     await expect(runHandler({ ...base, stateStore: "sqlite" })).rejects.toThrow(
       "--state-store sqlite needs --state-file <path>",
     );
+    await expect(runHandler({ ...base, stateStore: "postgres", inline: true })).rejects.toThrow(
+      "--state-store postgres --inline needs --state-table <name>",
+    );
+    // The deprecated name: the engine with --inline.
     await expect(runHandler({ ...base, stateStore: "postgres-inline" })).rejects.toThrow(
-      "--state-store postgres-inline needs --state-table <name>",
+      "--state-store postgres --inline needs --state-table <name>",
+    );
+    await expect(runHandler({ ...base, stateStore: "valkey", inline: true })).rejects.toThrow(
+      "--inline is not for --state-store valkey",
     );
     await expect(
       runHandler({

@@ -18,7 +18,7 @@ async function caught(
   const s = await runCampaign({
     histories,
     seed: 11,
-    store: "memory",
+    engine: "memory",
     ...(until ? { stopWhen: (sum) => unexplainedInvariants(sum).has(until) } : {}),
     ...o,
   });
@@ -97,7 +97,7 @@ describe("fault simulator catches broken stores", () => {
     const s = await runCampaign({
       histories: 100,
       seed: 11,
-      store: "memory",
+      engine: "memory",
       configure: (c) => ({ ...c, offsets: c.offsets.map((_, i) => (i % 2 === 0 ? 400 : -400)) }),
     });
     expect(s.beyondSkew).toBe(100);

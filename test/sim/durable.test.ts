@@ -13,7 +13,7 @@ const run = promisify(execFile);
 describe("durable histories", () => {
   for (const store of ["memory", "sqlite"] as const) {
     it(`${store}: 100 histories, no violations, every fault kind drawn`, async () => {
-      const s = await runCampaign({ histories: 100, seed: 20261129, store, durable: true });
+      const s = await runCampaign({ histories: 100, seed: 20261129, engine: store, durable: true });
       expect(s.failures).toEqual([]);
       expect(s.violations).toBe(0);
       expect(s.states).toBe(100);

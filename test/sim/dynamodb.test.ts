@@ -11,7 +11,7 @@ describe("fault simulator: seeded histories on DynamoDB Local", () => {
     const s = await runCampaign({
       histories: HISTORIES,
       seed: 1,
-      store: "dynamodb",
+      engine: "dynamodb",
       endpoint: inject("dynamodbEndpoint"),
     });
     console.log(
@@ -30,7 +30,7 @@ describe("a run on a DynamoDB endpoint it was given", () => {
     const client = dynamoDBClient(endpoint);
     const names = async () => (await client.send(new ListTablesCommand({}))).TableNames ?? [];
     const before = new Set(await names());
-    const s = await runCampaign({ histories: 2, seed: 1, store: "dynamodb-inline", endpoint });
+    const s = await runCampaign({ histories: 2, seed: 1, engine: "dynamodb", inline: true, endpoint });
     expect(s.histories).toBe(2);
     expect((await names()).filter((n) => n.startsWith("chaos-") && !before.has(n))).toEqual([]);
     client.destroy();

@@ -14,7 +14,7 @@ const run = promisify(execFile);
 describe("fault simulator: hostile keys", () => {
   for (const store of ["memory", "sqlite"] as const) {
     it(`${store}: 200 histories with hostile keys break no invariant; the malformed events were refused`, async () => {
-      const s = await runCampaign({ histories: 200, seed: 20261129, store });
+      const s = await runCampaign({ histories: 200, seed: 20261129, engine: store });
       expect(s.failures).toEqual([]);
       expect(s.violations).toBe(0);
     }, 120_000);

@@ -14,7 +14,8 @@ describe("fault simulator: seeded histories on inline state (InlineDynamoDBStore
     const s = await runCampaign({
       histories: HISTORIES,
       seed: 1,
-      store: "dynamodb-inline",
+      engine: "dynamodb",
+      inline: true,
       endpoint: inject("dynamodbEndpoint"),
     });
     console.log(
@@ -32,7 +33,8 @@ describe("fault simulator: seeded histories on inline state (InlineDynamoDBStore
     const s = await runCampaign({
       histories: 1,
       seed: 20266855,
-      store: "dynamodb-inline",
+      engine: "dynamodb",
+      inline: true,
       endpoint: inject("dynamodbEndpoint"),
     });
     expect(s.faults["ttl-delete"]).toBe(1);
@@ -50,7 +52,8 @@ describe("fault simulator: seeded histories on inline state (InlineDynamoDBStore
       const s = await runCampaign({
         histories: 60,
         seed: 11,
-        store: "dynamodb-inline",
+        engine: "dynamodb",
+        inline: true,
         endpoint: inject("dynamodbEndpoint"),
         wrapStore: BROKEN_STORES[name]?.wrap,
         // Caught once is enough: the histories after it would only repeat the finding.
@@ -69,7 +72,8 @@ describe("fault simulator: seeded histories on inline state (InlineDynamoDBStore
     const s = await runCampaign({
       histories: 200,
       seed: 5,
-      store: "dynamodb-inline",
+      engine: "dynamodb",
+      inline: true,
       endpoint: inject("dynamodbEndpoint"),
       rowKey: BROKEN_ROW_KEYS["colliding-row-keys"]?.rowKey,
       stopWhen: (sum) => sum.unexplained > 0,

@@ -7,7 +7,7 @@ const HISTORIES = 2_000;
 describe("fault simulator: seeded histories on the memory store", () => {
   it(`${HISTORIES} histories break no invariant and show no known issue (all fixed)`, async () => {
     const started = Date.now();
-    const s = await runCampaign({ histories: HISTORIES, seed: 1, store: "memory" });
+    const s = await runCampaign({ histories: HISTORIES, seed: 1, engine: "memory" });
     console.log(
       `chaos memory: ${JSON.stringify({ ...s, failures: undefined })} in ${Date.now() - started}ms`,
     );
@@ -33,8 +33,8 @@ describe("fault simulator: seeded histories on the memory store", () => {
   }, 180_000);
 
   it("replays a seed exactly: same trace, same outcome", async () => {
-    const a = await runSeed(64, { store: "memory", trace: true });
-    const b = await runSeed(64, { store: "memory", trace: true });
+    const a = await runSeed(64, { engine: "memory", trace: true });
+    const b = await runSeed(64, { engine: "memory", trace: true });
     expect(a.trace?.length).toBeGreaterThan(10);
     expect(b.trace).toEqual(a.trace);
     expect(b.digest).toBe(a.digest);

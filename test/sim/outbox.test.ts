@@ -12,7 +12,7 @@ import type { InvariantId } from "../../src/sim/observer.js";
  */
 describe("fault simulator: publish at commit through the outbox", () => {
   it("300 memory histories break no invariant, with every relay fault drawn", async () => {
-    const s = await runCampaign({ histories: 300, seed: 20261129, store: "memory", outbox: true });
+    const s = await runCampaign({ histories: 300, seed: 20261129, engine: "memory", outbox: true });
     expect(s.unexplained, JSON.stringify(s.failures.slice(0, 3))).toBe(0);
     for (const k of [
       "claim-lost",
@@ -29,14 +29,14 @@ describe("fault simulator: publish at commit through the outbox", () => {
   }, 300_000);
 
   it("100 SQLite histories break no invariant", async () => {
-    const s = await runCampaign({ histories: 100, seed: 20261129, store: "sqlite", outbox: true });
+    const s = await runCampaign({ histories: 100, seed: 20261129, engine: "sqlite", outbox: true });
     expect(s.unexplained, JSON.stringify(s.failures.slice(0, 3))).toBe(0);
     expect(s.faults["relay-crash"]).toBeGreaterThan(0);
   }, 300_000);
 
   it("replays a seed exactly: the relays' claims, sends and marks, the consumers' receives", async () => {
-    const a = await runSeed(20261132, { store: "memory", outbox: true, trace: true });
-    const b = await runSeed(20261132, { store: "memory", outbox: true, trace: true });
+    const a = await runSeed(20261132, { engine: "memory", outbox: true, trace: true });
+    const b = await runSeed(20261132, { engine: "memory", outbox: true, trace: true });
     for (const what of ["claims [", " sent ", " mark ", "c0 receives"])
       expect(
         a.trace?.some((l) => l.includes(what)),
@@ -55,7 +55,7 @@ describe("fault simulator: publish at commit through the outbox", () => {
       const s = await runCampaign({
         histories: 200,
         seed: 20261129,
-        store: "memory",
+        engine: "memory",
         outbox: true,
         outboxBreak,
         stopWhen: (sum) => (sum.byInvariant[invariant] ?? 0) >= 3,

@@ -13,7 +13,12 @@ describe.each(["postgres", "postgres-inline"] as const)(
   "fault simulator: seeded histories on PostgreSQL (%s)",
   (store) => {
     it(`${HISTORIES} histories break no invariant`, async () => {
-      const s = await runCampaign({ histories: HISTORIES, seed: 1, store });
+      const s = await runCampaign({
+        histories: HISTORIES,
+        seed: 1,
+        engine: "postgres",
+        inline: store !== "postgres",
+      });
       expect(s.histories).toBe(HISTORIES);
       expect(s.violations, JSON.stringify(s.failures.slice(0, 3))).toBe(0);
       for (const k of ["fail-before", "lose-response", "delay", "hang", "pause", "duplicate"] as const)
@@ -65,7 +70,10 @@ describe.each(["postgres", "postgres-inline"] as const)(
       const start = await objects(env.schema);
       let coldStarts = 0;
       for (let seed = 1; seed <= 10; seed++)
-        coldStarts += (await runSeed(seed, { store, env: sim })).faults["cold-start"] ?? 0;
+        coldStarts +=
+          (await runSeed(seed, { engine: "postgres", inline: store !== "postgres", env: sim })).faults[
+            "cold-start"
+          ] ?? 0;
       expect(coldStarts).toBeGreaterThan(5);
       expect(await objects(env.schema)).toBe(start);
       await sim.close();
@@ -76,7 +84,18 @@ describe.each(["postgres", "postgres-inline"] as const)(
       const before = new Set(await runSchemas());
       const child = spawn(
         process.execPath,
-        ["--import", "tsx", "src/cli/chaos.ts", "--store", store, "--histories", "100000", "--seed", "7"],
+        [
+          "--import",
+          "tsx",
+          "src/cli/chaos.ts",
+          "--engine",
+          "postgres",
+          ...(store === "postgres" ? [] : ["--inline"]),
+          "--histories",
+          "100000",
+          "--seed",
+          "7",
+        ],
         // A group of its own, as a terminal's job.
         { cwd: process.cwd(), stdio: ["ignore", "pipe", "pipe"], detached: true },
       );

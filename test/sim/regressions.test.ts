@@ -16,7 +16,7 @@ import { EXHAUSTIVE_CASES, replayPath } from "../../src/sim/exhaustive.js";
 describe("regressions found by the fault simulator", () => {
   // Replay: npm run chaos -- --replay 64 (on DynamoDB Local too: --replay 533 --store dynamodb)
   it("seed 64: an event whose claim an older event took over is retried, not acknowledged and lost", async () => {
-    const r = await runSeed(64, { store: "memory", trace: true });
+    const r = await runSeed(64, { engine: "memory", trace: true });
     expect(r.knownIssues).toEqual([]);
     expect(r.violations).toEqual([]);
   });

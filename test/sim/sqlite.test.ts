@@ -5,7 +5,7 @@ const HISTORIES = 300;
 
 describe("fault simulator: seeded histories on SQLite", () => {
   it(`${HISTORIES} histories break no invariant`, async () => {
-    const s = await runCampaign({ histories: HISTORIES, seed: 1, store: "sqlite" });
+    const s = await runCampaign({ histories: HISTORIES, seed: 1, engine: "sqlite" });
     expect(s.histories).toBe(HISTORIES);
     expect(s.unexplained, JSON.stringify(s.failures.slice(0, 3))).toBe(0);
     expect(s.violations, JSON.stringify(s.failures.slice(0, 3))).toBe(0);

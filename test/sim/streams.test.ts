@@ -9,7 +9,7 @@ import { runCampaign, runSeed } from "../../src/sim/campaign.js";
  */
 describe("fault simulator: histories through the Kinesis wrapper", () => {
   it("300 memory histories break no invariant, with every stream fault drawn", async () => {
-    const s = await runCampaign({ histories: 300, seed: 20261129, store: "memory", streams: true });
+    const s = await runCampaign({ histories: 300, seed: 20261129, engine: "memory", streams: true });
     expect(s.unexplained, JSON.stringify(s.failures.slice(0, 3))).toBe(0);
     for (const k of [
       "split",
@@ -24,8 +24,8 @@ describe("fault simulator: histories through the Kinesis wrapper", () => {
   }, 180_000);
 
   it("replays a seed exactly, each answer naming the first failed record", async () => {
-    const a = await runSeed(5, { store: "memory", streams: true, trace: true });
-    const b = await runSeed(5, { store: "memory", streams: true, trace: true });
+    const a = await runSeed(5, { engine: "memory", streams: true, trace: true });
+    const b = await runSeed(5, { engine: "memory", streams: true, trace: true });
     expect(a.trace?.some((l) => l.includes("checkpoint"))).toBe(true);
     expect(b.trace).toEqual(a.trace);
   });
@@ -34,7 +34,7 @@ describe("fault simulator: histories through the Kinesis wrapper", () => {
     const s = await runCampaign({
       histories: 300,
       seed: 11,
-      store: "memory",
+      engine: "memory",
       streams: true,
       checkpointPastFailures: true,
       stopWhen: (sum) => (sum.byInvariant.I1 ?? 0) > 0,

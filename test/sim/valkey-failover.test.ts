@@ -13,7 +13,7 @@ describe("fault simulator: Valkey failover to a lagging replica", () => {
     const s = await runCampaign({
       histories: HISTORIES,
       seed: 1,
-      store: "valkey",
+      engine: "valkey",
       failover: { waitForReplicas: false },
     });
     expect(s.faults.failover).toBeGreaterThan(HISTORIES / 2);
@@ -31,7 +31,7 @@ describe("fault simulator: Valkey failover to a lagging replica", () => {
     const s = await runCampaign({
       histories: HISTORIES,
       seed: 1,
-      store: "valkey",
+      engine: "valkey",
       failover: { waitForReplicas: true },
     });
     expect(s.faults.failover).toBeGreaterThan(HISTORIES / 2);
@@ -40,16 +40,16 @@ describe("fault simulator: Valkey failover to a lagging replica", () => {
   }, 180_000);
 
   it("is off by default, replays from its seed, and is refused on an engine without it", async () => {
-    const plain = await runCampaign({ histories: 20, seed: 1, store: "valkey" });
+    const plain = await runCampaign({ histories: 20, seed: 1, engine: "valkey" });
     expect(plain.faults.failover).toBeUndefined();
-    const o = { store: "valkey", failover: { waitForReplicas: false } } as const;
+    const o = { engine: "valkey", failover: { waitForReplicas: false } } as const;
     const [a, b] = [await runSeed(24, o), await runSeed(24, o)];
     expect(a.faults.failover).toBe(1);
     expect(b.digest).toBe(a.digest);
     expect(b.violations.map((v) => v.message.replace(/h24-\w+/g, ""))).toEqual(
       a.violations.map((v) => v.message.replace(/h24-\w+/g, "")),
     );
-    await expect(runSeed(1, { store: "memory", failover: { waitForReplicas: false } })).rejects.toThrow(
+    await expect(runSeed(1, { engine: "memory", failover: { waitForReplicas: false } })).rejects.toThrow(
       "the memory engine has no failover fault",
     );
   }, 60_000);

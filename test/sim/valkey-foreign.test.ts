@@ -19,7 +19,7 @@ const messages = (s: CampaignSummary) => s.failures.flatMap((f) => f.violations.
  */
 describe("fault simulator: foreign values in Valkey effect targets", () => {
   it("the scripts' checks: the refusal route or exact effects, no violation", async () => {
-    const s = await runCampaign({ histories: 150, seed: 7, store: "valkey", configure: withDedupeEvent });
+    const s = await runCampaign({ histories: 150, seed: 7, engine: "valkey", configure: withDedupeEvent });
     expect(s.faults["foreign-value"]).toBeGreaterThan(20);
     expect(s.violations, JSON.stringify(s.failures.slice(0, 3))).toBe(0);
   }, 300_000);
@@ -29,7 +29,7 @@ describe("fault simulator: foreign values in Valkey effect targets", () => {
     const s = await runCampaign({
       histories: 300,
       seed: 7,
-      store: "valkey",
+      engine: "valkey",
       configure: withDedupeEvent,
       brokenWriteCheck: true,
       stopWhen: (sum) => messages(sum).some((m) => m.includes("landed half")),

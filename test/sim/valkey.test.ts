@@ -5,7 +5,7 @@ const HISTORIES = 100;
 
 describe("fault simulator: seeded histories on Valkey / Redis", () => {
   it(`${HISTORIES} histories break no invariant`, async () => {
-    const s = await runCampaign({ histories: HISTORIES, seed: 1, store: "valkey" });
+    const s = await runCampaign({ histories: HISTORIES, seed: 1, engine: "valkey" });
     expect(s.histories).toBe(HISTORIES);
     expect(s.violations, JSON.stringify(s.failures.slice(0, 3))).toBe(0);
     for (const k of ["fail-before", "lose-response", "delay", "hang", "pause", "duplicate"] as const)

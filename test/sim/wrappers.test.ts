@@ -8,7 +8,7 @@ import { runCampaign, runSeed } from "../../src/sim/campaign.js";
  */
 describe("fault simulator: histories through the Lambda wrappers", () => {
   it("200 memory histories break no invariant", async () => {
-    const s = await runCampaign({ histories: 200, seed: 7, store: "memory", wrappers: true });
+    const s = await runCampaign({ histories: 200, seed: 7, engine: "memory", wrappers: true });
     expect(s.unexplained, JSON.stringify(s.failures.slice(0, 3))).toBe(0);
     for (const k of ["handler-error", "duplicate", "lose-response", "pause"] as const)
       expect(s.faults[k], k).toBeGreaterThan(10);
@@ -16,8 +16,8 @@ describe("fault simulator: histories through the Lambda wrappers", () => {
   }, 180_000);
 
   it("replays a seed exactly", async () => {
-    const a = await runSeed(5, { store: "memory", wrappers: true, trace: true });
-    const b = await runSeed(5, { store: "memory", wrappers: true, trace: true });
+    const a = await runSeed(5, { engine: "memory", wrappers: true, trace: true });
+    const b = await runSeed(5, { engine: "memory", wrappers: true, trace: true });
     expect(a.trace?.some((l) => l.includes("batch item failures"))).toBe(true);
     expect(b.trace).toEqual(a.trace);
   });
@@ -28,7 +28,7 @@ describe("fault simulator: histories through the Lambda wrappers", () => {
     const s = await runCampaign({
       histories: 300,
       seed: 11,
-      store: "memory",
+      engine: "memory",
       wrappers: true,
       wrapStore: broken.wrap,
       configure: (c) => ({ ...c, applyShare: 0.6 }),

@@ -3,7 +3,7 @@ import { type ResolvedRunOptions, RUN_CONNECTION_FIELDS, type RunHandlerOptions 
 
 /**
  * The state server `eonce run` starts itself when the run names an engine with a `localServer` (src/engines/engine.ts)
- * and no server: `--state-store postgres` (or `postgres-inline`) without `--database-url` or DATABASE_URL starts a
+ * and no server: `--state-store postgres` (with `--inline` or not) without `--database-url` or DATABASE_URL starts a
  * PostgreSQL of the run's own (src/local/emulators/postgres-local.ts), `--state-store valkey` without `--state-url` or
  * VALKEY_URL a Valkey or Redis from this machine's binary where there is one (else the handler's default, this
  * machine's port 6379), as `dynamodb` starts DynamoDB Local. The run then goes on as if its URL had been given; the
@@ -28,13 +28,13 @@ export async function startLocalState(
   o: ResolvedRunOptions,
 ): Promise<LocalStateServer> {
   const none = { options, endpoints: {}, stop: async () => {} };
-  const e = o.state ? engine(o.state.store) : undefined;
+  const e = o.state ? engine(o.state.store, o.state) : undefined;
   const local = e?.localServer;
   if (!e || !local || !o.state) return none;
   const variable = e.env[local.option];
   if (given(o, variable, o.state[local.option])) return none;
+  if (local.available && !(await local.available())) return none;
   const server = await local.start();
-  if (!server) return none;
   const field = RUN_CONNECTION_FIELDS[local.option as keyof typeof RUN_CONNECTION_FIELDS];
   return {
     options: { ...options, [field]: server.url },
@@ -47,7 +47,7 @@ export async function startLocalState(
 export function stateEnvironment(o: ResolvedRunOptions): Record<string, string> {
   if (!o.state) return {};
   const c = o.state;
-  const variables: Record<string, string | undefined> = { table: "STATE_TABLE", ...engine(c.store).env };
+  const variables: Record<string, string | undefined> = { table: "STATE_TABLE", ...engine(c.store, c).env };
   const env: Record<string, string> = {};
   for (const [key, variable] of Object.entries(variables)) {
     const value = c[key as keyof typeof c];
@@ -64,7 +64,7 @@ export function stateEnvironment(o: ResolvedRunOptions): Record<string, string> 
 export function needsDynamoDB(o: ResolvedRunOptions): boolean {
   if (!o.state || o.dynamodbEndpoint !== undefined || o.effects !== undefined || o.durable !== undefined)
     return true;
-  return (o.tables?.length ?? 0) > 0 || engine(o.state.store).connection.includes("endpoint");
+  return (o.tables?.length ?? 0) > 0 || engine(o.state.store, o.state).connection.includes("endpoint");
 }
 
 /** A connection closed by the server's shutdown: SQLSTATE 57P01 (admin shutdown), or the socket's end. */

@@ -12,6 +12,7 @@ import {
   schemaFor,
   string,
 } from "../../core/options.js";
+import { INLINE_ENGINE_NAMES } from "../../engines/registry.js";
 import { LOCAL_FUNCTION_OPTIONS } from "../../local/delivery/local-function.js";
 import { STREAM_EVENT_SOURCE_OPTIONS } from "../../local/delivery/stream-event-source.js";
 import { isShare, numberField } from "../../local/fields.js";
@@ -19,6 +20,7 @@ import { LOCAL_RUNTIME_OPTIONS, type LocalRuntimeOptions } from "../../local/run
 import { type FaultOptions, resolveFaults } from "../../sim/live/faults.js";
 import {
   type ConnectionFlagNames,
+  engineField,
   type ResolvedConnection,
   resolveConnection,
   STATE_CONNECTION_OPTIONS,
@@ -70,8 +72,10 @@ export interface RunHandlerOptions {
    * DynamoDB kinds; sets STATE_TABLE unless `env` has it.
    */
   stateTable?: string;
-  /** Where the handler keeps the guard's state; default `dynamodb` when any state option is given. */
+  /** The engine where the handler keeps the guard's state; default `dynamodb` when any state option is given. */
   stateStore?: StateStoreKind;
+  /** The engine's inline mode: the state in the rows of `stateTable` (`--inline`). */
+  inline?: boolean;
   /**
    * The state's connection, as `eonce state` takes it (src/cli/state/options.ts). For the handler, each sets the
    * variable its engine names (`Engine.env`: `databaseUrl` DATABASE_URL, `schema` STATE_SCHEMA, `stateFile`
@@ -87,7 +91,7 @@ export interface RunHandlerOptions {
   /**
    * A state server's URL (Valkey: sets the handler's VALKEY_URL unless `env` has it). Without a server's URL (nor
    * its variable), an engine with a `localServer` starts one of the run's own: `--state-store valkey` a Valkey where
-   * a server binary is on the PATH, `postgres` and `postgres-inline` a PostgreSQL (local-state.ts).
+   * a server binary is on the PATH, `postgres` (with `--inline` or not) a PostgreSQL (local-state.ts).
    */
   stateUrl?: StateConnectionOptions["url"];
   /** Valkey's key prefix: sets the handler's STATE_KEY_PREFIX unless `env` has it. */
@@ -186,8 +190,11 @@ export const RUN_OPTIONS = schemaFor<RunHandlerOptions>()({
   stateTable: string({
     doc: "the guard's state table (inline kinds: your table): set STATE_TABLE, create it on DynamoDB, check I2/I3 in it",
   }),
-  stateStore: oneOf(STATE_STORE_KINDS, {
-    doc: "where the handler keeps the guard's state, read for I2/I3 (default dynamodb with --state-table)",
+  stateStore: engineField(STATE_STORE_KINDS, {
+    doc: "the engine where the handler keeps the guard's state, read for I2/I3 (default dynamodb with --state-table)",
+  }),
+  inline: boolean({
+    doc: `the state inline in the rows of --state-table (the engine's inline mode: ${INLINE_ENGINE_NAMES.join(", ")})`,
   }),
   ...pickFields(STATE_CONNECTION_OPTIONS, [
     "keyAttribute",
@@ -332,6 +339,7 @@ export function resolveRunOptions(options: RunHandlerOptions): ResolvedRunOption
 
 /** The run's option of each connection option (the rest are named alike). */
 export const RUN_CONNECTION_FIELDS = {
+  inline: "inline",
   table: "stateTable",
   keyAttribute: "keyAttribute",
   keyColumn: "keyColumn",

@@ -28,7 +28,7 @@ export const RUN_STATE_LIMIT = 1_000_000;
 
 /** The kind and table (or file) the state is in, for the report. */
 export async function stateWhere(c: ResolvedConnection): Promise<string> {
-  return engine(c.store).where(c);
+  return engine(c.store, c).where(c);
 }
 
 /**
@@ -41,7 +41,7 @@ export async function prepareState(
   dynamodbEndpoint: string,
 ): Promise<void> {
   if (!c) return;
-  await engine(c.store).prepareRunState?.(c, dynamodbEndpoint);
+  await engine(c.store, c).prepareRunState?.(c, dynamodbEndpoint);
 }
 
 /** Lists every record of the state through its admin (DynamoDB: the run's own, with the runtime's key pair). */
@@ -52,7 +52,7 @@ export async function readRunState(
 ): Promise<RunState> {
   const where = await stateWhere(c);
   // The run's own DynamoDB Local, with the runtime's key pair (the connection flags name no endpoint).
-  const dynamodb = engine(c.store).connection.includes("endpoint")
+  const dynamodb = engine(c.store, c).connection.includes("endpoint")
     ? dynamoDBClient(dynamodbEndpoint)
     : undefined;
   let admin: StateAdmin | undefined;

@@ -3,7 +3,12 @@ import type { InlineRowMapping, StateAdmin } from "../../core/state-admin.js";
 import { engine } from "../../engines/registry.js";
 import { loadExport } from "../load-export.js";
 import { StateUsageError } from "./errors.js";
-import { type ConnectionFlagNames, type ResolvedConnection, STATE_FLAG_NAMES } from "./options.js";
+import {
+  type ConnectionFlagNames,
+  type ResolvedConnection,
+  STATE_FLAG_NAMES,
+  storeFlags,
+} from "./options.js";
 
 /**
  * What the command already has (the engine's OpenAdminContext is built from it): a DynamoDB client (the admin
@@ -27,15 +32,15 @@ export async function openAdmin(
   context: CommandAdminContext = {},
 ): Promise<StateAdmin> {
   const flags = context.flags ?? STATE_FLAG_NAMES;
-  const e = engine(o.store);
+  const e = engine(o.store, o);
+  const store = storeFlags(o, flags);
   // The options' check refused an engine without an admin (`STATE_STORE_KINDS`).
-  if (!e.openAdmin) throw new StateUsageError(`${flags.store} ${o.store}: the engine has no admin`);
+  if (!e.openAdmin) throw new StateUsageError(`${store}: the engine has no admin`);
   const mapping = e.inline ? await loadRowMapping(o, flags) : undefined;
   return e.openAdmin(o, {
     ...(context.dynamodb ? { dynamodb: context.dynamodb } : {}),
     ...(mapping ? { mapping } : {}),
-    missingPeer: (peer, cause) =>
-      new StateUsageError(`${flags.store} ${o.store} needs ${peer}: npm i ${peer}`, { cause }),
+    missingPeer: (peer, cause) => new StateUsageError(`${store} needs ${peer}: npm i ${peer}`, { cause }),
     usage: (message) => new StateUsageError(message),
   });
 }

@@ -4,39 +4,84 @@ import type { StateStatus } from "../../core/state.js";
 import { FORGET_OPTIONS } from "../../core/state-admin.js";
 import type { EngineConnection } from "../../engines/connection.js";
 import { AWS_CONNECTION_FIELDS } from "../../engines/dynamodb/connection.js";
-import { ADMIN_STORE_NAMES, ENGINES, engine, type StoreName } from "../../engines/registry.js";
+import {
+  ADMIN_ENGINE_NAMES,
+  ENGINE_MODES,
+  type EngineName,
+  engine,
+  INLINE_ENGINE_NAMES,
+  inlineAlias,
+} from "../../engines/registry.js";
 import type { FlagSpec } from "../options.js";
 
 /**
- * The store kinds `eonce state` connects to: every engine with an admin (src/engines/registry.ts), not the
+ * The engines `eonce state` connects to: every engine with an admin (src/engines/registry.ts), not the
  * in-process memory store. Live: an engine registered later joins it.
  */
-export type StateStoreKind = Exclude<StoreName, "memory">;
-export const STATE_STORE_KINDS: readonly StateStoreKind[] = ADMIN_STORE_NAMES as readonly StateStoreKind[];
+export type StateStoreKind = Exclude<EngineName, "memory">;
+export const STATE_STORE_KINDS: readonly StateStoreKind[] = ADMIN_ENGINE_NAMES as readonly StateStoreKind[];
+
+/**
+ * A field naming one of `names` (live: checked when it runs), or a deprecated `<engine>-inline` name, which
+ * `resolveConnection` reads as the engine with `--inline`. Help lists the names only.
+ */
+export function engineField(
+  names: readonly StateStoreKind[],
+  spec: { doc: string; default: StateStoreKind },
+): opt.Field<StateStoreKind, true>;
+export function engineField(
+  names: readonly StateStoreKind[],
+  spec: { doc: string },
+): opt.Field<StateStoreKind, false>;
+export function engineField(
+  names: readonly StateStoreKind[],
+  spec: { doc: string; default?: StateStoreKind },
+): opt.Field<StateStoreKind> {
+  const field = opt.oneOf(names, spec);
+  return {
+    ...field,
+    // No commander choices: they would refuse the deprecated names.
+    choices: undefined,
+    check: (value: unknown) =>
+      typeof value === "string" && inlineAlias(value) !== undefined ? value : field.check(value),
+    get doc() {
+      return `${spec.doc}: ${names.join(", ")}`;
+    },
+  };
+}
 
 /**
  * Where the state is: the store kind and how to reach it (src/engines/connection.ts). Each kind takes only the
  * options its registry entry lists.
  */
 export interface StateConnectionOptions extends EngineConnection {
-  /** Default `dynamodb`. */
+  /** The engine. Default `dynamodb`. (`dynamodb-inline`, `postgres-inline`: deprecated, the engine and `inline`.) */
   store?: StateStoreKind;
+  /** The engine's inline mode: the guard's state in the user's own rows (src/engines/engine.ts `inlineMode`). */
+  inline?: boolean;
 }
 
-/** The engines that take connection option `key`, for its flag's help: `postgres, postgres-inline`. */
+/** The engines that take connection option `key`, for its flag's help: `postgres --inline`. */
 const takers = (key: keyof EngineConnection) =>
-  ENGINES.filter((e) => (e.connection as readonly string[]).includes(key))
-    .map((e) => e.name)
-    .join(", ");
+  [
+    ...new Set(
+      ENGINE_MODES.filter((e) => (e.connection as readonly string[]).includes(key)).map(
+        (e) => `${e.name}${e.inline ? " --inline" : ""}`,
+      ),
+    ),
+  ].join(", ");
 
 /** A function export, `path:export`. */
 const exportSpec = (doc: string) =>
   opt.string({ pattern: /\S/, expected: "a module and export, path:export", doc });
 
 export const STATE_CONNECTION_OPTIONS = opt.schemaFor<StateConnectionOptions>()({
-  store: opt.oneOf(STATE_STORE_KINDS, { default: "dynamodb", doc: "the state store's kind" }),
+  store: engineField(STATE_STORE_KINDS, { default: "dynamodb", doc: "the state's engine" }),
+  inline: opt.boolean({
+    doc: `the guard's state inline in your table's rows (${INLINE_ENGINE_NAMES.join(", ")}): --table names it`,
+  }),
   table: opt.string({
-    doc: "state table (DynamoDB: required; inline kinds: your table, required; SQL: default eonce_state)",
+    doc: "state table (DynamoDB: required; --inline: your table, required; SQL: default eonce_state)",
   }),
   ...AWS_CONNECTION_FIELDS,
   keyAttribute: opt.string({ doc: `${takers("keyAttribute")}: the table's hash key attribute (default pk)` }),
@@ -52,10 +97,8 @@ export const STATE_CONNECTION_OPTIONS = opt.schemaFor<StateConnectionOptions>()(
     doc: "a server's URL, for engines that take one",
   }),
   keyPrefix: opt.string({ doc: "the prefix of the engine's keys, for engines that share a keyspace" }),
-  rowKey: exportSpec("inline kinds: the store's custom rowKey (state key → row), a function export"),
-  rowKeyInverse: exportSpec(
-    "inline kinds: the custom rowKey's inverse (row → state key), to name listed rows",
-  ),
+  rowKey: exportSpec("--inline: the store's custom rowKey (state key → row), a function export"),
+  rowKeyInverse: exportSpec("--inline: the custom rowKey's inverse (row → state key), to name listed rows"),
 });
 
 export const CONNECTION_FLAGS: { [K in keyof typeof STATE_CONNECTION_OPTIONS]?: FlagSpec } = {
@@ -79,6 +122,7 @@ export type ConnectionFlagNames = Record<keyof StateConnectionOptions, string>;
 
 export const STATE_FLAG_NAMES: ConnectionFlagNames = {
   store: "--store",
+  inline: "--inline",
   table: "--table",
   endpoint: "--endpoint",
   region: "--region",
@@ -99,17 +143,25 @@ export function resolveConnection(
   options: StateConnectionOptions,
   flags: ConnectionFlagNames = STATE_FLAG_NAMES,
 ): ResolvedConnection {
-  const o = opt.resolveOptions(what, STATE_CONNECTION_OPTIONS, options);
-  const store = `${flags.store} ${o.store}`;
+  const given = opt.resolveOptions(what, STATE_CONNECTION_OPTIONS, options);
+  const alias = inlineAlias(given.store);
+  const o = alias === undefined ? given : { ...given, store: alias, inline: true };
+  opt.optionsRule(
+    what,
+    !o.inline || INLINE_ENGINE_NAMES.includes(o.store),
+    `${flags.inline} is not for ${flags.store} ${o.store} (engines with inline state: ${INLINE_ENGINE_NAMES.join(", ")})`,
+  );
+  const e = engine(o.store, o);
+  const store = storeFlags(o, flags);
   for (const key of Object.keys(flags) as (keyof StateConnectionOptions)[]) {
-    if (key === "store" || key === "table") continue;
+    if (key === "store" || key === "inline" || key === "table") continue;
     opt.optionsRule(
       what,
-      o[key] === undefined || (engine(o.store).connection as readonly string[]).includes(key),
+      o[key] === undefined || (e.connection as readonly string[]).includes(key),
       `${flags[key]} is not for ${store}`,
     );
   }
-  for (const key of engine(o.store).requires)
+  for (const key of e.requires)
     opt.optionsRule(
       what,
       o[key] !== undefined,
@@ -121,6 +173,11 @@ export function resolveConnection(
     `${flags.rowKeyInverse} is the inverse of ${flags.rowKey}: give ${flags.rowKey} too`,
   );
   return o;
+}
+
+/** The flags that select the connection's engine, for messages: `--store postgres --inline`. */
+export function storeFlags(o: ResolvedConnection, flags: ConnectionFlagNames = STATE_FLAG_NAMES): string {
+  return `${flags.store} ${o.store}${o.inline ? ` ${flags.inline}` : ""}`;
 }
 
 /** A custom row mapping without its inverse: `list` names records by their rows (docs/cli-state.md). */

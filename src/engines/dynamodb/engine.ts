@@ -6,7 +6,7 @@ import type { Engine, OpenAdminContext, SimEnv } from "../engine.js";
 import { DYNAMODB_MAX_RESULT_BYTES, DYNAMODB_MAX_TRANSACTION_ACTIONS } from "./limits.js";
 
 /*
- * DynamoDB's `Engine`s: a state table of its own, or the state inline in the user's rows. Only types and limits are
+ * DynamoDB's `Engine`: a state table of its own, or (its inline mode) the state inline in the user's rows. Only types and limits are
  * imported up front; each factory loads the engine's modules (and the AWS SDK) when called.
  */
 
@@ -72,6 +72,7 @@ const ROW_MAPPING = ["rowKey", "rowKeyInverse"] as const;
 /** DynamoDB, with the state in a table of its own or (`inline`) in the user's rows. */
 function dynamodb(inline: boolean) {
   return {
+    displayName: "DynamoDB",
     folder: "dynamodb",
     server: true,
     inline,
@@ -106,10 +107,14 @@ function auditCost(r: TableAuditReport, pace: string): string[] {
   ];
 }
 
-/** DynamoDB with a state table of its own. */
+/** DynamoDB with the state inline, in the user's own rows (`--inline`). */
+export const dynamodbInlineMode = { name: "dynamodb", ...dynamodb(true) } as const satisfies Engine;
+
+/** DynamoDB with a state table of its own; its inline mode beside it. */
 export const dynamodbEngine = {
   name: "dynamodb",
   ...dynamodb(false),
+  inlineMode: dynamodbInlineMode,
   // The demo's default: the runtime's DynamoDB Local.
   openDemoStates: async () => undefined,
   auditOptions: ["segments", "consistentRead"],
@@ -125,6 +130,3 @@ export const dynamodbEngine = {
     }
   },
 } as const satisfies Engine;
-
-/** DynamoDB with the state inline, in the user's own rows. */
-export const dynamodbInlineEngine = { name: "dynamodb-inline", ...dynamodb(true) } as const satisfies Engine;

@@ -50,4 +50,5 @@ export {
   type SinkWriteStatus,
   updateEffect,
 } from "./sink.js";
+export { DynamoDBStepEffects, type DynamoDBStepEffectsOptions } from "./step-effects.js";
 export { DynamoDBStore, type DynamoDBStoreOptions } from "./store.js";

@@ -21,7 +21,7 @@ export interface DynamoDBTables {
   state: string;
   sink: string;
   counter: string;
-  /** The user's table of inline state (`--store dynamodb-inline`): one row per subject. */
+  /** The user's table of inline state (`npm run chaos -- --engine dynamodb --inline`): one row per subject. */
   inline: string;
   /** Outbox histories' tables, one per history (`historyOutbox`), removed with the run's. */
   outboxes: string[];

@@ -63,7 +63,7 @@ class DynamoDBStepEngine implements StepEffectsEngine<DynamoDBAtomicWrite> {
     private readonly key: string,
   ) {}
 
-  readonly engine = "DynamoDB";
+  readonly displayName = dynamodbEngine.displayName;
   readonly isWrite = isDynamoDBAtomicWrite;
 
   /** One transaction; refused writes (`stale` or `refused`) are dropped and the rest sent again. */

@@ -4,6 +4,7 @@ import type { Engine } from "../engine.js";
 /** The in-process store: the simulator's reference engine. Its state lives and dies with one process. */
 export const memoryEngine = {
   name: "memory",
+  displayName: "memory",
   folder: "memory",
   server: false,
   inline: false,

@@ -25,7 +25,7 @@ interface Fence {
 
 class MemoryStepEngine implements StepEffectsEngine<MemoryAtomicWrite> {
   readonly what = "MemoryStepEffects";
-  readonly engine = "memory";
+  readonly displayName = memoryEngine.displayName;
   readonly maxWrites = memoryEngine.limits.maxWritesPerCommit;
   readonly maxResultBytes = memoryEngine.limits.maxResultBytes;
   readonly #markers = new Map<string, { fence: number; result: string | undefined }>();

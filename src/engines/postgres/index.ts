@@ -24,4 +24,10 @@ export {
 export type { PostgresClient, PostgresPool } from "./pool.js";
 export { deleteExpired, type MigrateOptions, migrate, type PostgresTableOptions } from "./schema.js";
 export { PostgresFencedSink, type PostgresFencedSinkOptions, type PostgresFenceSource } from "./sink.js";
+export {
+  createPostgresStepEffectsTable,
+  PostgresStepEffects,
+  type PostgresStepEffectsOptions,
+  type PostgresStepEffectsTableOptions,
+} from "./step-effects.js";
 export { PostgresStore, type PostgresStoreOptions } from "./store.js";

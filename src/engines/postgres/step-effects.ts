@@ -7,6 +7,7 @@ import type { StepCommit, StepCommitAnswer, StepEffectsEngine } from "../../dura
 import { fenceHolder, fenceKey, positionOf, stoppedExec } from "../../durable/step-keys.js";
 import { STEP_EFFECTS_FIELDS, type StepEffectsCommonOptions } from "../../durable/step-options.js";
 import { applyWrites, isPostgresAtomicWrite, type PostgresAtomicWrite } from "./atomic-write.js";
+import { postgresEngine } from "./engine.js";
 import { isRetryablePostgresError, postgresStoreError } from "./errors.js";
 import { POSTGRES_LIMITS } from "./limits.js";
 import { lockTimeoutField, migrationOptions } from "./migration.js";
@@ -163,7 +164,7 @@ class PostgresStepEngine implements StepEffectsEngine<PostgresAtomicWrite> {
     this.#sql = stepSql(table);
   }
 
-  readonly engine = "PostgreSQL";
+  readonly displayName = postgresEngine.displayName;
   readonly isWrite = isPostgresAtomicWrite;
 
   async ready(): Promise<void> {

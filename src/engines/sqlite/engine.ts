@@ -27,6 +27,7 @@ async function openAdmin(c: EngineConnection, context: OpenAdminContext) {
 /** SQLite: a file the operator names; the simulator runs each history on a database in memory. */
 export const sqliteEngine = {
   name: "sqlite",
+  displayName: "SQLite",
   folder: "sqlite",
   server: false,
   inline: false,

@@ -14,4 +14,5 @@ export {
   type SqliteFenceSource,
   type SqliteSinkRow,
 } from "./sink.js";
+export { SqliteStepEffects, type SqliteStepEffectsOptions } from "./step-effects.js";
 export { SqliteStore, type SqliteStoreOptions } from "./store.js";

@@ -117,7 +117,7 @@ class SqliteStepEngine implements StepEffectsEngine<SqliteAtomicWrite> {
     this.#sql = stepSql(table);
   }
 
-  readonly engine = "SQLite";
+  readonly displayName = sqliteEngine.displayName;
   readonly isWrite = isSqliteAtomicWrite;
 
   checkWrite(write: SqliteAtomicWrite): void {

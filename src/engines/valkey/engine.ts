@@ -1,6 +1,6 @@
 import type { EngineConnection } from "../connection.js";
 import { DYNAMODB_MAX_RESULT_BYTES } from "../dynamodb/limits.js";
-import type { Engine, OpenAdminContext } from "../engine.js";
+import type { Engine, LocalServerRole, OpenAdminContext } from "../engine.js";
 import { LOCAL_VALKEY_URL } from "./client.js";
 
 /** The variable the README's handlers read the server's URL from. */
@@ -44,15 +44,22 @@ async function openAdmin(c: EngineConnection, context: OpenAdminContext) {
   }
 }
 
-/** A Valkey or Redis of `eonce run`'s own, from this machine's binary; none without one (this machine's port 6379). */
-async function startLocal() {
-  const { startValkeyLocal, valkeyServerBinary } = await import("../../local/emulators/valkey-local.js");
-  return valkeyServerBinary() ? startValkeyLocal() : undefined;
-}
+/**
+ * A Valkey or Redis of `eonce run`'s own, from this machine's binary; without one, `eonce run` starts none (the
+ * handler's default: this machine's port 6379).
+ */
+const localServer = {
+  option: "url",
+  description: "Valkey or Redis (valkey-server or redis-server on the PATH)",
+  available: async () =>
+    (await import("../../local/emulators/valkey-local.js")).valkeyServerBinary() !== undefined,
+  start: async () => (await import("../../local/emulators/valkey-local.js")).startValkeyLocal(),
+} as const satisfies LocalServerRole;
 
 /** Valkey or Redis: the state in hashes under a key prefix (docs/valkey.md). */
 export const valkeyEngine = {
   name: "valkey",
+  displayName: "Valkey",
   folder: "valkey",
   server: true,
   inline: false,
@@ -69,7 +76,7 @@ export const valkeyEngine = {
   // A failover to a replica that lacks the last acknowledged writes; WAIT timing out (src/engines/valkey/sim-replica.ts).
   serverFaults: ["failover", "wait-timeout"],
   openAdmin,
-  localServer: { option: "url", start: startLocal },
+  localServer,
   openDemoStates: async () => (await import("./demo-states.js")).valkeyDemoStates(),
   openSimEnv: async () => (await import("./sim-backend.js")).valkeySimEnv(),
   where: (c) => `valkey ${shown(urlOf(c))} ${c.keyPrefix ?? "eonce:"}`,

@@ -19,4 +19,5 @@ export {
   type ValkeyFenceSource,
   valkeyWrite,
 } from "./sink.js";
+export { ValkeyStepEffects, type ValkeyStepEffectsOptions } from "./step-effects.js";
 export { ValkeyStore } from "./store.js";

@@ -28,7 +28,7 @@ function wrote(reply: unknown, barrier: boolean): boolean {
 }
 
 /**
- * The failover fault (`npm run chaos -- --store valkey --failover`): the server acknowledges a write before its
+ * The failover fault (`npm run chaos -- --engine valkey --failover`): the server acknowledges a write before its
  * replica has it, and at one point of the history fails over to the replica, which lacks the writes it had not
  * caught up with. The replica is a copy (DUMP, with each key's TTL) of every key the history's scripts named: after
  * each write step it catches up by itself with a chance (CATCH_UP), else it keeps what it held; the failover

@@ -99,7 +99,7 @@ class ValkeyStepEngine implements StepEffectsEngine<ValkeyAtomicWrite> {
     this.#runner = new ScriptRunner(client, wait);
   }
 
-  readonly engine = "Valkey";
+  readonly displayName = valkeyEngine.displayName;
   readonly isWrite = isValkeyAtomicWrite;
 
   checkWrite(write: ValkeyAtomicWrite): void {

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { GetItemCommand } from "@aws-sdk/client-dynamodb";
-import { DynamoDBStepEffects } from "../../../src/durable/index.js";
+import { DynamoDBStepEffects } from "../../../src/engines/dynamodb/index.js";
 import { createStateTable, createTableIfMissing } from "../../../src/engines/dynamodb/schema.js";
 import { DynamoDBFencedSink } from "../../../src/engines/dynamodb/sink.js";
 import { updateEffect } from "../../../src/engines/dynamodb/sink-update.js";

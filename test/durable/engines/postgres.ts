@@ -1,5 +1,5 @@
-import { createPostgresStepEffectsTable, PostgresStepEffects } from "../../../src/durable/index.js";
 import { postgresWrite } from "../../../src/engines/postgres/atomic-write.js";
+import { createPostgresStepEffectsTable, PostgresStepEffects } from "../../../src/engines/postgres/index.js";
 import type { PostgresPool } from "../../../src/engines/postgres/pool.js";
 import { migrate } from "../../../src/engines/postgres/schema.js";
 import { PostgresFencedSink } from "../../../src/engines/postgres/sink.js";

@@ -108,6 +108,13 @@ describe("SqliteStepEffects", () => {
     expect((await sink.get(`${e.subject}#row`))?.value).toBe("newer");
   });
 
+  it("refuses another engine's write in a step, naming its own engine (its display name)", async () => {
+    const foreign = { engine: "memory", apply: () => {} };
+    await expect(
+      effectsOn().apply(execution(3), "foreign", (ctx) => ctx.atCommit(foreign as never)),
+    ).rejects.toThrow(/folds SQLite writes only, not a memory write/);
+  });
+
   it("the fence move folds into its own store only; another database's write is refused in a step", async () => {
     const effects = effectsOn();
     const newer = execution(2);

@@ -1,8 +1,8 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { SqliteStepEffects } from "../../../src/durable/index.js";
 import { postgresWrite } from "../../../src/engines/postgres/atomic-write.js";
+import { SqliteStepEffects } from "../../../src/engines/sqlite/index.js";
 import { SqliteFencedSink } from "../../../src/engines/sqlite/sink.js";
 import { SqliteStore, statementsOf } from "../../../src/engines/sqlite/store.js";
 import { quietLogger, quietMetrics } from "../harness.js";

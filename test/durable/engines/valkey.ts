@@ -1,6 +1,7 @@
 import type { AtomicWrite } from "../../../src/core/store.js";
-import { type StepEffectContext, ValkeyStepEffects } from "../../../src/durable/index.js";
+import type { StepEffectContext } from "../../../src/durable/index.js";
 import { postgresWrite } from "../../../src/engines/postgres/atomic-write.js";
+import { ValkeyStepEffects } from "../../../src/engines/valkey/index.js";
 import { LUA } from "../../../src/engines/valkey/lua.js";
 import { countValkeyCommands } from "../../../src/engines/valkey/request-counter.js";
 import { ValkeyFencedSink, valkeyWrite } from "../../../src/engines/valkey/sink.js";

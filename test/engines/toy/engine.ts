@@ -32,6 +32,7 @@ export async function toyDatabase(url: string): Promise<MemoryStore> {
 
 export const toyEngine: Engine = {
   name: "toy",
+  displayName: "toy",
   folder: "toy",
   server: false,
   inline: false,

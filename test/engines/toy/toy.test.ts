@@ -6,10 +6,10 @@ import { createGuard } from "../../../src/core/guard.js";
 import { positionFromNumber } from "../../../src/core/position.js";
 import type { Engine } from "../../../src/engines/engine.js";
 import {
-  ADMIN_STORE_NAMES,
+  ADMIN_ENGINE_NAMES,
+  ENGINE_NAMES,
   EngineRegistrationError,
   registerEngine,
-  STORE_NAMES,
 } from "../../../src/engines/registry.js";
 import { BROKEN_STORES } from "../../../src/sim/broken.js";
 import { runCampaign } from "../../../src/sim/campaign.js";
@@ -25,8 +25,8 @@ import "../../kit/test-engines.js";
 
 describe("registerEngine", () => {
   it("has added the toy engine: a store name, and a state kind (it has an admin)", () => {
-    expect(STORE_NAMES).toContain("toy");
-    expect(ADMIN_STORE_NAMES).toContain("toy");
+    expect(ENGINE_NAMES).toContain("toy");
+    expect(ADMIN_ENGINE_NAMES).toContain("toy");
   });
 
   it("refuses a name taken, and a malformed engine, saying why", () => {
@@ -45,20 +45,20 @@ describe("registerEngine", () => {
       "requires url, not in connection",
       "limits.maxResultBytes and limits.maxWritesPerCommit must be at least 1",
     ]);
-    expect(STORE_NAMES.filter((n) => n === "toy")).toHaveLength(1);
+    expect(ENGINE_NAMES.filter((n) => n === "toy")).toHaveLength(1);
   });
 });
 
 describe("the simulator on the toy engine", () => {
   it("runs seeded histories through the registry with no violation", async () => {
-    const summary = await runCampaign({ store: "toy", histories: 40, seed: 1 });
+    const summary = await runCampaign({ engine: "toy", histories: 40, seed: 1 });
     expect(summary.histories).toBe(40);
     expect(summary.violations).toBe(0);
   });
 
   it("catches a broken store on it", async () => {
     const summary = await runCampaign({
-      store: "toy",
+      engine: "toy",
       histories: 200,
       seed: 1,
       wrapStore: BROKEN_STORES["commit-ignores-fence"]?.wrap,
