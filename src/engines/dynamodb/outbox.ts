@@ -13,13 +13,7 @@ import { integer, oneOf, resolveOptions, schemaFor } from "../../core/options.js
 import type { AtomicWrite } from "../../core/store.js";
 import { byCommitTime } from "../../outbox/entry-order.js";
 import { outboxWriteDescription } from "../../outbox/message-id.js";
-import type {
-  ClaimEntriesRequest,
-  ClaimedEntry,
-  Outbox,
-  OutboxEntry,
-  OutboxReader,
-} from "../../outbox/types.js";
+import type * as Outbox from "../../outbox/types.js";
 import { type Item, N, S, storeError } from "./expressions.js";
 import { DYNAMODB_TABLE_FIELDS } from "./options.js";
 import {
@@ -103,7 +97,7 @@ const MAX_PENDING_PAGES = 4;
  * takes each subject's head with a consistent Query of the sparse LSI `unsentBySubject`, and leases it with a
  * conditional UpdateItem: a relay whose condition fails lost the race and skips the entry.
  */
-export class DynamoDBOutbox implements Outbox, OutboxReader {
+export class DynamoDBOutbox implements Outbox.Outbox, Outbox.OutboxReader {
   readonly engine: "dynamodb" | "dynamodb-inline";
   readonly #client: DynamoDBClient;
   readonly #table: string;
@@ -123,7 +117,7 @@ export class DynamoDBOutbox implements Outbox, OutboxReader {
     return this.#table;
   }
 
-  entryWrite(entry: OutboxEntry): DynamoDBOutboxWrite {
+  entryWrite(entry: Outbox.OutboxEntry): DynamoDBOutboxWrite {
     const write: DynamoDBOutboxWrite = {
       engine: this.engine,
       description: outboxWriteDescription(entry.messageId),
@@ -142,9 +136,9 @@ export class DynamoDBOutbox implements Outbox, OutboxReader {
     return write;
   }
 
-  async claim(req: ClaimEntriesRequest): Promise<ClaimedEntry[]> {
+  async claim(req: Outbox.ClaimEntriesRequest): Promise<Outbox.ClaimedEntry[]> {
     const subjects = await this.#candidates(req);
-    const claimed: ClaimedEntry[] = [];
+    const claimed: Outbox.ClaimedEntry[] = [];
     // Subjects in the order their oldest unsent entry was made, a batch at a time: the heads' reads and leases of a
     // batch go out at once.
     for (let i = 0; i < subjects.length && claimed.length < req.limit; ) {
@@ -156,7 +150,7 @@ export class DynamoDBOutbox implements Outbox, OutboxReader {
     return claimed.sort(byCommitTime);
   }
 
-  async markSent(entry: ClaimedEntry, sentAtMs: number): Promise<boolean> {
+  async markSent(entry: Outbox.ClaimedEntry, sentAtMs: number): Promise<boolean> {
     try {
       await this.#client.send(
         this.#mark(entry, sentAtMs, {
@@ -179,7 +173,7 @@ export class DynamoDBOutbox implements Outbox, OutboxReader {
    * already, or is gone.
    */
   async markSentUnleased(
-    entry: Pick<OutboxEntry, "subject" | "order" | "messageId">,
+    entry: Pick<Outbox.OutboxEntry, "subject" | "order" | "messageId">,
     sentAtMs: number,
   ): Promise<boolean> {
     try {
@@ -202,7 +196,7 @@ export class DynamoDBOutbox implements Outbox, OutboxReader {
    * relay's (`markSent`) or anybody's (`markSentUnleased`).
    */
   #mark(
-    entry: Pick<OutboxEntry, "subject" | "order" | "messageId">,
+    entry: Pick<Outbox.OutboxEntry, "subject" | "order" | "messageId">,
     sentAtMs: number,
     condition: {
       ConditionExpression: string;
@@ -223,8 +217,8 @@ export class DynamoDBOutbox implements Outbox, OutboxReader {
   }
 
   /** Unsent entries: a consistent Scan of the table (operators and tests; not for a hot path). */
-  async pending(): Promise<OutboxEntry[]> {
-    const entries: OutboxEntry[] = [];
+  async pending(): Promise<Outbox.OutboxEntry[]> {
+    const entries: Outbox.OutboxEntry[] = [];
     let start: Item | undefined;
     try {
       do {
@@ -250,7 +244,7 @@ export class DynamoDBOutbox implements Outbox, OutboxReader {
    * Subjects with unsent entries whose head no live lease holds, as the GSI shows them (eventually consistent: a
    * hint, checked by #claimHead), oldest first.
    */
-  async #candidates(req: ClaimEntriesRequest): Promise<string[]> {
+  async #candidates(req: Outbox.ClaimEntriesRequest): Promise<string[]> {
     const oldest = new Map<string, number>();
     const leased = new Set<string>();
     const enough = req.limit * 4;
@@ -293,7 +287,10 @@ export class DynamoDBOutbox implements Outbox, OutboxReader {
   }
 
   /** The subject's oldest unsent entry (a consistent read of the LSI), leased to the relay unless a live lease holds it. */
-  async #claimHead(subject: string, req: ClaimEntriesRequest): Promise<ClaimedEntry | undefined> {
+  async #claimHead(
+    subject: string,
+    req: Outbox.ClaimEntriesRequest,
+  ): Promise<Outbox.ClaimedEntry | undefined> {
     try {
       const out = await this.#client.send(
         new QueryCommand({
@@ -331,7 +328,7 @@ export class DynamoDBOutbox implements Outbox, OutboxReader {
     }
   }
 
-  #key(entry: Pick<OutboxEntry, "subject" | "order" | "messageId">): Item {
+  #key(entry: Pick<Outbox.OutboxEntry, "subject" | "order" | "messageId">): Item {
     return { [A.subject]: S(outboxPartitionKey(entry.subject)), [A.order]: S(outboxSortKey(entry)) };
   }
 
