@@ -22,7 +22,6 @@ export interface StreamSettings extends Omit<StreamOptions, "timeoutMs" | "split
 
 export function streamSettings(seed: number): StreamSettings {
   const r = createPrng(seed).fork("streams");
-  const pick = <T>(xs: readonly T[]): T => xs[r.int(0, xs.length - 1)] as T;
   return {
     shards: r.int(1, 2),
     lanes: r.int(1, 2),
@@ -32,7 +31,7 @@ export function streamSettings(seed: number): StreamSettings {
     bisect: r.chance(0.7),
     maxBatch: r.int(1, 5),
     concurrency: r.int(1, 3),
-    handlerErrorRate: pick([0, 0.1, 0.25]),
+    handlerErrorRate: r.pick([0, 0.1, 0.25]),
     // Drawn last: the draws before it, and so a seed's other settings, are as they were before the option.
     newestPerSubject: r.chance(0.5),
   };

@@ -18,11 +18,10 @@ export interface WrapperSettings {
 
 export function wrapperSettings(seed: number): WrapperSettings {
   const r = createPrng(seed).fork("wrappers");
-  const pick = <T>(xs: readonly T[]): T => xs[r.int(0, xs.length - 1)] as T;
   return {
     maxBatch: r.int(1, 4),
     fifo: r.chance(0.5),
     concurrency: r.int(1, 3),
-    handlerErrorRate: pick([0, 0.1, 0.25]),
+    handlerErrorRate: r.pick([0, 0.1, 0.25]),
   };
 }
