@@ -5,11 +5,15 @@ import { createPrng } from "./prng.js";
  * the runner's concurrency, and how often the user's handler throws. Drawn from the history's seed beside its
  * HistoryConfig (config.ts), so `--replay <seed> --wrappers` rebuilds both.
  */
-export interface WrapperSettings {
-  /** Most records per SQS batch; each batch takes 1..maxBatch of the messages it may take. */
-  maxBatch: number;
+export interface WrapperSettings extends BatchRunSettings {
   /** A FIFO queue: one message group per subject, a group's messages in order, none while one is in flight. */
   fifo: boolean;
+}
+
+/** How the wrapper runs a batch, in wrapper and stream histories alike. */
+export interface BatchRunSettings {
+  /** Most records per batch; each batch takes 1..maxBatch of those it may take (fewer while a stream bisects). */
+  maxBatch: number;
   /** The wrapper's `concurrency` (lanes at once). */
   concurrency: number;
   /** Share of handler runs (either mode) that throw: an Error, or a retryable StoreError of the user's own store. */
