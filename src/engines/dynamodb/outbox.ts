@@ -3,13 +3,12 @@ import {
   type DynamoDBClient,
   QueryCommand,
   type QueryCommandOutput,
-  ScanCommand,
   type TransactWriteItem,
   UpdateItemCommand,
 } from "@aws-sdk/client-dynamodb";
 import { unmarshall } from "@aws-sdk/util-dynamodb";
 import type { StoreError } from "../../core/errors.js";
-import { integer, oneOf, resolveOptions, schemaFor } from "../../core/options.js";
+import { integer, oneOf, type Resolved, resolveOptions, schemaFor } from "../../core/options.js";
 import type { AtomicWrite } from "../../core/store.js";
 import { byCommitTime } from "../../outbox/entry-order.js";
 import { outboxWriteDescription } from "../../outbox/message-id.js";
@@ -25,6 +24,7 @@ import {
   outboxPartitionKey,
   outboxSortKey,
 } from "./outbox-schema.js";
+import { scanAll } from "./scan-all.js";
 
 /** The options of `DynamoDBOutbox`. */
 export interface DynamoDBOutboxOptions {
@@ -99,22 +99,15 @@ const MAX_PENDING_PAGES = 4;
  */
 export class DynamoDBOutbox implements Outbox.Outbox, Outbox.OutboxReader {
   readonly engine: "dynamodb" | "dynamodb-inline";
-  readonly #client: DynamoDBClient;
-  readonly #table: string;
-  readonly #retentionSeconds: number;
-  readonly #buckets: number;
+  readonly #o: Resolved<typeof DYNAMODB_OUTBOX_OPTIONS>;
 
   constructor(options: DynamoDBOutboxOptions) {
-    const o = resolveOptions("DynamoDBOutbox", DYNAMODB_OUTBOX_OPTIONS, options);
-    this.#client = o.client;
-    this.#table = o.tableName;
-    this.engine = o.engine;
-    this.#retentionSeconds = o.sentRetentionSeconds;
-    this.#buckets = o.pendingBuckets;
+    this.#o = resolveOptions("DynamoDBOutbox", DYNAMODB_OUTBOX_OPTIONS, options);
+    this.engine = this.#o.engine;
   }
 
   get tableName(): string {
-    return this.#table;
+    return this.#o.tableName;
   }
 
   entryWrite(entry: Outbox.OutboxEntry): DynamoDBOutboxWrite {
@@ -124,7 +117,7 @@ export class DynamoDBOutbox implements Outbox.Outbox, Outbox.OutboxReader {
       refused: "stale",
       item: {
         Put: {
-          TableName: this.#table,
+          TableName: this.#o.tableName,
           Item: outboxItem(entry, this.#bucketOf(entry.subject)),
           // An entry is written by one commit only: never over another.
           ConditionExpression: "attribute_not_exists(#order)",
@@ -152,7 +145,7 @@ export class DynamoDBOutbox implements Outbox.Outbox, Outbox.OutboxReader {
 
   async markSent(entry: Outbox.ClaimedEntry, sentAtMs: number): Promise<boolean> {
     try {
-      await this.#client.send(
+      await this.#o.client.send(
         this.#mark(entry, sentAtMs, {
           ConditionExpression: "attribute_exists(#unsent) AND #owner = :owner AND #until = :until",
           names: ["#owner", "#until"],
@@ -177,7 +170,7 @@ export class DynamoDBOutbox implements Outbox.Outbox, Outbox.OutboxReader {
     sentAtMs: number,
   ): Promise<boolean> {
     try {
-      await this.#client.send(
+      await this.#o.client.send(
         this.#mark(entry, sentAtMs, {
           ConditionExpression: "attribute_exists(#order) AND attribute_not_exists(#sent)",
           names: ["#order"],
@@ -207,7 +200,7 @@ export class DynamoDBOutbox implements Outbox.Outbox, Outbox.OutboxReader {
   ): UpdateItemCommand {
     const { names, values, ...rest } = condition;
     return new UpdateItemCommand({
-      TableName: this.#table,
+      TableName: this.#o.tableName,
       Key: this.#key(entry),
       UpdateExpression: "SET #sent = :sent, #exp = :exp REMOVE #unsent, #bucket",
       ExpressionAttributeNames: pick("#sent", "#exp", "#unsent", "#bucket", ...names),
@@ -218,26 +211,17 @@ export class DynamoDBOutbox implements Outbox.Outbox, Outbox.OutboxReader {
 
   /** Unsent entries: a consistent Scan of the table (operators and tests; not for a hot path). */
   async pending(): Promise<Outbox.OutboxEntry[]> {
-    const entries: Outbox.OutboxEntry[] = [];
-    let start: Item | undefined;
     try {
-      do {
-        const out = await this.#client.send(
-          new ScanCommand({
-            TableName: this.#table,
-            ConsistentRead: true,
-            FilterExpression: "attribute_exists(#unsent)",
-            ExpressionAttributeNames: pick("#unsent"),
-            ExclusiveStartKey: start,
-          }),
-        );
-        for (const item of out.Items ?? []) entries.push(entryOfItem(unmarshall(item)));
-        start = out.LastEvaluatedKey;
-      } while (start);
+      const items = await scanAll(this.#o.client, {
+        TableName: this.#o.tableName,
+        ConsistentRead: true,
+        FilterExpression: "attribute_exists(#unsent)",
+        ExpressionAttributeNames: pick("#unsent"),
+      });
+      return items.map((item) => entryOfItem(unmarshall(item)));
     } catch (error) {
-      throw wrap("pending", this.#table, error);
+      throw wrap("pending", this.#o.tableName, error);
     }
-    return entries;
   }
 
   /**
@@ -249,14 +233,14 @@ export class DynamoDBOutbox implements Outbox.Outbox, Outbox.OutboxReader {
     const leased = new Set<string>();
     const enough = req.limit * 4;
     await Promise.all(
-      Array.from({ length: this.#buckets }, async (_, bucket) => {
+      Array.from({ length: this.#o.pendingBuckets }, async (_, bucket) => {
         let start: Item | undefined;
         for (let page = 0; page < MAX_PENDING_PAGES; page++) {
           let out: QueryCommandOutput;
           try {
-            out = await this.#client.send(
+            out = await this.#o.client.send(
               new QueryCommand({
-                TableName: this.#table,
+                TableName: this.#o.tableName,
                 IndexName: OUTBOX_PENDING_INDEX,
                 KeyConditionExpression: "#bucket = :bucket",
                 ExpressionAttributeNames: pick("#bucket"),
@@ -265,7 +249,7 @@ export class DynamoDBOutbox implements Outbox.Outbox, Outbox.OutboxReader {
               }),
             );
           } catch (error) {
-            throw wrap("claim", this.#table, error);
+            throw wrap("claim", this.#o.tableName, error);
           }
           for (const item of out.Items ?? []) {
             const subject = item[A.subject]?.S;
@@ -292,9 +276,9 @@ export class DynamoDBOutbox implements Outbox.Outbox, Outbox.OutboxReader {
     req: Outbox.ClaimEntriesRequest,
   ): Promise<Outbox.ClaimedEntry | undefined> {
     try {
-      const out = await this.#client.send(
+      const out = await this.#o.client.send(
         new QueryCommand({
-          TableName: this.#table,
+          TableName: this.#o.tableName,
           IndexName: OUTBOX_UNSENT_INDEX,
           KeyConditionExpression: "#subject = :subject",
           ExpressionAttributeNames: pick("#subject"),
@@ -305,9 +289,9 @@ export class DynamoDBOutbox implements Outbox.Outbox, Outbox.OutboxReader {
       );
       const head = out.Items?.[0];
       if (!head || Number(head[A.leaseUntilMs]?.N ?? 0) > req.nowMs) return undefined;
-      await this.#client.send(
+      await this.#o.client.send(
         new UpdateItemCommand({
-          TableName: this.#table,
+          TableName: this.#o.tableName,
           Key: { [A.subject]: S(subject), [A.order]: head[A.order] ?? S("") },
           UpdateExpression: "SET #owner = :owner, #until = :until",
           // Still unsent and not leased since the read: else another relay won it.
@@ -333,14 +317,14 @@ export class DynamoDBOutbox implements Outbox.Outbox, Outbox.OutboxReader {
   }
 
   #expiresAt(sentAtMs: number): number {
-    return Math.floor(sentAtMs / 1000) + this.#retentionSeconds;
+    return Math.floor(sentAtMs / 1000) + this.#o.sentRetentionSeconds;
   }
 
   /** A subject's GSI bucket: FNV-1a of the subject, so a subject's entries share one (any spread would do). */
   #bucketOf(subject: string): string {
     let h = 0x811c9dc5;
     for (let i = 0; i < subject.length; i++) h = Math.imul(h ^ subject.charCodeAt(i), 0x01000193);
-    return String((h >>> 0) % this.#buckets);
+    return String((h >>> 0) % this.#o.pendingBuckets);
   }
 }
 
