@@ -1,6 +1,6 @@
 import { Stack, Validations } from "aws-cdk-lib";
 import type * as s3 from "aws-cdk-lib/aws-s3";
-import type { Construct } from "constructs";
+import type { Construct, IConstruct } from "constructs";
 import type { PipelineParts } from "./pipeline-parts.js";
 import type { ResolvedProps } from "./resolve-props.js";
 
@@ -108,15 +108,12 @@ function acknowledgeOutboxRelay(pipeline: PipelineParts): void {
         "X-Ray is off by default (it is billed per trace); each message carries its id in the relay's logs.",
     },
   );
-  const policy = outbox.relayRole.node.tryFindChild("DefaultPolicy");
-  if (policy) {
-    Validations.of(policy).acknowledge({
-      id: "AwsSolutions-IAM5[Resource::*]",
-      reason:
-        "dynamodb:ListStreams, which the outbox table's stream mapping calls, has no resource-level permission: " +
-        "IAM only accepts `*` for it. The stream's reads are granted on the outbox table's stream only.",
-    });
-  }
+  acknowledgeChild(outbox.relayRole, "DefaultPolicy", {
+    id: "AwsSolutions-IAM5[Resource::*]",
+    reason:
+      "dynamodb:ListStreams, which the outbox table's stream mapping calls, has no resource-level permission: " +
+      "IAM only accepts `*` for it. The stream's reads are granted on the outbox table's stream only.",
+  });
   if (outbox.relayDeadLetterQueue !== pipeline.deadLetterQueue) {
     const reason =
       "This queue is the relay's dead-letter queue itself: dead letters stay here until redriven.";
@@ -132,13 +129,16 @@ function acknowledgeOutboxRelay(pipeline: PipelineParts): void {
  * provider): their code and policies are CDK's, not configurable here.
  */
 function acknowledgeCdkSingletons(stack: Stack): void {
-  const notifications = stack.node.tryFindChild("BucketNotificationsHandler050a0587b7544547bf325f094a3db834");
-  if (notifications) {
-    Validations.of(notifications).acknowledge({
-      id: "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]",
-      reason:
-        "CDK's singleton custom resource that writes bucket notification configurations: its role and " +
-        "managed policy are set by aws-cdk-lib, not configurable here.",
-    });
-  }
+  acknowledgeChild(stack, "BucketNotificationsHandler050a0587b7544547bf325f094a3db834", {
+    id: "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]",
+    reason:
+      "CDK's singleton custom resource that writes bucket notification configurations: its role and " +
+      "managed policy are set by aws-cdk-lib, not configurable here.",
+  });
+}
+
+/** Acknowledges `finding` on `scope`'s child `childId` if CDK made it (a role's policy: once a grant adds one). */
+function acknowledgeChild(scope: IConstruct, childId: string, finding: { id: string; reason: string }): void {
+  const child = scope.node.tryFindChild(childId);
+  if (child) Validations.of(child).acknowledge(finding);
 }

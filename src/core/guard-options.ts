@@ -1,18 +1,7 @@
 import type { Outbox } from "../outbox/types.js";
 import { type Clock, clockReading, systemClock } from "./clock.js";
 import type { GuardTrace } from "./guard-types.js";
-import {
-  boolean,
-  custom,
-  func,
-  type InputOf,
-  integer,
-  oneOf,
-  optionsRule,
-  type Resolved,
-  required,
-  resolveOptions,
-} from "./options.js";
+import * as opt from "./options.js";
 import type { StateStore } from "./store.js";
 
 /**
@@ -34,8 +23,8 @@ export type InFlightPolicy = (typeof IN_FLIGHT_POLICIES)[number];
 /** The guard options a wrapper passes through (not `now`, `clock`, `onEvent`: it observes each call's `onEvent`). */
 export const GUARD_PASS_THROUGH_OPTIONS = {
   /** The state store: where claims, leases and commits live (see src/core/store.ts). */
-  store: required(
-    custom<StateStore>(
+  store: opt.required(
+    opt.custom<StateStore>(
       "a state store (see src/core/store.ts)",
       (v) => typeof (v as StateStore | null)?.claim === "function",
     ),
@@ -44,44 +33,44 @@ export const GUARD_PASS_THROUGH_OPTIONS = {
    * Where `ctx.publish` puts messages: an outbox of the store's engine (its entries fold into the commit; a relay
    * sends them after it: docs/effects.md). Without one, `ctx.publish` throws.
    */
-  outbox: custom<Outbox>(
+  outbox: opt.custom<Outbox>(
     "an outbox of the store's engine (see src/outbox/types.ts)",
     (v) => typeof (v as Outbox | null)?.entryWrite === "function",
   ),
   /** How long a claim holds without a heartbeat. Default 30 000. */
-  leaseMs: integer({ min: 1, default: 30_000, doc: "how long a claim holds without a heartbeat" }),
+  leaseMs: opt.integer({ min: 1, default: 30_000, doc: "how long a claim holds without a heartbeat" }),
   /** Renewal interval while the handler runs; must be below leaseMs. Default leaseMs / 3. */
-  heartbeatMs: integer({ min: 1, doc: "renewal interval while the handler runs (default leaseMs / 3)" }),
+  heartbeatMs: opt.integer({ min: 1, doc: "renewal interval while the handler runs (default leaseMs / 3)" }),
   /** An older event of the subject is running: wait for it, fail for a later redelivery, or take over. Default `wait`. */
-  busy: oneOf(BUSY_POLICIES, {
+  busy: opt.oneOf(BUSY_POLICIES, {
     default: "wait",
     doc: "an older event of the subject is running",
   }),
   /** The same event is running elsewhere: wait or fail for a later redelivery. Default `wait`. */
-  inFlight: oneOf(IN_FLIGHT_POLICIES, {
+  inFlight: opt.oneOf(IN_FLIGHT_POLICIES, {
     default: "wait",
     doc: "the same event is running elsewhere",
   }),
   /** How long committed state (and its replayable result) is kept. Default 7 days. */
-  expiresAfterSeconds: integer({
+  expiresAfterSeconds: opt.integer({
     min: 1,
     default: 7 * 24 * 3600,
     doc: "how long committed state is kept",
   }),
   /** First back-off while waiting; doubles up to maxWaitIntervalMs, with jitter. Default 50. */
-  waitIntervalMs: integer({ min: 1, default: 50, doc: "first back-off while waiting" }),
+  waitIntervalMs: opt.integer({ min: 1, default: 50, doc: "first back-off while waiting" }),
   /** Longest back-off while waiting. Default 1 000. */
-  maxWaitIntervalMs: integer({ min: 1, default: 1000, doc: "longest back-off while waiting" }),
+  maxWaitIntervalMs: opt.integer({ min: 1, default: 1000, doc: "longest back-off while waiting" }),
   /** Store the handler's result (JSON) for replay to duplicates. Default true. */
-  storeResult: boolean({ default: true }),
+  storeResult: opt.boolean({ default: true }),
   /** Results larger than this (UTF-8 bytes of JSON) are not stored; the outcome says so. Default: the store's limit. */
-  maxStoredResultBytes: integer({ min: 1 }),
+  maxStoredResultBytes: opt.integer({ min: 1 }),
   /**
    * The most that two workers' clocks may differ. A lease is taken over only this long after it ended by the
    * claimer's clock, so a live, heartbeating holder is never taken over while clocks agree within it.
    * Default min(1000, leaseMs / 10).
    */
-  clockSkewMs: integer({
+  clockSkewMs: opt.integer({
     min: 0,
     doc: "the most that workers' clocks may differ (default min(1000, leaseMs / 10))",
   }),
@@ -91,11 +80,11 @@ export const GUARD_PASS_THROUGH_OPTIONS = {
 export const GUARD_OPTIONS = {
   ...GUARD_PASS_THROUGH_OPTIONS,
   /** Clock reading, for tests (sleeps stay real). Default Date.now. */
-  now: func<() => number>(),
+  now: opt.func<() => number>(),
   /** Clock and sleep, for simulations on virtual time. Default the system clock. */
-  clock: custom<Clock>("a Clock (see src/core/clock.ts)", (v) => typeof v === "object" && v !== null),
+  clock: opt.custom<Clock>("a Clock (see src/core/clock.ts)", (v) => typeof v === "object" && v !== null),
   /** Called on every guard step, for logs and metrics (see src/observe). */
-  onEvent: func<(event: GuardTrace) => void>(),
+  onEvent: opt.func<(event: GuardTrace) => void>(),
 };
 
 /** The names of the pass-through options, from their schema. */
@@ -103,43 +92,47 @@ export type GuardPassThroughKey = keyof typeof GUARD_PASS_THROUGH_OPTIONS;
 export const GUARD_PASS_THROUGH_KEYS = Object.keys(GUARD_PASS_THROUGH_OPTIONS) as GuardPassThroughKey[];
 
 /** The options of `createGuard`; unknown keys and bad values throw `OptionsError`. */
-export interface GuardOptions extends InputOf<typeof GUARD_OPTIONS> {}
+export interface GuardOptions extends opt.InputOf<typeof GUARD_OPTIONS> {}
 
 /** The guard's options after validation: every pass-through option filled in, and one clock. */
 export type ResolvedGuardOptions = {
   [K in Exclude<GuardPassThroughKey, "outbox">]-?: NonNullable<
-    Resolved<typeof GUARD_PASS_THROUGH_OPTIONS>[K]
+    opt.Resolved<typeof GUARD_PASS_THROUGH_OPTIONS>[K]
   >;
 } & { clock: Clock; outbox: Outbox | undefined };
 
 /** Validates eagerly and fills the defaults; the rules that relate options are checked here. */
 export function resolveGuardOptions(what: string, options: GuardOptions): ResolvedGuardOptions {
-  const o = resolveOptions(what, GUARD_OPTIONS, options);
+  const o = opt.resolveOptions(what, GUARD_OPTIONS, options);
   const { now, clock } = o;
   const leaseMs = o.leaseMs;
   const heartbeatMs = o.heartbeatMs ?? Math.floor(leaseMs / 3);
-  optionsRule(what, heartbeatMs < leaseMs, `heartbeatMs (${heartbeatMs}) must be below leaseMs (${leaseMs})`);
+  opt.optionsRule(
+    what,
+    heartbeatMs < leaseMs,
+    `heartbeatMs (${heartbeatMs}) must be below leaseMs (${leaseMs})`,
+  );
   const clockSkewMs = o.clockSkewMs ?? Math.min(1000, Math.floor(leaseMs / 10));
   const storeLimit = o.store.maxResultBytes;
-  optionsRule(
+  opt.optionsRule(
     what,
     Number.isSafeInteger(storeLimit) && storeLimit > 0,
     "the store must declare maxResultBytes (see src/core/store.ts)",
   );
   const maxStoredResultBytes = o.maxStoredResultBytes ?? storeLimit;
-  optionsRule(
+  opt.optionsRule(
     what,
     maxStoredResultBytes <= storeLimit,
     `maxStoredResultBytes (${maxStoredResultBytes}) exceeds the ${o.store.engine} store's limit (${storeLimit})`,
   );
-  optionsRule(what, now === undefined || clock === undefined, "give now or clock, not both");
-  optionsRule(
+  opt.optionsRule(what, now === undefined || clock === undefined, "give now or clock, not both");
+  opt.optionsRule(
     what,
     o.outbox === undefined || o.outbox.engine === o.store.engine,
     `the outbox is a ${o.outbox?.engine} outbox; the store's engine is ${o.store.engine}`,
   );
   // Renewals keep the item's expiry ahead of the lease; this keeps a claim that is never renewed safe too.
-  optionsRule(
+  opt.optionsRule(
     what,
     o.expiresAfterSeconds * 1000 > leaseMs + clockSkewMs,
     "expiresAfterSeconds must outlast leaseMs + clockSkewMs",

@@ -4,7 +4,7 @@ import type { MessageAttributeValue, SendMessageCommandInput } from "@aws-sdk/cl
 import { fifoId } from "../lambda/fifo-producer.js";
 import { OutboxEntryInvalidError } from "./errors.js";
 import { MAX_OUTBOX_ATTRIBUTES, OUTBOX_MESSAGE_ID_ATTRIBUTE } from "./message-id.js";
-import type { OutboxEntry } from "./types.js";
+import type { Destination, OutboxEntry } from "./types.js";
 
 /**
  * The request each AWS destination gets for an outbox entry (pure, so that the EventBridge one, which has no local
@@ -19,26 +19,14 @@ import type { OutboxEntry } from "./types.js";
 
 /** SendMessage's input for an entry to an SQS queue. */
 export function sqsSendMessageInput(entry: OutboxEntry): SendMessageCommandInput {
-  if (entry.destination.kind !== "sqs") throw new OutboxEntryInvalidError(entry, "not an SQS destination");
-  const { queueUrl } = entry.destination;
-  return {
-    QueueUrl: queueUrl,
-    MessageBody: entry.body,
-    MessageAttributes: messageAttributes(entry),
-    ...fifoIds(entry, queueUrl),
-  };
+  const { queueUrl } = destinationOf(entry, "sqs", "SQS");
+  return { QueueUrl: queueUrl, MessageBody: entry.body, ...messageFields(entry, queueUrl) };
 }
 
 /** Publish's input for an entry to an SNS topic. */
 export function snsPublishInput(entry: OutboxEntry): PublishCommandInput {
-  if (entry.destination.kind !== "sns") throw new OutboxEntryInvalidError(entry, "not an SNS destination");
-  const { topicArn } = entry.destination;
-  return {
-    TopicArn: topicArn,
-    Message: entry.body,
-    MessageAttributes: messageAttributes(entry),
-    ...fifoIds(entry, topicArn),
-  };
+  const { topicArn } = destinationOf(entry, "sns", "SNS");
+  return { TopicArn: topicArn, Message: entry.body, ...messageFields(entry, topicArn) };
 }
 
 /**
@@ -46,8 +34,7 @@ export function snsPublishInput(entry: OutboxEntry): PublishCommandInput {
  * added as `eonceMessageId` (EventBridge has no message attributes; the id replaces a field of that name).
  */
 export function eventBridgePutEventsInput(entry: OutboxEntry): PutEventsCommandInput {
-  const d = entry.destination;
-  if (d.kind !== "eventbridge") throw new OutboxEntryInvalidError(entry, "not an EventBridge destination");
+  const d = destinationOf(entry, "eventbridge", "EventBridge");
   const detail = jsonObject(entry);
   return {
     Entries: [
@@ -93,6 +80,25 @@ function messageAttributes(entry: OutboxEntry): Record<string, MessageAttributeV
   // Last, so that an attribute of the same name (publish refuses one) cannot replace the id.
   attributes[OUTBOX_MESSAGE_ID_ATTRIBUTE] = { DataType: "String", StringValue: entry.messageId };
   return attributes;
+}
+
+/** The entry's destination, when it is of `kind`: an entry meant for another service is refused. */
+function destinationOf<K extends Destination["kind"]>(
+  entry: OutboxEntry,
+  kind: K,
+  service: string,
+): Extract<Destination, { kind: K }> {
+  const d = entry.destination;
+  if (d.kind !== kind) throw new OutboxEntryInvalidError(entry, `not an ${service} destination`);
+  return d as Extract<Destination, { kind: K }>;
+}
+
+/** The fields SQS's SendMessage and SNS's Publish share: the message attributes, and the FIFO ids. */
+function messageFields(
+  entry: OutboxEntry,
+  queueOrTopic: string,
+): Pick<SendMessageCommandInput, "MessageAttributes" | "MessageGroupId" | "MessageDeduplicationId"> {
+  return { MessageAttributes: messageAttributes(entry), ...fifoIds(entry, queueOrTopic) };
 }
 
 /** FIFO queues and topics (name ending `.fifo`): the entry's group, and its message id as deduplication id. */

@@ -22,13 +22,12 @@ export type Profile = "default" | "small";
  */
 export function randomConfig(seed: number, profile: Profile = "default"): HistoryConfig {
   const r = createPrng(seed).fork("config");
-  const pick = <T>(xs: readonly T[]): T => xs[r.int(0, xs.length - 1)] as T;
   const small = profile === "small";
   const workers = small ? 2 : r.int(2, 3);
   const guard: GuardSettings = {
     ...SIM_GUARD,
-    busy: pick(["wait", "retry", "supersede"] as const),
-    inFlight: pick(["wait", "retry"] as const),
+    busy: r.pick(["wait", "retry", "supersede"] as const),
+    inFlight: r.pick(["wait", "retry"] as const),
   };
   const skew = r.next();
   const offsets = Array.from({ length: workers }, () => 0);
@@ -37,16 +36,16 @@ export function randomConfig(seed: number, profile: Profile = "default"): Histor
     for (let i = 0; i < workers; i++) offsets[i] = r.int(-guard.clockSkewMs / 2, guard.clockSkewMs / 2);
     // Beyond (1 in 5 of these): one worker's clock is off by more than clockSkewMs.
     if (skew >= 0.9)
-      offsets[r.int(0, workers - 1)] = pick([-1, 1]) * r.int(guard.clockSkewMs + 60, 3 * guard.leaseMs);
+      offsets[r.int(0, workers - 1)] = r.pick([-1, 1]) * r.int(guard.clockSkewMs + 60, 3 * guard.leaseMs);
   }
   const faults: FaultConfig = {
-    storeRate: pick([0.03, 0.08, 0.15]),
+    storeRate: r.pick([0.03, 0.08, 0.15]),
     storeKinds: STORE_FAULTS,
     max: r.int(0, 4),
-    pauseRate: pick([0, 0.1, 0.3]),
-    ttlRate: pick([0, 0.02, 0.1]),
-    duplicateRate: pick([0, 0.1, 0.3]),
-    reorderWindowMs: pick([0, 200, 800]),
+    pauseRate: r.pick([0, 0.1, 0.3]),
+    ttlRate: r.pick([0, 0.02, 0.1]),
+    duplicateRate: r.pick([0, 0.1, 0.3]),
+    reorderWindowMs: r.pick([0, 200, 800]),
   };
   return {
     workers,
@@ -56,9 +55,9 @@ export function randomConfig(seed: number, profile: Profile = "default"): Histor
     guard,
     offsets,
     faults,
-    applyShare: pick([0, 0.3, 0.6]),
+    applyShare: r.pick([0, 0.3, 0.6]),
     directShare: 0.5,
-    maxWorkMs: small ? pick([50, 400]) : pick([50, 400, 1600]),
+    maxWorkMs: small ? r.pick([50, 400]) : r.pick([50, 400, 1600]),
     source: { visibilityMs: 3000, retryDelayMs: [50, 400], maxReceives: 30, reorder: true },
     extraCopies: r.int(0, 1),
     maxSteps: 20_000,

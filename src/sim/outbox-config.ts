@@ -34,20 +34,19 @@ export const DEDUPE_WINDOW_MS = 5 * 60_000;
 
 export function outboxSettings(seed: number): OutboxSettings {
   const r = createPrng(seed).fork("outbox");
-  const pick = <T>(xs: readonly T[]): T => xs[r.int(0, xs.length - 1)] as T;
   return {
     relays: r.int(1, 3),
-    relayLeaseMs: pick([300, 1000, 3000]),
+    relayLeaseMs: r.pick([300, 1000, 3000]),
     batchSize: r.int(1, 5),
-    pollMs: pick([20, 100, 250]),
+    pollMs: r.pick([20, 100, 250]),
     maxMessages: r.int(1, 3),
     relayFaults: r.int(0, 4),
-    relayFaultRate: pick([0.05, 0.15, 0.3]),
-    pastDedupeShare: pick([0, 0.3]),
+    relayFaultRate: r.pick([0.05, 0.15, 0.3]),
+    pastDedupeShare: r.pick([0, 0.3]),
     fifo: r.chance(0.5),
-    duplicateRate: pick([0, 0.1, 0.3]),
+    duplicateRate: r.pick([0, 0.1, 0.3]),
     consumers: r.int(1, 2),
-    applyShare: pick([0, 0.3]),
-    handlerErrorRate: pick([0, 0.1, 0.25]),
+    applyShare: r.pick([0, 0.3]),
+    handlerErrorRate: r.pick([0, 0.1, 0.25]),
   };
 }

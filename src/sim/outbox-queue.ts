@@ -1,6 +1,8 @@
 import type { Chooser } from "./chooser.js";
 import type { HistoryFaultInjector } from "./faults.js";
 import { DEDUPE_WINDOW_MS } from "./outbox-config.js";
+import { redeliver } from "./redelivery.js";
+import type { SourceOptions } from "./source.js";
 import type { VirtualScheduler } from "./virtual-time.js";
 
 /** What a relay (or, broken, a handler) hands the destination: the message, its id, its subject and group. */
@@ -32,11 +34,9 @@ export interface QueueReceipt {
   deadline: number;
 }
 
-export interface QueueOptions {
+/** The queue's visibility, redelivery delay and receives before the DLQ, as the histories' source's. */
+export interface QueueOptions extends Omit<SourceOptions, "reorder"> {
   fifo: boolean;
-  visibilityMs: number;
-  retryDelayMs: readonly [number, number];
-  maxReceives: number;
   /** Standard queue: share of receives after which the message is delivered once more. */
   duplicateRate: number;
 }
@@ -141,16 +141,9 @@ export class SimQueue {
   /** Not acknowledged: delivered again after a delay, or dead-lettered after maxReceives. */
   nack(r: QueueReceipt): void {
     if (this.timedOut(r)) return;
-    const m = r.message;
-    const i = this.messages.indexOf(m);
-    if (i < 0) return;
-    if (m.receives >= this.o.maxReceives) {
-      this.messages.splice(i, 1);
-      this.dlq.push(m.messageId);
-      return;
+    if (redeliver(this.messages, r.message, this.o, this.sim.now, this.chooser) === "dead") {
+      this.dlq.push(r.message.messageId);
     }
-    const [min, max] = this.o.retryDelayMs;
-    m.visibleAt = this.sim.now + this.chooser.int(min, max);
   }
 }
 

@@ -10,6 +10,8 @@ export interface Prng {
   chance(p: number): boolean;
   /** Uniform integer in [min, max]. */
   int(min: number, max: number): number;
+  /** One of `xs` (not empty), uniformly: one draw, as `int(0, xs.length - 1)`. */
+  pick<T>(xs: readonly T[]): T;
   /** An independent generator for one purpose (e.g. per bucket or per queue), derived from this seed and `label`. */
   fork(label: string): Prng;
   readonly seed: number;
@@ -40,13 +42,15 @@ export function createPrng(seed: number): Prng {
     c = (c + t) >>> 0;
     return t / 4294967296;
   };
+  const int = (min: number, max: number) => min + Math.floor(next() * (max - min + 1));
   // Discard a few outputs: the first ones still echo the seed.
   for (let i = 0; i < 12; i++) next();
   return {
     seed,
     next,
     chance: (p) => next() < p,
-    int: (min, max) => min + Math.floor(next() * (max - min + 1)),
+    int,
+    pick: (xs) => xs[int(0, xs.length - 1)] as (typeof xs)[number],
     fork: (label) => createPrng((seed ^ hash32(label)) >>> 0),
   };
 }

@@ -1,5 +1,6 @@
 import type { Chooser } from "./chooser.js";
 import type { HistoryFaultInjector } from "./faults.js";
+import { type RedeliveryOptions, redeliver } from "./redelivery.js";
 import type { VirtualScheduler } from "./virtual-time.js";
 
 export interface Message {
@@ -16,13 +17,9 @@ export interface Receipt {
   deadline: number;
 }
 
-export interface SourceOptions {
+export interface SourceOptions extends RedeliveryOptions {
   /** A received message becomes visible again after this unless acknowledged (SQS visibility timeout). */
   visibilityMs: number;
-  /** Redelivery delay after a failed delivery: [min, max] ms. */
-  retryDelayMs: readonly [number, number];
-  /** Deliveries before a message goes to the dead-letter queue. */
-  maxReceives: number;
   /** Workers may take any visible message, not only the oldest (reordering as a choice). */
   reorder: boolean;
 }
@@ -84,15 +81,8 @@ export class Source {
   /** Not acknowledged: delivered again after a delay, or dead-lettered after maxReceives. */
   nack(r: Receipt): void {
     if (this.timedOut(r)) return;
-    const m = r.message;
-    const i = this.messages.indexOf(m);
-    if (i < 0) return; // acknowledged meanwhile by a concurrent delivery of the same message
-    if (m.receives >= this.o.maxReceives) {
-      this.messages.splice(i, 1);
-      this.dlq.push(m.event);
-      return;
+    if (redeliver(this.messages, r.message, this.o, this.sim.now, this.chooser) === "dead") {
+      this.dlq.push(r.message.event);
     }
-    const [min, max] = this.o.retryDelayMs;
-    m.visibleAt = this.sim.now + this.chooser.int(min, max);
   }
 }

@@ -1,5 +1,6 @@
 import { createPrng } from "./prng.js";
 import type { StreamOptions } from "./stream-source.js";
+import type { BatchRunSettings } from "./wrapper-config.js";
 
 /**
  * How a stream history (src/sim/stream-history.ts) reads its stream: shards, lanes (the parallelization factor), a
@@ -7,22 +8,15 @@ import type { StreamOptions } from "./stream-source.js";
  * only each subject's newest record of a batch runs (`newestPerSubject`). Drawn
  * from the history's seed beside its HistoryConfig, so `--replay <seed> --streams` rebuilds both.
  */
-export interface StreamSettings extends Omit<StreamOptions, "timeoutMs" | "splitAfter"> {
+export interface StreamSettings extends Omit<StreamOptions, "timeoutMs" | "splitAfter">, BatchRunSettings {
   /** Split shard 0 after this share of the puts (none when undefined). */
   splitShare: number | undefined;
-  /** Most records per batch; each batch takes 1..maxBatch (fewer while bisecting). */
-  maxBatch: number;
-  /** The wrapper's `concurrency` (lanes at once). */
-  concurrency: number;
-  /** Share of handler runs (either mode) that throw. */
-  handlerErrorRate: number;
   /** The wrapper's `newestPerSubject`: each subject's newest record of a batch runs, the older ones end stale. */
   newestPerSubject: boolean;
 }
 
 export function streamSettings(seed: number): StreamSettings {
   const r = createPrng(seed).fork("streams");
-  const pick = <T>(xs: readonly T[]): T => xs[r.int(0, xs.length - 1)] as T;
   return {
     shards: r.int(1, 2),
     lanes: r.int(1, 2),
@@ -32,7 +26,7 @@ export function streamSettings(seed: number): StreamSettings {
     bisect: r.chance(0.7),
     maxBatch: r.int(1, 5),
     concurrency: r.int(1, 3),
-    handlerErrorRate: pick([0, 0.1, 0.25]),
+    handlerErrorRate: r.pick([0, 0.1, 0.25]),
     // Drawn last: the draws before it, and so a seed's other settings, are as they were before the option.
     newestPerSubject: r.chance(0.5),
   };

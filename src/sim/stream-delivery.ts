@@ -11,6 +11,7 @@ import type { SimStream, StreamBatch } from "./stream-source.js";
 import { VIRTUAL_EPOCH_MS } from "./virtual-time.js";
 import {
   type Answer,
+  batchAnswer,
   checkNotCommitted,
   createWorker,
   handlerOf,
@@ -67,23 +68,7 @@ async function invoke(
     () =>
       `w${w.id} receives ${mode} batch ${b.records.map((r) => `${r.seq}=${describe(run, r.event)}`).join(" ")}`,
   );
-  let result: StreamResult | undefined;
-  try {
-    const out = await w.runners[mode].run(
-      handlerOf(run, ss, mode),
-      { Records: records },
-      undefined,
-      "kinesis",
-    );
-    if (out.kind === "stream") result = out;
-    else run.observer.violate("I4", false, `w${w.id}: the Kinesis wrapper answered a batch as ${out.kind}`);
-  } catch (error) {
-    run.observer.violate(
-      "I4",
-      false,
-      `w${w.id}: the Kinesis wrapper threw instead of answering: ${String(error)}`,
-    );
-  }
+  const result = await batchAnswer(run, w, mode, handlerOf(run, ss, mode), records, "kinesis");
   run.sampleDue = true;
   if (run.sim.now >= b.deadline || !result) {
     run.observer.log(() => `w${w.id} batch timed out or failed whole: the checkpoint stays`);

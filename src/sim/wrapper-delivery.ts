@@ -119,18 +119,7 @@ async function invoke(
     () =>
       `w${w.id} receives ${mode} batch ${records.map((r, i) => `${r.messageId}=${describe(run, receipts[i] as Receipt)}`).join(" ")}`,
   );
-  let result: SqsResult | undefined;
-  try {
-    const r = await w.runners[mode].run(handlerOf(run, ws, mode), { Records: records }, undefined, "sqs");
-    if (r.kind === "sqs") result = r;
-    else run.observer.violate("I4", false, `w${w.id}: the SQS wrapper answered a batch as a direct invoke`);
-  } catch (error) {
-    run.observer.violate(
-      "I4",
-      false,
-      `w${w.id}: the SQS wrapper threw instead of answering: ${String(error)}`,
-    );
-  }
+  const result = await batchAnswer(run, w, mode, handlerOf(run, ws, mode), records, "sqs");
   run.sampleDue = true;
   if (run.source.timedOut(receipts[0] as Receipt)) {
     run.observer.log(() => `w${w.id} batch done, but the invocation timed out: nothing deleted nor returned`);
@@ -144,6 +133,42 @@ async function invoke(
     const report = result?.report.deliveries.find((d) => d.recordIndex === i);
     record(run, w, r, mode, id, report, !failed.has(id) && result !== undefined);
   }
+}
+
+/** The answer each batch trigger expects of its wrapper, and the wrapper's name in violations. */
+const BATCH_ANSWERS = {
+  sqs: { kind: "sqs", wrapper: "SQS" },
+  kinesis: { kind: "stream", wrapper: "Kinesis" },
+} as const;
+type BatchTrigger = keyof typeof BATCH_ANSWERS;
+type BatchResult<T extends BatchTrigger> = Extract<
+  InvocationResult<Answer>,
+  { kind: (typeof BATCH_ANSWERS)[T]["kind"] }
+>;
+
+/**
+ * The wrapper's answer to a batch of `records`, when it answers as its trigger's batch: another answer, or a throw,
+ * is an I4 violation, and no answer.
+ */
+export async function batchAnswer<T extends BatchTrigger>(
+  run: RunningHistory,
+  w: WrapperWorker,
+  mode: WrapperMode,
+  handler: EventHandler<Answer> | ApplyEventHandler<Answer>,
+  records: unknown[],
+  trigger: T,
+): Promise<BatchResult<T> | undefined> {
+  const { kind, wrapper } = BATCH_ANSWERS[trigger];
+  const failed = (what: string) =>
+    run.observer.violate("I4", false, `w${w.id}: the ${wrapper} wrapper ${what}`);
+  try {
+    const out = await w.runners[mode].run(handler, { Records: records }, undefined, trigger);
+    if (out.kind === kind) return out as BatchResult<T>;
+    failed(`answered a batch as ${out.kind}`);
+  } catch (error) {
+    failed(`threw instead of answering: ${String(error)}`);
+  }
+  return undefined;
 }
 
 /** The user's handler of `mode`: the simulator's effects (delivery.ts), and sometimes a throw of its own. */

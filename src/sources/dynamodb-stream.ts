@@ -1,26 +1,12 @@
 import { describeValue } from "../core/describe-value.js";
 import { MalformedEventError } from "../core/errors.js";
-import type {
-  Delivery,
-  DynamoDBChangeEvent,
-  DynamoDBChangeName,
-  DynamoDBStreamViewType,
-} from "../core/event.js";
+import type { DynamoDBChangeEvent, DynamoDBChangeName, DynamoDBStreamViewType } from "../core/event.js";
 import { requireKeyText } from "../core/key-text.js";
 import { canonicalKeys, unmarshallImage } from "./dynamodb-attributes.js";
-import {
-  index,
-  isObject,
-  type JsonObject,
-  join,
-  own,
-  requireField,
-  requireObject,
-  requireString,
-} from "./fields.js";
-import { nameFromArn, requireEpochSeconds, requireSequenceNumber, streamDelivery } from "./stream-record.js";
+import { isObject, type JsonObject, join, own } from "./fields.js";
+import { nameFromArn, requireEpochSeconds } from "./stream-record.js";
+import { parseStreamRecord, type StreamRecordKind } from "./stream-unit.js";
 import type { DeliveryUnit, ResolvedParseOptions } from "./types.js";
-import { finishUnit } from "./unit.js";
 
 const CHANGES: readonly DynamoDBChangeName[] = ["INSERT", "MODIFY", "REMOVE"];
 const VIEW_TYPES: readonly DynamoDBStreamViewType[] = [
@@ -33,26 +19,13 @@ const VIEW_TYPES: readonly DynamoDBStreamViewType[] = [
 /** Who deletes an item whose TTL expired: DynamoDB documents this userIdentity on those REMOVE records. */
 const TTL_PRINCIPAL = "dynamodb.amazonaws.com";
 
-/**
- * One DynamoDB Streams record → one delivery unit (the unit of Lambda's checkpoint). Never throws for bad input: a
- * malformed record becomes a unit with `error`; the correlation id is the eventID.
- */
-export function parseDynamoDBStreamRecord(
-  record: unknown,
-  recordIndex: number,
-  options: ResolvedParseOptions,
-): DeliveryUnit {
-  const path = index("Records", recordIndex);
-  const delivery: Delivery = { envelope: "dynamodb-streams", correlationId: path, recordIndex };
-  let eventId: string | undefined;
-  try {
-    const r = requireObject(record, path);
-    eventId = requireString(r, "eventID", path);
-    const arn = requireString(r, "eventSourceARN", path);
-    const ddbPath = join(path, "dynamodb");
-    const d = requireField(r, "dynamodb", path);
-    const { sequenceNumber, position } = requireSequenceNumber(d, "SequenceNumber", ddbPath);
-    delivery.stream = streamDelivery(arn, sequenceNumber, undefined);
+/** A DynamoDB Streams record: an item's change, its keys and images in DynamoDB JSON. */
+const DYNAMODB_STREAMS: StreamRecordKind<DynamoDBChangeEvent> = {
+  envelope: "dynamodb-streams",
+  dataField: "dynamodb",
+  sequenceField: "SequenceNumber",
+  event(h) {
+    const { record: r, data: d, dataPath: ddbPath, path, arn } = h;
     const eventName = oneOf(r, "eventName", CHANGES, path);
     const tableName = requireKeyText(
       "subject",
@@ -65,12 +38,12 @@ export function parseDynamoDBStreamRecord(
       tableName,
       keys: unmarshallImage(own(d, "Keys"), join(ddbPath, "Keys")),
       viewType: oneOf(d, "StreamViewType", VIEW_TYPES, ddbPath),
-      sequenceNumber,
-      position,
+      sequenceNumber: h.sequenceNumber,
+      position: h.position,
       removal: eventName === "REMOVE",
       ttlExpired: eventName === "REMOVE" && isTtlDelete(own(r, "userIdentity")),
       item: `${tableName}/${canonicalKeys(own(d, "Keys"), join(ddbPath, "Keys"))}`,
-      eventId,
+      eventId: h.eventId,
     };
     if (own(d, "ApproximateCreationDateTime") !== undefined) {
       event.approximateCreationDateTime = requireEpochSeconds(d, "ApproximateCreationDateTime", ddbPath);
@@ -79,11 +52,20 @@ export function parseDynamoDBStreamRecord(
     const oldImage = optionalImage(d, "OldImage", ddbPath);
     if (newImage) event.newImage = newImage;
     if (oldImage) event.oldImage = oldImage;
-    return finishUnit(delivery, [event], undefined, eventId, options);
-  } catch (e) {
-    if (!(e instanceof MalformedEventError)) throw e;
-    return finishUnit(delivery, [], e, eventId, options);
-  }
+    return event;
+  },
+};
+
+/**
+ * One DynamoDB Streams record → one delivery unit (the unit of Lambda's checkpoint). Never throws for bad input: a
+ * malformed record becomes a unit with `error`; the correlation id is the eventID.
+ */
+export function parseDynamoDBStreamRecord(
+  record: unknown,
+  recordIndex: number,
+  options: ResolvedParseOptions,
+): DeliveryUnit {
+  return parseStreamRecord(DYNAMODB_STREAMS, record, recordIndex, options);
 }
 
 function oneOf<T extends string>(obj: JsonObject, field: string, allowed: readonly T[], path: string): T {

@@ -1,17 +1,43 @@
 import { describeValue } from "../core/describe-value.js";
 import { MalformedEventError } from "../core/errors.js";
-import type { Delivery, KinesisRecordEvent } from "../core/event.js";
+import type { KinesisRecordEvent } from "../core/event.js";
 import { requireKeyText } from "../core/key-text.js";
-import { index, join, requireField, requireObject, requireString } from "./fields.js";
-import { nameFromArn, requireEpochSeconds, requireSequenceNumber, streamDelivery } from "./stream-record.js";
+import { join, requireString } from "./fields.js";
+import { nameFromArn, requireEpochSeconds } from "./stream-record.js";
+import { parseStreamRecord, type StreamRecordKind } from "./stream-unit.js";
 import type { DeliveryUnit, ResolvedParseOptions } from "./types.js";
-import { finishUnit } from "./unit.js";
 
 /** Strict base64 (Buffer.from would skip what is not base64 and decode the rest). */
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 
 /** `shardId-000000000006:49590338271490256608559692538361571095921575989136588898`. */
 const EVENT_ID = /^(shardId-[^:]+):(\d+)$/;
+
+/** A Kinesis record: its shard in the eventID, its data base64 (and JSON when it is). */
+const KINESIS: StreamRecordKind<KinesisRecordEvent> = {
+  envelope: "kinesis",
+  dataField: "kinesis",
+  sequenceField: "sequenceNumber",
+  shardId: (h) => shardOf(h.eventId, h.sequenceNumber, join(h.path, "eventID")),
+  event(h) {
+    const { data: k, dataPath } = h;
+    const event: KinesisRecordEvent = {
+      kind: "kinesis",
+      streamName: nameFromArn(h.arn, "kinesis", "stream", join(h.path, "eventSourceARN")),
+      partitionKey: requireKeyText(
+        "subject",
+        requireString(k, "partitionKey", dataPath),
+        join(dataPath, "partitionKey"),
+      ),
+      sequenceNumber: h.sequenceNumber,
+      position: h.position,
+      data: new Uint8Array(0),
+      approximateArrivalTimestamp: requireEpochSeconds(k, "approximateArrivalTimestamp", dataPath),
+    };
+    withData(event, k.data, join(dataPath, "data"));
+    return event;
+  },
+};
 
 /**
  * One Kinesis record → one delivery unit (the unit of Lambda's checkpoint). Never throws for bad input: a malformed
@@ -22,37 +48,7 @@ export function parseKinesisRecord(
   recordIndex: number,
   options: ResolvedParseOptions,
 ): DeliveryUnit {
-  const path = index("Records", recordIndex);
-  const delivery: Delivery = { envelope: "kinesis", correlationId: path, recordIndex };
-  let eventId: string | undefined;
-  try {
-    const r = requireObject(record, path);
-    eventId = requireString(r, "eventID", path);
-    const arn = requireString(r, "eventSourceARN", path);
-    const kinesisPath = join(path, "kinesis");
-    const k = requireField(r, "kinesis", path);
-    const { sequenceNumber, position } = requireSequenceNumber(k, "sequenceNumber", kinesisPath);
-    const shardId = shardOf(eventId, sequenceNumber, join(path, "eventID"));
-    delivery.stream = streamDelivery(arn, sequenceNumber, shardId);
-    const event: KinesisRecordEvent = {
-      kind: "kinesis",
-      streamName: nameFromArn(arn, "kinesis", "stream", join(path, "eventSourceARN")),
-      partitionKey: requireKeyText(
-        "subject",
-        requireString(k, "partitionKey", kinesisPath),
-        join(kinesisPath, "partitionKey"),
-      ),
-      sequenceNumber,
-      position,
-      data: new Uint8Array(0),
-      approximateArrivalTimestamp: requireEpochSeconds(k, "approximateArrivalTimestamp", kinesisPath),
-    };
-    withData(event, k.data, join(kinesisPath, "data"));
-    return finishUnit(delivery, [event], undefined, eventId, options);
-  } catch (e) {
-    if (!(e instanceof MalformedEventError)) throw e;
-    return finishUnit(delivery, [], e, eventId, options);
-  }
+  return parseStreamRecord(KINESIS, record, recordIndex, options);
 }
 
 /** The shard in the eventID; its sequence number must be the record's (a mismatch is a hand-made or broken record). */

@@ -42,6 +42,13 @@ describe("seedable PRNG", () => {
     for (let i = 0; i < 500; i++) seen.add(p.int(2, 4));
     expect([...seen].sort()).toEqual([2, 3, 4]);
   });
+
+  it("picks an element with the draw int(0, length - 1) makes, so seeded settings stay as they were", () => {
+    const xs = ["a", "b", "c", "d", "e"] as const;
+    const picked = createPrng(11);
+    const counted = createPrng(11);
+    for (let i = 0; i < 200; i++) expect(picked.pick(xs)).toBe(xs[counted.int(0, xs.length - 1)]);
+  });
 });
 
 describe("fault injection", () => {

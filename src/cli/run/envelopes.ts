@@ -1,8 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { MessageAttributeValue } from "@aws-sdk/client-sqs";
-import { OptionsError } from "../../core/errors.js";
 import { LOCAL_ACCOUNT_ID, LOCAL_REGION } from "../../local/aws-local.js";
-import type { ReplayMessage } from "./messages.js";
+import { bodyObject, type ReplayMessage } from "./messages.js";
 
 /** A replayed message in the shapes AWS delivers it: an SNS envelope, SQS attributes, an EventBridge event. */
 
@@ -38,16 +37,7 @@ export function sqsAttributes(a: Record<string, string | number>): Record<string
 
 /** The message's body as an EventBridge event's detail: a JSON object, checked before anything starts. */
 export function eventBridgeDetail(m: ReplayMessage): Record<string, unknown> {
-  let detail: unknown;
-  try {
-    detail = JSON.parse(m.body);
-  } catch {
-    detail = undefined;
-  }
-  if (typeof detail !== "object" || detail === null || Array.isArray(detail)) {
-    throw new OptionsError(`${m.label}: an EventBridge event's detail must be a JSON object`);
-  }
-  return detail as Record<string, unknown>;
+  return bodyObject(m, "an EventBridge event's detail must be a JSON object");
 }
 
 /** An application event as EventBridge hands it to a rule's Lambda target. */

@@ -151,20 +151,24 @@ export function effectKeys(
   return keys;
 }
 
+/** The message's body as a JSON object, checked before anything starts: an `OptionsError` `<label>: <mustBe>` if not. */
+export function bodyObject(m: ReplayMessage, mustBe: string): Record<string, unknown> {
+  let value: unknown;
+  try {
+    value = JSON.parse(m.body);
+  } catch {
+    value = undefined;
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw new OptionsError(`${m.label}: ${mustBe}`);
+  }
+  return value as Record<string, unknown>;
+}
+
 /** A DynamoDB Streams message's item: its body, a JSON object with a non-empty string `pk` (the table's key). */
 export function streamItem(m: ReplayMessage): Record<string, unknown> & { pk: string } {
-  let item: unknown;
-  try {
-    item = JSON.parse(m.body);
-  } catch {
-    item = undefined;
-  }
-  if (typeof item !== "object" || item === null || Array.isArray(item)) {
-    throw new OptionsError(
-      `${m.label}: --source dynamodb-streams writes each body as an item: a JSON object`,
-    );
-  }
-  const pk = (item as Record<string, unknown>).pk;
+  const item = bodyObject(m, "--source dynamodb-streams writes each body as an item: a JSON object");
+  const pk = item.pk;
   if (typeof pk !== "string" || pk.length === 0) {
     throw new OptionsError(`${m.label}: the item needs a non-empty string "pk" (the table's key)`);
   }

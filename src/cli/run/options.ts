@@ -34,15 +34,15 @@ import {
  * How events reach the handler. `sns-sqs` (an SNS envelope in an SQS body) is for `messages` only, and so are the
  * streams: `kinesis` puts each message as a record, `dynamodb-streams` writes each to a table whose stream is read.
  */
-export type RunSource = "direct" | "sqs" | "sns-sqs" | "eventbridge" | "kinesis" | "dynamodb-streams";
-export const RUN_SOURCES: readonly RunSource[] = [
+export const RUN_SOURCES = [
   "direct",
   "sqs",
   "sns-sqs",
   "eventbridge",
   "kinesis",
   "dynamodb-streams",
-];
+] as const;
+export type RunSource = (typeof RUN_SOURCES)[number];
 /** The stream sources: read through Lambda's stream event source mapping (stream-event-source.ts). */
 export const STREAM_SOURCES: readonly RunSource[] = ["kinesis", "dynamodb-streams"];
 

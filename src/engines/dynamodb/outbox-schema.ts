@@ -1,14 +1,9 @@
-import {
-  CreateTableCommand,
-  type DynamoDBClient,
-  ResourceInUseException,
-  UpdateTimeToLiveCommand,
-  waitUntilTableExists,
-} from "@aws-sdk/client-dynamodb";
+import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { MalformedEventError } from "../../core/errors.js";
 import type { Destination, OutboxEntry } from "../../outbox/types.js";
 import { type Item, N, S } from "./expressions.js";
 import { OUTBOX_ATTRIBUTES, OUTBOX_PENDING_INDEX, OUTBOX_UNSENT_INDEX } from "./outbox-names.js";
+import { setUpTable } from "./table-setup.js";
 
 /**
  * The outbox table (`DynamoDBOutbox`), one item per entry:
@@ -55,48 +50,38 @@ export async function createOutboxTable(
   const a = OUTBOX_ATTRIBUTES;
   const hash = (name: string) => ({ AttributeName: name, KeyType: "HASH" as const });
   const range = (name: string) => ({ AttributeName: name, KeyType: "RANGE" as const });
-  try {
-    await client.send(
-      new CreateTableCommand({
-        TableName: options.tableName,
-        BillingMode: "PAY_PER_REQUEST",
-        AttributeDefinitions: [
-          { AttributeName: a.subject, AttributeType: "S" },
-          { AttributeName: a.order, AttributeType: "S" },
-          { AttributeName: a.unsent, AttributeType: "S" },
-          { AttributeName: a.pendingBucket, AttributeType: "S" },
-          { AttributeName: a.createdAtMs, AttributeType: "N" },
-        ],
-        KeySchema: [hash(a.subject), range(a.order)],
-        LocalSecondaryIndexes: [
-          {
-            IndexName: OUTBOX_UNSENT_INDEX,
-            KeySchema: [hash(a.subject), range(a.unsent)],
-            Projection: { ProjectionType: "ALL" },
-          },
-        ],
-        GlobalSecondaryIndexes: [
-          {
-            IndexName: OUTBOX_PENDING_INDEX,
-            KeySchema: [hash(a.pendingBucket), range(a.createdAtMs)],
-            Projection: { ProjectionType: "INCLUDE", NonKeyAttributes: [a.leaseUntilMs] },
-          },
-        ],
-        StreamSpecification: { StreamEnabled: true, StreamViewType: "NEW_IMAGE" },
-      }),
-    );
-  } catch (error) {
-    if (!(error instanceof ResourceInUseException)) throw error;
-  }
-  await waitUntilTableExists({ client, maxWaitTime: 60, minDelay: 1 }, { TableName: options.tableName });
-  if (options.ttl ?? true) {
-    await client.send(
-      new UpdateTimeToLiveCommand({
-        TableName: options.tableName,
-        TimeToLiveSpecification: { Enabled: true, AttributeName: a.expiresAt },
-      }),
-    );
-  }
+  const ttl = (options.ttl ?? true) ? a.expiresAt : undefined;
+  await setUpTable(
+    client,
+    {
+      TableName: options.tableName,
+      BillingMode: "PAY_PER_REQUEST",
+      AttributeDefinitions: [
+        { AttributeName: a.subject, AttributeType: "S" },
+        { AttributeName: a.order, AttributeType: "S" },
+        { AttributeName: a.unsent, AttributeType: "S" },
+        { AttributeName: a.pendingBucket, AttributeType: "S" },
+        { AttributeName: a.createdAtMs, AttributeType: "N" },
+      ],
+      KeySchema: [hash(a.subject), range(a.order)],
+      LocalSecondaryIndexes: [
+        {
+          IndexName: OUTBOX_UNSENT_INDEX,
+          KeySchema: [hash(a.subject), range(a.unsent)],
+          Projection: { ProjectionType: "ALL" },
+        },
+      ],
+      GlobalSecondaryIndexes: [
+        {
+          IndexName: OUTBOX_PENDING_INDEX,
+          KeySchema: [hash(a.pendingBucket), range(a.createdAtMs)],
+          Projection: { ProjectionType: "INCLUDE", NonKeyAttributes: [a.leaseUntilMs] },
+        },
+      ],
+      StreamSpecification: { StreamEnabled: true, StreamViewType: "NEW_IMAGE" },
+    },
+    ttl,
+  );
 }
 
 /**

@@ -3,23 +3,16 @@ import {
   type DynamoDBClient,
   QueryCommand,
   type QueryCommandOutput,
-  ScanCommand,
   type TransactWriteItem,
   UpdateItemCommand,
 } from "@aws-sdk/client-dynamodb";
 import { unmarshall } from "@aws-sdk/util-dynamodb";
 import type { StoreError } from "../../core/errors.js";
-import { integer, oneOf, resolveOptions, schemaFor } from "../../core/options.js";
+import { integer, oneOf, type Resolved, resolveOptions, schemaFor } from "../../core/options.js";
 import type { AtomicWrite } from "../../core/store.js";
 import { byCommitTime } from "../../outbox/entry-order.js";
 import { outboxWriteDescription } from "../../outbox/message-id.js";
-import type {
-  ClaimEntriesRequest,
-  ClaimedEntry,
-  Outbox,
-  OutboxEntry,
-  OutboxReader,
-} from "../../outbox/types.js";
+import type * as Outbox from "../../outbox/types.js";
 import { type Item, N, S, storeError } from "./expressions.js";
 import { DYNAMODB_TABLE_FIELDS } from "./options.js";
 import {
@@ -31,6 +24,7 @@ import {
   outboxPartitionKey,
   outboxSortKey,
 } from "./outbox-schema.js";
+import { scanAll } from "./scan-all.js";
 
 /** The options of `DynamoDBOutbox`. */
 export interface DynamoDBOutboxOptions {
@@ -103,34 +97,27 @@ const MAX_PENDING_PAGES = 4;
  * takes each subject's head with a consistent Query of the sparse LSI `unsentBySubject`, and leases it with a
  * conditional UpdateItem: a relay whose condition fails lost the race and skips the entry.
  */
-export class DynamoDBOutbox implements Outbox, OutboxReader {
+export class DynamoDBOutbox implements Outbox.Outbox, Outbox.OutboxReader {
   readonly engine: "dynamodb" | "dynamodb-inline";
-  readonly #client: DynamoDBClient;
-  readonly #table: string;
-  readonly #retentionSeconds: number;
-  readonly #buckets: number;
+  readonly #o: Resolved<typeof DYNAMODB_OUTBOX_OPTIONS>;
 
   constructor(options: DynamoDBOutboxOptions) {
-    const o = resolveOptions("DynamoDBOutbox", DYNAMODB_OUTBOX_OPTIONS, options);
-    this.#client = o.client;
-    this.#table = o.tableName;
-    this.engine = o.engine;
-    this.#retentionSeconds = o.sentRetentionSeconds;
-    this.#buckets = o.pendingBuckets;
+    this.#o = resolveOptions("DynamoDBOutbox", DYNAMODB_OUTBOX_OPTIONS, options);
+    this.engine = this.#o.engine;
   }
 
   get tableName(): string {
-    return this.#table;
+    return this.#o.tableName;
   }
 
-  entryWrite(entry: OutboxEntry): DynamoDBOutboxWrite {
+  entryWrite(entry: Outbox.OutboxEntry): DynamoDBOutboxWrite {
     const write: DynamoDBOutboxWrite = {
       engine: this.engine,
       description: outboxWriteDescription(entry.messageId),
       refused: "stale",
       item: {
         Put: {
-          TableName: this.#table,
+          TableName: this.#o.tableName,
           Item: outboxItem(entry, this.#bucketOf(entry.subject)),
           // An entry is written by one commit only: never over another.
           ConditionExpression: "attribute_not_exists(#order)",
@@ -142,9 +129,9 @@ export class DynamoDBOutbox implements Outbox, OutboxReader {
     return write;
   }
 
-  async claim(req: ClaimEntriesRequest): Promise<ClaimedEntry[]> {
+  async claim(req: Outbox.ClaimEntriesRequest): Promise<Outbox.ClaimedEntry[]> {
     const subjects = await this.#candidates(req);
-    const claimed: ClaimedEntry[] = [];
+    const claimed: Outbox.ClaimedEntry[] = [];
     // Subjects in the order their oldest unsent entry was made, a batch at a time: the heads' reads and leases of a
     // batch go out at once.
     for (let i = 0; i < subjects.length && claimed.length < req.limit; ) {
@@ -156,9 +143,9 @@ export class DynamoDBOutbox implements Outbox, OutboxReader {
     return claimed.sort(byCommitTime);
   }
 
-  async markSent(entry: ClaimedEntry, sentAtMs: number): Promise<boolean> {
+  async markSent(entry: Outbox.ClaimedEntry, sentAtMs: number): Promise<boolean> {
     try {
-      await this.#client.send(
+      await this.#o.client.send(
         this.#mark(entry, sentAtMs, {
           ConditionExpression: "attribute_exists(#unsent) AND #owner = :owner AND #until = :until",
           names: ["#owner", "#until"],
@@ -179,11 +166,11 @@ export class DynamoDBOutbox implements Outbox, OutboxReader {
    * already, or is gone.
    */
   async markSentUnleased(
-    entry: Pick<OutboxEntry, "subject" | "order" | "messageId">,
+    entry: Pick<Outbox.OutboxEntry, "subject" | "order" | "messageId">,
     sentAtMs: number,
   ): Promise<boolean> {
     try {
-      await this.#client.send(
+      await this.#o.client.send(
         this.#mark(entry, sentAtMs, {
           ConditionExpression: "attribute_exists(#order) AND attribute_not_exists(#sent)",
           names: ["#order"],
@@ -202,7 +189,7 @@ export class DynamoDBOutbox implements Outbox, OutboxReader {
    * relay's (`markSent`) or anybody's (`markSentUnleased`).
    */
   #mark(
-    entry: Pick<OutboxEntry, "subject" | "order" | "messageId">,
+    entry: Pick<Outbox.OutboxEntry, "subject" | "order" | "messageId">,
     sentAtMs: number,
     condition: {
       ConditionExpression: string;
@@ -213,7 +200,7 @@ export class DynamoDBOutbox implements Outbox, OutboxReader {
   ): UpdateItemCommand {
     const { names, values, ...rest } = condition;
     return new UpdateItemCommand({
-      TableName: this.#table,
+      TableName: this.#o.tableName,
       Key: this.#key(entry),
       UpdateExpression: "SET #sent = :sent, #exp = :exp REMOVE #unsent, #bucket",
       ExpressionAttributeNames: pick("#sent", "#exp", "#unsent", "#bucket", ...names),
@@ -223,46 +210,37 @@ export class DynamoDBOutbox implements Outbox, OutboxReader {
   }
 
   /** Unsent entries: a consistent Scan of the table (operators and tests; not for a hot path). */
-  async pending(): Promise<OutboxEntry[]> {
-    const entries: OutboxEntry[] = [];
-    let start: Item | undefined;
+  async pending(): Promise<Outbox.OutboxEntry[]> {
     try {
-      do {
-        const out = await this.#client.send(
-          new ScanCommand({
-            TableName: this.#table,
-            ConsistentRead: true,
-            FilterExpression: "attribute_exists(#unsent)",
-            ExpressionAttributeNames: pick("#unsent"),
-            ExclusiveStartKey: start,
-          }),
-        );
-        for (const item of out.Items ?? []) entries.push(entryOfItem(unmarshall(item)));
-        start = out.LastEvaluatedKey;
-      } while (start);
+      const items = await scanAll(this.#o.client, {
+        TableName: this.#o.tableName,
+        ConsistentRead: true,
+        FilterExpression: "attribute_exists(#unsent)",
+        ExpressionAttributeNames: pick("#unsent"),
+      });
+      return items.map((item) => entryOfItem(unmarshall(item)));
     } catch (error) {
-      throw wrap("pending", this.#table, error);
+      throw wrap("pending", this.#o.tableName, error);
     }
-    return entries;
   }
 
   /**
    * Subjects with unsent entries whose head no live lease holds, as the GSI shows them (eventually consistent: a
    * hint, checked by #claimHead), oldest first.
    */
-  async #candidates(req: ClaimEntriesRequest): Promise<string[]> {
+  async #candidates(req: Outbox.ClaimEntriesRequest): Promise<string[]> {
     const oldest = new Map<string, number>();
     const leased = new Set<string>();
     const enough = req.limit * 4;
     await Promise.all(
-      Array.from({ length: this.#buckets }, async (_, bucket) => {
+      Array.from({ length: this.#o.pendingBuckets }, async (_, bucket) => {
         let start: Item | undefined;
         for (let page = 0; page < MAX_PENDING_PAGES; page++) {
           let out: QueryCommandOutput;
           try {
-            out = await this.#client.send(
+            out = await this.#o.client.send(
               new QueryCommand({
-                TableName: this.#table,
+                TableName: this.#o.tableName,
                 IndexName: OUTBOX_PENDING_INDEX,
                 KeyConditionExpression: "#bucket = :bucket",
                 ExpressionAttributeNames: pick("#bucket"),
@@ -271,7 +249,7 @@ export class DynamoDBOutbox implements Outbox, OutboxReader {
               }),
             );
           } catch (error) {
-            throw wrap("claim", this.#table, error);
+            throw wrap("claim", this.#o.tableName, error);
           }
           for (const item of out.Items ?? []) {
             const subject = item[A.subject]?.S;
@@ -293,11 +271,14 @@ export class DynamoDBOutbox implements Outbox, OutboxReader {
   }
 
   /** The subject's oldest unsent entry (a consistent read of the LSI), leased to the relay unless a live lease holds it. */
-  async #claimHead(subject: string, req: ClaimEntriesRequest): Promise<ClaimedEntry | undefined> {
+  async #claimHead(
+    subject: string,
+    req: Outbox.ClaimEntriesRequest,
+  ): Promise<Outbox.ClaimedEntry | undefined> {
     try {
-      const out = await this.#client.send(
+      const out = await this.#o.client.send(
         new QueryCommand({
-          TableName: this.#table,
+          TableName: this.#o.tableName,
           IndexName: OUTBOX_UNSENT_INDEX,
           KeyConditionExpression: "#subject = :subject",
           ExpressionAttributeNames: pick("#subject"),
@@ -308,9 +289,9 @@ export class DynamoDBOutbox implements Outbox, OutboxReader {
       );
       const head = out.Items?.[0];
       if (!head || Number(head[A.leaseUntilMs]?.N ?? 0) > req.nowMs) return undefined;
-      await this.#client.send(
+      await this.#o.client.send(
         new UpdateItemCommand({
-          TableName: this.#table,
+          TableName: this.#o.tableName,
           Key: { [A.subject]: S(subject), [A.order]: head[A.order] ?? S("") },
           UpdateExpression: "SET #owner = :owner, #until = :until",
           // Still unsent and not leased since the read: else another relay won it.
@@ -331,19 +312,19 @@ export class DynamoDBOutbox implements Outbox, OutboxReader {
     }
   }
 
-  #key(entry: Pick<OutboxEntry, "subject" | "order" | "messageId">): Item {
+  #key(entry: Pick<Outbox.OutboxEntry, "subject" | "order" | "messageId">): Item {
     return { [A.subject]: S(outboxPartitionKey(entry.subject)), [A.order]: S(outboxSortKey(entry)) };
   }
 
   #expiresAt(sentAtMs: number): number {
-    return Math.floor(sentAtMs / 1000) + this.#retentionSeconds;
+    return Math.floor(sentAtMs / 1000) + this.#o.sentRetentionSeconds;
   }
 
   /** A subject's GSI bucket: FNV-1a of the subject, so a subject's entries share one (any spread would do). */
   #bucketOf(subject: string): string {
     let h = 0x811c9dc5;
     for (let i = 0; i < subject.length; i++) h = Math.imul(h ^ subject.charCodeAt(i), 0x01000193);
-    return String((h >>> 0) % this.#buckets);
+    return String((h >>> 0) % this.#o.pendingBuckets);
   }
 }
 

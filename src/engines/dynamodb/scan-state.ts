@@ -1,4 +1,4 @@
-import { type DynamoDBClient, ScanCommand } from "@aws-sdk/client-dynamodb";
+import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { StateRecord } from "../../core/state.js";
 import {
   claimedBeforeFence,
@@ -8,6 +8,7 @@ import {
   type StateQuery,
 } from "../../core/state-admin.js";
 import { type Item, N, S } from "./expressions.js";
+import { scanAll } from "./scan-all.js";
 
 export interface StateScan {
   client: DynamoDBClient;
@@ -36,26 +37,15 @@ export async function scanState(scan: StateScan, query: StateQuery): Promise<Sta
     filter.push("#fence < :before");
     values[":before"] = N(before);
   }
-  const records: StateRecord[] = [];
-  let start: Item | undefined;
-  do {
-    const page = await scan.client.send(
-      new ScanCommand({
-        TableName: scan.table,
-        ConsistentRead: true,
-        ProjectionExpression: Object.keys(names).join(", "),
-        FilterExpression: filter.join(" AND "),
-        ExpressionAttributeNames: names,
-        ...(Object.keys(values).length > 0 ? { ExpressionAttributeValues: values } : {}),
-        ExclusiveStartKey: start,
-      }),
-    );
-    for (const item of page.Items ?? []) {
-      const record = scan.toRecord(item);
-      if (record) records.push(record);
-    }
-    start = page.LastEvaluatedKey;
-  } while (start);
+  const items = await scanAll(scan.client, {
+    TableName: scan.table,
+    ConsistentRead: true,
+    ProjectionExpression: Object.keys(names).join(", "),
+    FilterExpression: filter.join(" AND "),
+    ExpressionAttributeNames: names,
+    ...(Object.keys(values).length > 0 ? { ExpressionAttributeValues: values } : {}),
+  });
+  const records = items.map((item) => scan.toRecord(item)).filter((r): r is StateRecord => r !== undefined);
   return listFrom(records, query);
 }
 

@@ -1,11 +1,6 @@
-import {
-  CreateTableCommand,
-  type DynamoDBClient,
-  ResourceInUseException,
-  UpdateTimeToLiveCommand,
-  waitUntilTableExists,
-} from "@aws-sdk/client-dynamodb";
+import type { CreateTableCommandInput, DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { STATE_KEY_ATTRIBUTE, TTL_ATTRIBUTE } from "./schema-names.js";
+import { setUpTable } from "./table-setup.js";
 
 // The names live in schema-names.ts (no imports), which the CDK construct reads too.
 export { STATE_KEY_ATTRIBUTE, TTL_ATTRIBUTE };
@@ -22,15 +17,8 @@ export async function createStateTable(
   client: DynamoDBClient,
   options: CreateStateTableOptions,
 ): Promise<void> {
-  await createTableIfMissing(client, options.tableName, STATE_KEY_ATTRIBUTE);
-  if (options.ttl ?? true) {
-    await client.send(
-      new UpdateTimeToLiveCommand({
-        TableName: options.tableName,
-        TimeToLiveSpecification: { Enabled: true, AttributeName: TTL_ATTRIBUTE },
-      }),
-    );
-  }
+  const ttl = (options.ttl ?? true) ? TTL_ATTRIBUTE : undefined;
+  await setUpTable(client, keyedTable(options.tableName, STATE_KEY_ATTRIBUTE), ttl);
 }
 
 /** Creates an on-demand table with one string hash key, unless it exists. */
@@ -41,21 +29,18 @@ export async function createTableIfMissing(
   /** A range key (string) for a composite key. */
   sortKey?: string,
 ): Promise<void> {
+  await setUpTable(client, keyedTable(tableName, hashKey, sortKey), undefined);
+}
+
+function keyedTable(tableName: string, hashKey: string, sortKey?: string): CreateTableCommandInput {
   const keys = sortKey === undefined ? [hashKey] : [hashKey, sortKey];
-  try {
-    await client.send(
-      new CreateTableCommand({
-        TableName: tableName,
-        BillingMode: "PAY_PER_REQUEST",
-        AttributeDefinitions: keys.map((name) => ({ AttributeName: name, AttributeType: "S" as const })),
-        KeySchema: keys.map((name, i) => ({
-          AttributeName: name,
-          KeyType: i === 0 ? ("HASH" as const) : ("RANGE" as const),
-        })),
-      }),
-    );
-  } catch (error) {
-    if (!(error instanceof ResourceInUseException)) throw error;
-  }
-  await waitUntilTableExists({ client, maxWaitTime: 60, minDelay: 1 }, { TableName: tableName });
+  return {
+    TableName: tableName,
+    BillingMode: "PAY_PER_REQUEST",
+    AttributeDefinitions: keys.map((name) => ({ AttributeName: name, AttributeType: "S" as const })),
+    KeySchema: keys.map((name, i) => ({
+      AttributeName: name,
+      KeyType: i === 0 ? ("HASH" as const) : ("RANGE" as const),
+    })),
+  };
 }

@@ -1,16 +1,10 @@
 import { byCommitTime } from "../../outbox/entry-order.js";
 import { outboxWriteDescription } from "../../outbox/message-id.js";
-import type {
-  ClaimEntriesRequest,
-  ClaimedEntry,
-  Outbox,
-  OutboxEntry,
-  OutboxReader,
-} from "../../outbox/types.js";
+import type * as Outbox from "../../outbox/types.js";
 import type { MemoryAtomicWrite } from "./store.js";
 
 interface Held {
-  entry: OutboxEntry;
+  entry: Outbox.OutboxEntry;
   owner?: string;
   leaseUntilMs: number;
   sentAtMs?: number;
@@ -21,11 +15,11 @@ interface Held {
  * engine's reader follows (src/outbox/types.ts): the oldest unsent entry of each subject, not held by a live lease.
  * One process only, as the memory store.
  */
-export class MemoryOutbox implements Outbox, OutboxReader {
+export class MemoryOutbox implements Outbox.Outbox, Outbox.OutboxReader {
   readonly engine = "memory";
   readonly #entries = new Map<string, Held>();
 
-  entryWrite(entry: OutboxEntry): MemoryAtomicWrite {
+  entryWrite(entry: Outbox.OutboxEntry): MemoryAtomicWrite {
     return {
       engine: "memory",
       description: outboxWriteDescription(entry.messageId),
@@ -38,7 +32,7 @@ export class MemoryOutbox implements Outbox, OutboxReader {
     };
   }
 
-  async claim(req: ClaimEntriesRequest): Promise<ClaimedEntry[]> {
+  async claim(req: Outbox.ClaimEntriesRequest): Promise<Outbox.ClaimedEntry[]> {
     const heads = new Map<string, Held>();
     for (const h of this.#entries.values()) {
       if (h.sentAtMs !== undefined) continue;
@@ -56,7 +50,7 @@ export class MemoryOutbox implements Outbox, OutboxReader {
     });
   }
 
-  async markSent(entry: ClaimedEntry, sentAtMs: number): Promise<boolean> {
+  async markSent(entry: Outbox.ClaimedEntry, sentAtMs: number): Promise<boolean> {
     const h = this.#entries.get(entry.messageId);
     if (h === undefined) return false;
     if (h.sentAtMs !== undefined) return true;
@@ -65,12 +59,12 @@ export class MemoryOutbox implements Outbox, OutboxReader {
     return true;
   }
 
-  async pending(): Promise<OutboxEntry[]> {
+  async pending(): Promise<Outbox.OutboxEntry[]> {
     return [...this.#entries.values()].filter((h) => h.sentAtMs === undefined).map((h) => h.entry);
   }
 
   /** Every entry committed so far, sent or not (tests, the simulator's checks). */
-  entries(): OutboxEntry[] {
+  entries(): Outbox.OutboxEntry[] {
     return [...this.#entries.values()].map((h) => h.entry);
   }
 }

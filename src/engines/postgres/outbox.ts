@@ -3,13 +3,7 @@ import { integer, oneOf, resolveOptions, schemaFor } from "../../core/options.js
 import type { AtomicWrite } from "../../core/store.js";
 import { byCommitTime } from "../../outbox/entry-order.js";
 import { outboxWriteDescription } from "../../outbox/message-id.js";
-import type {
-  ClaimEntriesRequest,
-  ClaimedEntry,
-  Outbox,
-  OutboxEntry,
-  OutboxReader,
-} from "../../outbox/types.js";
+import type * as Outbox from "../../outbox/types.js";
 import { outboxEntryOfRow } from "../sql-outbox-row.js";
 import { type PostgresAtomicWrite, postgresWrite } from "./atomic-write.js";
 import { postgresStoreError } from "./errors.js";
@@ -96,7 +90,7 @@ export class OutboxTableMissingError extends StoreError {
  * relay get a subject's second entry while its head is unsent: that head is in every snapshot that holds the second
  * entry (a subject's commits follow one another), and marking it sent is the only way it stops being the head.
  */
-export class PostgresOutbox implements Outbox, OutboxReader {
+export class PostgresOutbox implements Outbox.Outbox, Outbox.OutboxReader {
   readonly engine: "postgres" | "postgres-inline";
   readonly #pool: PostgresPool;
   readonly #table: string;
@@ -148,7 +142,7 @@ SELECT EXISTS (SELECT 1 FROM marked)
   }
 
   /** The insert of `entry`, run by the store in the commit's transaction. */
-  entryWrite(entry: OutboxEntry): PostgresAtomicWrite | InlinePostgresOutboxWrite {
+  entryWrite(entry: Outbox.OutboxEntry): PostgresAtomicWrite | InlinePostgresOutboxWrite {
     const params = [
       entry.messageId,
       entry.subject,
@@ -166,7 +160,7 @@ SELECT EXISTS (SELECT 1 FROM marked)
     return inline;
   }
 
-  async claim(req: ClaimEntriesRequest): Promise<ClaimedEntry[]> {
+  async claim(req: Outbox.ClaimEntriesRequest): Promise<Outbox.ClaimedEntry[]> {
     const out = await this.#query("claim", this.#sql.claim, [
       req.nowMs,
       req.limit,
@@ -178,14 +172,14 @@ SELECT EXISTS (SELECT 1 FROM marked)
       .sort(byCommitTime);
   }
 
-  async markSent(entry: ClaimedEntry, sentAtMs: number): Promise<boolean> {
+  async markSent(entry: Outbox.ClaimedEntry, sentAtMs: number): Promise<boolean> {
     const params = [entry.messageId, entry.owner, entry.leaseUntilMs, sentAtMs];
     const [row] = await this.#query("markSent", this.#sql.markSent, params);
     return row?.ok === true;
   }
 
   /** Unsent entries, by subject and order (at most `maxPending`). */
-  async pending(): Promise<OutboxEntry[]> {
+  async pending(): Promise<Outbox.OutboxEntry[]> {
     return (await this.#query("pending", this.#sql.pending, [this.#maxPending])).map(outboxEntryOfRow);
   }
 

@@ -2,13 +2,7 @@ import { OptionsError } from "../../core/errors.js";
 import { custom, integer, required, resolveOptions, schemaFor, string } from "../../core/options.js";
 import { byCommitTime } from "../../outbox/entry-order.js";
 import { outboxWriteDescription } from "../../outbox/message-id.js";
-import type {
-  ClaimEntriesRequest,
-  ClaimedEntry,
-  Outbox,
-  OutboxEntry,
-  OutboxReader,
-} from "../../outbox/types.js";
+import type * as Outbox from "../../outbox/types.js";
 import { outboxEntryOfRow } from "../sql-outbox-row.js";
 import type { SqliteAtomicWrite } from "./atomic-write.js";
 import { sqliteError } from "./connection.js";
@@ -42,7 +36,7 @@ const SQLITE_OUTBOX_OPTIONS = schemaFor<SqliteOutboxOptions>()({
  * leases the one before it took. It leases each subject's oldest unsent entry (none of its subject orders before it)
  * whose lease has ended.
  */
-export class SqliteOutbox implements Outbox, OutboxReader {
+export class SqliteOutbox implements Outbox.Outbox, Outbox.OutboxReader {
   readonly engine = "sqlite";
   readonly #store: SqliteStore;
   readonly #table: string;
@@ -99,7 +93,7 @@ WHERE message_id = @id AND sent_at_ms IS NULL AND lease_owner = @owner AND lease
   }
 
   /** The insert of `entry`, run by the store in the commit's transaction. */
-  entryWrite(entry: OutboxEntry): SqliteAtomicWrite {
+  entryWrite(entry: Outbox.OutboxEntry): SqliteAtomicWrite {
     return this.#store.atomicWrite({
       description: outboxWriteDescription(entry.messageId),
       sql: this.#sql.insert,
@@ -116,7 +110,7 @@ WHERE message_id = @id AND sent_at_ms IS NULL AND lease_owner = @owner AND lease
     });
   }
 
-  async claim(req: ClaimEntriesRequest): Promise<ClaimedEntry[]> {
+  async claim(req: Outbox.ClaimEntriesRequest): Promise<Outbox.ClaimedEntry[]> {
     const params = { owner: req.owner, until: req.leaseUntilMs, now: req.nowMs, limit: req.limit };
     const rows = this.#step("claim", () => {
       const sql = statementsOf(this.#store);
@@ -127,7 +121,7 @@ WHERE message_id = @id AND sent_at_ms IS NULL AND lease_owner = @owner AND lease
       .sort(byCommitTime);
   }
 
-  async markSent(entry: ClaimedEntry, sentAtMs: number): Promise<boolean> {
+  async markSent(entry: Outbox.ClaimedEntry, sentAtMs: number): Promise<boolean> {
     const params = { id: entry.messageId, owner: entry.owner, until: entry.leaseUntilMs, sent: sentAtMs };
     return this.#step("markSent", () => {
       const sql = statementsOf(this.#store);
@@ -138,7 +132,7 @@ WHERE message_id = @id AND sent_at_ms IS NULL AND lease_owner = @owner AND lease
   }
 
   /** Unsent entries, by subject and order (at most `maxPending`). */
-  async pending(): Promise<OutboxEntry[]> {
+  async pending(): Promise<Outbox.OutboxEntry[]> {
     return this.#step("pending", () =>
       statementsOf(this.#store).all(this.#sql.pending, { limit: this.#maxPending }).map(outboxEntryOfRow),
     );

@@ -86,6 +86,16 @@ local function keep(key, field, v)
   if v == '' then redis.call('HDEL', key, field) else redis.call('HSET', key, field, string.sub(v, 2)) end
 end
 
+-- The rest of a commit, after its HSET of the done state: the lease dropped, the result, its omitted bytes and
+-- fingerprint kept, the expiry set.
+local function committed(key, exp, result, omitted, cfp, floor)
+  redis.call('HDEL', key, 'lease')
+  keep(key, 'result', result)
+  keep(key, 'omitted', omitted)
+  keep(key, 'cfp', cfp)
+  expire(key, exp, nil, floor)
+end
+
 local KIND = { set = 'string', incr = 'string', hset = 'hash', zadd = 'zset', rpush = 'list', sadd = 'set',
   fence = 'hash' }
 
@@ -273,11 +283,7 @@ local out, err = writes_or_error(2, 14, tonumber(ARGV[13]), { [KEYS[1]] = true }
 if err then return err end
 redis.call('HSET', KEYS[1], 'status', 'done', 'pos', pos, 'id', id, 'fence', ARGV[3], 'token', ARGV[4],
   'cpos', pos, 'cid', id, 'exp', ARGV[5], 'att', '0')
-redis.call('HDEL', KEYS[1], 'lease')
-keep(KEYS[1], 'result', ARGV[10])
-keep(KEYS[1], 'omitted', ARGV[11])
-keep(KEYS[1], 'cfp', ARGV[12])
-expire(KEYS[1], ARGV[5], nil, ARGV[9])
+committed(KEYS[1], ARGV[5], ARGV[10], ARGV[11], ARGV[12], ARGV[9])
 return {1, {}, out}
 `;
 
@@ -288,11 +294,7 @@ if not held(s, tonumber(ARGV[1])) then return refused(KEYS[1], s, flat, {}) end
 local out, err = writes_or_error(2, 8, tonumber(ARGV[7]), { [KEYS[1]] = true })
 if err then return err end
 redis.call('HSET', KEYS[1], 'status', 'done', 'cpos', s.pos, 'cid', s.id, 'exp', ARGV[2], 'att', '0')
-redis.call('HDEL', KEYS[1], 'lease')
-keep(KEYS[1], 'result', ARGV[3])
-keep(KEYS[1], 'omitted', ARGV[4])
-keep(KEYS[1], 'cfp', ARGV[5])
-expire(KEYS[1], ARGV[2], nil, ARGV[6])
+committed(KEYS[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6])
 return {1, {}, out}
 `;
 

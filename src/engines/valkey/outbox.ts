@@ -1,13 +1,7 @@
 import type { Redis } from "ioredis";
 import { custom, integer, required, resolveOptions, schemaFor } from "../../core/options.js";
 import { outboxWriteDescription } from "../../outbox/message-id.js";
-import type {
-  ClaimEntriesRequest,
-  ClaimedEntry,
-  Outbox,
-  OutboxEntry,
-  OutboxReader,
-} from "../../outbox/types.js";
+import type * as Outbox from "../../outbox/types.js";
 import { clientId, type ValkeyAtomicWrite } from "./atomic-write.js";
 import { optionalClientField, primaries, type ValkeyClient } from "./client.js";
 import { valkeyStoreError } from "./errors.js";
@@ -49,7 +43,7 @@ const OUTBOX_OPTIONS = schemaFor<ValkeyOutboxOptions>()({
 
 /** Where a claimed entry lives (its tag): not a field of the entry, so a claimed entry still equals the committed one. */
 const TAG = Symbol("valkey outbox tag");
-type Tagged = ClaimedEntry & { [TAG]?: string };
+type Tagged = Outbox.ClaimedEntry & { [TAG]?: string };
 
 /**
  * The Valkey / Redis outbox (docs/valkey.md, "Outbox"). An entry is written by the commit that publishes it, in the
@@ -69,7 +63,7 @@ type Tagged = ClaimedEntry & { [TAG]?: string };
  * cluster. A subject's order holds among the entries of one state key: an ordered event's (one state key per
  * subject); unordered events of a subject (one state key per event) have no commit order among them.
  */
-export class ValkeyOutbox implements Outbox, OutboxReader {
+export class ValkeyOutbox implements Outbox.Outbox, Outbox.OutboxReader {
   readonly engine = "valkey";
   readonly #client: ValkeyClient;
   readonly #store: ValkeyClient;
@@ -90,7 +84,7 @@ export class ValkeyOutbox implements Outbox, OutboxReader {
     this.#concurrency = o.claimConcurrency;
   }
 
-  entryWrite(entry: OutboxEntry, stateKey: string): ValkeyAtomicWrite {
+  entryWrite(entry: Outbox.OutboxEntry, stateKey: string): ValkeyAtomicWrite {
     const tag = escapeTag(stateKey);
     const json = JSON.stringify({
       messageId: entry.messageId,
@@ -113,7 +107,7 @@ export class ValkeyOutbox implements Outbox, OutboxReader {
     };
   }
 
-  async claim(req: ClaimEntriesRequest): Promise<ClaimedEntry[]> {
+  async claim(req: Outbox.ClaimEntriesRequest): Promise<Outbox.ClaimedEntry[]> {
     const hintKey = outboxHintRedisKey(this.#prefix);
     const tags = new Set<string>();
     if (req.nowMs >= this.#nextSweepMs) {
@@ -124,7 +118,7 @@ export class ValkeyOutbox implements Outbox, OutboxReader {
     for (const tag of await this.#call("outbox hints", () => this.#client.smembers(hintKey))) tags.add(tag);
     // Relays start at different tags, so that they do not all queue on the same scripts.
     const order = shuffle([...tags]);
-    const out: ClaimedEntry[] = [];
+    const out: Outbox.ClaimedEntry[] = [];
     while (order.length > 0 && out.length < req.limit) {
       const remaining = req.limit - out.length;
       const batch = order.splice(0, Math.min(remaining, this.#concurrency));
@@ -136,7 +130,7 @@ export class ValkeyOutbox implements Outbox, OutboxReader {
     return out;
   }
 
-  async markSent(entry: ClaimedEntry, _sentAtMs: number): Promise<boolean> {
+  async markSent(entry: Outbox.ClaimedEntry, _sentAtMs: number): Promise<boolean> {
     const tag = (entry as Tagged)[TAG];
     if (tag === undefined) return false; // not an entry this engine's claim gave: it holds no lease of ours
     const keys = [outboxRedisKey(this.#prefix, tag), outboxLeaseRedisKey(this.#prefix, tag)];
@@ -145,8 +139,8 @@ export class ValkeyOutbox implements Outbox, OutboxReader {
   }
 
   /** Every unsent entry: a SCAN of every primary (operators and tests; a relay claims instead). */
-  async pending(): Promise<OutboxEntry[]> {
-    const out: OutboxEntry[] = [];
+  async pending(): Promise<Outbox.OutboxEntry[]> {
+    const out: Outbox.OutboxEntry[] = [];
     for (const tag of await this.#sweep()) {
       const key = outboxRedisKey(this.#prefix, tag);
       const members = await this.#call(key, () => this.#client.zrange(key, "0", "-1"));
@@ -155,7 +149,11 @@ export class ValkeyOutbox implements Outbox, OutboxReader {
     return out;
   }
 
-  async #claimTag(tag: string, limit: number, req: ClaimEntriesRequest): Promise<ClaimedEntry[]> {
+  async #claimTag(
+    tag: string,
+    limit: number,
+    req: Outbox.ClaimEntriesRequest,
+  ): Promise<Outbox.ClaimedEntry[]> {
     const key = outboxRedisKey(this.#prefix, tag);
     const keys = [key, outboxLeaseRedisKey(this.#prefix, tag)];
     const args = [String(limit), req.owner, String(req.leaseUntilMs), String(req.nowMs)];
@@ -211,9 +209,9 @@ export class ValkeyOutbox implements Outbox, OutboxReader {
 }
 
 /** A sorted-set member of lua.ts OUTBOX_CLAIM: `<order>\n<message id>\n<entry JSON>`. */
-function parseMember(member: string): { entry: OutboxEntry } {
+function parseMember(member: string): { entry: Outbox.OutboxEntry } {
   const json = member.slice(member.indexOf("\n", member.indexOf("\n") + 1) + 1);
-  return { entry: JSON.parse(json) as OutboxEntry };
+  return { entry: JSON.parse(json) as Outbox.OutboxEntry };
 }
 
 function shuffle<T>(items: T[]): T[] {

@@ -4,9 +4,9 @@ import {
   type DynamoDBStreamsClient,
   GetRecordsCommand,
   GetShardIteratorCommand,
-  type Shard,
 } from "@aws-sdk/client-dynamodb-streams";
 import type { DynamoDBRecord, AttributeValue as LambdaAttributeValue } from "aws-lambda";
+import { allPages } from "./all-pages.js";
 import type { ReadRecord, ShardRead, StreamReader, StreamShard } from "./stream-reader.js";
 
 /**
@@ -25,15 +25,15 @@ export class DynamoDBStreamReader implements StreamReader {
   }
 
   async listShards(): Promise<StreamShard[]> {
-    const shards: Shard[] = [];
-    let start: string | undefined;
-    do {
+    const shards = await allPages(async (start) => {
       const out = await this.#client.send(
         new DescribeStreamCommand({ StreamArn: this.streamArn, ExclusiveStartShardId: start }),
       );
-      shards.push(...(out.StreamDescription?.Shards ?? []));
-      start = out.StreamDescription?.LastEvaluatedShardId;
-    } while (start);
+      return {
+        items: out.StreamDescription?.Shards ?? [],
+        next: out.StreamDescription?.LastEvaluatedShardId,
+      };
+    });
     return shards.map((s) => ({
       shardId: s.ShardId ?? "",
       parentShardIds: s.ParentShardId ? [s.ParentShardId] : [],

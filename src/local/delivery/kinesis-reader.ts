@@ -3,10 +3,10 @@ import {
   GetShardIteratorCommand,
   type KinesisClient,
   ListShardsCommand,
-  type Shard,
 } from "@aws-sdk/client-kinesis";
 import type { KinesisStreamRecord } from "aws-lambda";
 import { LOCAL_REGION } from "../aws-local.js";
+import { allPages } from "./all-pages.js";
 import type { ReadRecord, ShardRead, StreamReader, StreamShard } from "./stream-reader.js";
 
 /** A Kinesis stream as Lambda's event source mapping reads it (GetRecords polling, not enhanced fan-out). */
@@ -23,15 +23,13 @@ export class KinesisReader implements StreamReader {
   }
 
   async listShards(): Promise<StreamShard[]> {
-    const shards: Shard[] = [];
-    let token: string | undefined;
-    do {
+    // A page after the first names the stream by its token alone (ListShards refuses both).
+    const shards = await allPages(async (token) => {
       const out = await this.#client.send(
         new ListShardsCommand(token ? { NextToken: token } : { StreamName: this.#streamName }),
       );
-      shards.push(...(out.Shards ?? []));
-      token = out.NextToken;
-    } while (token);
+      return { items: out.Shards ?? [], next: out.NextToken };
+    });
     return shards.map((s) => ({
       shardId: s.ShardId ?? "",
       parentShardIds: [s.ParentShardId, s.AdjacentParentShardId].filter((p): p is string => !!p),

@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import {
   DeleteMessageBatchCommand,
   GetQueueAttributesCommand,
@@ -13,7 +12,9 @@ import { FaultInjector, type FaultOptions, resolveFaults } from "../../sim/live/
 import type { Simulation } from "../../sim/live/simulation.js";
 import { LOCAL_REGION } from "../aws-local.js";
 import { isDuration, numberField } from "../fields.js";
+import { invokeBatch } from "./batch-invoke.js";
 import type { LocalFunction, LocalInvocationResult } from "./local-function.js";
+import { PollLoop } from "./poll-loop.js";
 
 /** A local event source mapping: the queue, the batch size, partial batch failures, concurrency. */
 export interface SqsEventSourceOptions {
@@ -58,8 +59,7 @@ export class SqsEventSource {
   readonly #client: SQSClient;
   readonly #sim: Simulation;
   #inFlight = 0;
-  #running = false;
-  #loop: Promise<void> | undefined;
+  readonly #loop: PollLoop;
   #wake: (() => void) | undefined;
 
   constructor(fn: LocalFunction, options: SqsEventSourceOptions, client: SQSClient, sim: Simulation) {
@@ -69,6 +69,7 @@ export class SqsEventSource {
     this.#faults = new FaultInjector(faults, sim.prng.fork(`sqs:${fn.name}:${o.queueArn}`));
     this.#client = client;
     this.#sim = sim;
+    this.#loop = new PollLoop(sim.sleeper);
   }
 
   /** What `idle` names when this source does not drain. */
@@ -82,16 +83,14 @@ export class SqsEventSource {
 
   /** Starts polling the queue (once; a second call does nothing). */
   start(): void {
-    if (this.#running) return;
-    this.#running = true;
-    this.#loop = this.#poll();
+    this.#loop.start(() => this.#poll());
   }
 
   /** Stops polling; batches in flight finish on their own (the runtime's activity tracks them). */
   async stop(): Promise<void> {
-    this.#running = false;
+    const stopped = this.#loop.stop();
     this.#wake?.();
-    await this.#loop;
+    await stopped;
   }
 
   /** True when the queue holds no message (visible, in flight or delayed) and no batch is running. */
@@ -116,7 +115,7 @@ export class SqsEventSource {
   }
 
   async #poll(): Promise<void> {
-    while (this.#running && !this.#sim.sleeper.stopped) {
+    while (this.#loop.running) {
       if (this.#inFlight >= this.#options.maxConcurrentBatches) {
         await this.#pause();
         continue;
@@ -168,22 +167,15 @@ export class SqsEventSource {
   }
 
   async #dispatch(messages: Message[], delayMs: number, duplicate: boolean): Promise<void> {
-    await this.#sim.sleeper.sleep(delayMs);
     const records = messages.map((m) => toLambdaRecord(m, this.#options.queueArn));
-    const attempt = Math.max(...records.map((r) => Number(r.attributes.ApproximateReceiveCount) || 1));
-    const requestId = randomUUID();
-    this.#sim.trace.emit({
-      type: "delivery",
-      atMs: this.#sim.now(),
+    const run = await invokeBatch(this.#sim, this.#fn, {
       source: "sqs",
-      functionName: this.#fn.name,
-      requestId,
-      runId: requestId,
+      event: { Records: records },
       records: records.map((r) => r.messageId),
-      attempt,
+      attempt: Math.max(...records.map((r) => Number(r.attributes.ApproximateReceiveCount) || 1)),
+      delayMs,
       duplicate,
     });
-    const run = await this.#fn.invoke({ Records: records }, { attempt, requestId, runId: requestId });
     const done = this.#succeeded(run, records);
     if (done.length === 0) return;
     for (let i = 0; i < done.length; i += 10) {

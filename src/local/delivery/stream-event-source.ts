@@ -1,10 +1,11 @@
-import { randomUUID } from "node:crypto";
 import { boolean, func, integer, nested, resolveOptions, schemaFor } from "../../core/options.js";
 import { FaultInjector, type FaultOptions, resolveFaults } from "../../sim/live/faults.js";
 import type { Simulation } from "../../sim/live/simulation.js";
 import { hash32 } from "../../sim/prng.js";
 import { isDuration, numberField } from "../fields.js";
+import { invokeBatch } from "./batch-invoke.js";
 import type { LocalFunction, LocalInvocationResult } from "./local-function.js";
+import { PollLoop } from "./poll-loop.js";
 import type { ReadRecord, StreamReader, StreamShard } from "./stream-reader.js";
 
 /** Lambda's stream event source mapping, as `eonce run` configures it (defaults: the CDK construct's). */
@@ -106,8 +107,7 @@ export class StreamEventSource {
   readonly #context: ShardContext;
   /** Batches discarded to the on-failure destination, in order. */
   readonly discarded: DiscardedBatch[] = [];
-  #running = false;
-  #loop: Promise<void> | undefined;
+  readonly #loop: PollLoop;
 
   constructor(fn: LocalFunction, reader: StreamReader, options: StreamEventSourceOptions, sim: Simulation) {
     const { faults, onFailure, ...o } = resolveOptions(
@@ -121,11 +121,12 @@ export class StreamEventSource {
     this.#onFailure = onFailure;
     this.#faults = new FaultInjector(faults, sim.prng.fork(`stream:${fn.name}:${reader.streamArn}`));
     this.#sim = sim;
+    this.#loop = new PollLoop(sim.sleeper);
     this.#context = {
       options: o,
       reader,
       sim,
-      running: () => this.#running && !sim.sleeper.stopped,
+      running: () => this.#loop.running,
       invoke: (records, attempt) => this.#invoke(records, attempt),
       discard: (shardId, records, condition, invokes) => this.#discard(shardId, records, condition, invokes),
     };
@@ -137,15 +138,12 @@ export class StreamEventSource {
 
   /** Starts reading the stream (once; a second call does nothing). */
   start(): void {
-    if (this.#running) return;
-    this.#running = true;
-    this.#loop = this.#discover();
+    this.#loop.start(() => this.#discover());
   }
 
   /** Stops reading; batches in flight finish on their own (the runtime's activity tracks them). */
   async stop(): Promise<void> {
-    this.#running = false;
-    await this.#loop;
+    await this.#loop.stop();
     await Promise.all([...this.#shards.values()].map((w) => w.done));
   }
 
@@ -167,7 +165,7 @@ export class StreamEventSource {
 
   /** Lists the shards now and then; a shard starts once its parents are read to their end. */
   async #discover(): Promise<void> {
-    while (this.#running && !this.#sim.sleeper.stopped) {
+    while (this.#loop.running) {
       let shards: StreamShard[] = [];
       try {
         shards = await this.#reader.listShards();
@@ -198,24 +196,20 @@ export class StreamEventSource {
     return (await runs[0]) as LocalInvocationResult;
   }
 
-  async #dispatch(records: ReadRecord[], attempt: number, delayMs: number, duplicate: boolean) {
-    await this.#sim.sleeper.sleep(delayMs);
-    const requestId = randomUUID();
-    this.#sim.trace.emit({
-      type: "delivery",
-      atMs: this.#sim.now(),
+  #dispatch(
+    records: ReadRecord[],
+    attempt: number,
+    delayMs: number,
+    duplicate: boolean,
+  ): Promise<LocalInvocationResult> {
+    return invokeBatch(this.#sim, this.#fn, {
       source: this.#reader.source,
-      functionName: this.#fn.name,
-      requestId,
-      runId: requestId,
+      event: { Records: records.map((r) => r.lambdaRecord) },
       records: records.map((r) => r.sequenceNumber),
       attempt,
+      delayMs,
       duplicate,
     });
-    return this.#fn.invoke(
-      { Records: records.map((r) => r.lambdaRecord) },
-      { attempt, requestId, runId: requestId },
-    );
   }
 
   /** A batch given up on: its metadata to the on-failure destination, as Lambda sends it. */

