@@ -16,24 +16,8 @@ export * from "./metrics.js";
 export { EffectivelyOncePipeline } from "./pipeline.js";
 export type { PipelineAlarms } from "./pipeline-alarms.js";
 export type { PipelineOutbox } from "./pipeline-parts.js";
-export {
-  type Architecture,
-  DELIVERIES,
-  type DeliveryKind,
-  type EffectivelyOncePipelineProps,
-  type ExternalStateOptions,
-  type InlineStateOptions,
-  MIN_MAX_RECEIVE_COUNT,
-  type OutboxOptions,
-  type RecordsTableAction,
-  type RecordsTableOptions,
-  type Removal,
-  STREAM_VIEW_TYPES,
-  type StateOptions,
-  type StreamViewType,
-  type TableStateOptions,
-  VISIBILITY_TIMEOUT_FACTOR,
-} from "./props.js";
+// The construct's props, their parts and the values they take (props.ts holds nothing else).
+export * from "./props.js";
 export { LOG_QUERIES } from "./queries.js";
 
 /** @deprecated Renamed `DeliveryKind` (the core's `Delivery` is an event's delivery); removed in 0.3. */

@@ -236,6 +236,7 @@ export interface RecordsTableOptions {
 
 /** A DynamoDB action the function may be granted on the records table. */
 export type RecordsTableAction = "dynamodb:PutItem" | "dynamodb:GetItem" | "dynamodb:UpdateItem";
+/** Every `RecordsTableAction` (the values `RecordsTableOptions.actions` takes). */
 export const RECORDS_TABLE_ACTIONS: readonly RecordsTableAction[] = [
   "dynamodb:PutItem",
   "dynamodb:GetItem",

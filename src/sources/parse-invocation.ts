@@ -12,7 +12,7 @@ import { isS3TestEvent } from "./s3-notification.js";
 import { parseSqsRecord } from "./sqs.js";
 import { refuseTumblingWindow } from "./stream-record.js";
 import type { DeliveryUnit, ParseOptions, ResolvedParseOptions } from "./types.js";
-import { finishUnit } from "./unit.js";
+import { unitOf } from "./unit.js";
 
 const KNOWN_SHAPES =
   "expected an S3 notification (Records[].eventSource aws:s3), an SQS event (Records[].eventSource aws:sqs), " +
@@ -82,11 +82,5 @@ function parseRecords(input: JsonObject, options: ResolvedParseOptions): Deliver
 function directEventBridge(input: JsonObject, options: ResolvedParseOptions): DeliveryUnit {
   const id = typeof input.id === "string" ? input.id : "";
   const delivery: Delivery = { envelope: "eventbridge", correlationId: id || "eventbridge", recordIndex: 0 };
-  try {
-    const payload = eventBridgePayload(input, "", delivery, id, options);
-    return finishUnit(delivery, payload.events, payload.error, payload.correlationId, options);
-  } catch (e) {
-    if (!(e instanceof MalformedEventError)) throw e;
-    return finishUnit(delivery, [], e, undefined, options);
-  }
+  return unitOf(delivery, options, () => eventBridgePayload(input, "", delivery, id, options));
 }

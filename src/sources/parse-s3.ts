@@ -1,10 +1,9 @@
-import { MalformedEventError } from "../core/errors.js";
 import type { Delivery } from "../core/event.js";
 import { eventBridgeMetadata, isS3EventBridgeEvent, parseEventBridgeS3 } from "./eventbridge.js";
-import { index, isObject, type JsonObject } from "./fields.js";
+import { isObject, type JsonObject } from "./fields.js";
 import { parseS3Record, parseS3TestEvent, requestIdOf } from "./s3-notification.js";
 import type { DeliveryUnit, ResolvedParseOptions } from "./types.js";
-import { finishUnit } from "./unit.js";
+import { recordDelivery, unitOf } from "./unit.js";
 
 /**
  * Direct S3 invocations, record by record, and S3 events EventBridge invokes with: what `parseInvocation` does for
@@ -17,27 +16,25 @@ export function directS3Record(
   recordIndex: number,
   options: ResolvedParseOptions,
 ): DeliveryUnit {
-  const path = index("Records", recordIndex);
-  const delivery: Delivery = { envelope: "s3", correlationId: path, recordIndex };
-  try {
-    const event = parseS3Record(record, path);
-    return finishUnit(delivery, [event], undefined, event.requestId, options);
-  } catch (e) {
-    if (!(e instanceof MalformedEventError)) throw e;
-    return finishUnit(delivery, [], e, lenientRequestId(record, path), options);
-  }
+  const { path, delivery } = recordDelivery("s3", recordIndex);
+  return unitOf(
+    delivery,
+    options,
+    () => {
+      const event = parseS3Record(record, path);
+      return { events: [event], correlationId: event.requestId };
+    },
+    () => lenientRequestId(record, path),
+  );
 }
 
 /** A direct `s3:TestEvent`: one unit. */
 export function directTestEvent(input: JsonObject, options: ResolvedParseOptions): DeliveryUnit {
   const delivery: Delivery = { envelope: "s3", correlationId: "s3:TestEvent", recordIndex: 0 };
-  try {
+  return unitOf(delivery, options, () => {
     const event = parseS3TestEvent(input, "");
-    return finishUnit(delivery, [event], undefined, event.requestId, options);
-  } catch (e) {
-    if (!(e instanceof MalformedEventError)) throw e;
-    return finishUnit(delivery, [], e, undefined, options);
-  }
+    return { events: [event], correlationId: event.requestId };
+  });
 }
 
 /**
@@ -51,15 +48,12 @@ export function directEventBridgeS3(
   if (!isS3EventBridgeEvent(input)) return undefined;
   const id = typeof input.id === "string" ? input.id : "";
   const delivery: Delivery = { envelope: "eventbridge", correlationId: id || "eventbridge", recordIndex: 0 };
-  try {
+  return unitOf(delivery, options, () => {
     const meta = eventBridgeMetadata(input, "");
     delivery.eventBridge = meta;
     const event = parseEventBridgeS3(input, "");
-    return finishUnit(delivery, [event], undefined, event.requestId ?? meta.id, options);
-  } catch (e) {
-    if (!(e instanceof MalformedEventError)) throw e;
-    return finishUnit(delivery, [], e, undefined, options);
-  }
+    return { events: [event], correlationId: event.requestId ?? meta.id };
+  });
 }
 
 /** The request id of a record that failed validation, if it can still be read: it helps find the request. */

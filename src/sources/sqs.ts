@@ -1,10 +1,9 @@
 import { MalformedEventError } from "../core/errors.js";
-import type { Delivery } from "../core/event.js";
-import { describe, index, isObject, join } from "./fields.js";
+import { describe, isObject, join } from "./fields.js";
 import { parseSqsBody } from "./payload.js";
 import { sqsMetadata } from "./sqs-metadata.js";
 import type { DeliveryUnit, RecoveredSqsFields, ResolvedParseOptions } from "./types.js";
-import { finishUnit } from "./unit.js";
+import { recordDelivery, unitOf } from "./unit.js";
 
 /**
  * One SQS record → one delivery unit (the unit of partial batch failure). Never throws for bad input:
@@ -15,23 +14,19 @@ export function parseSqsRecord(
   recordIndex: number,
   options: ResolvedParseOptions,
 ): DeliveryUnit {
-  const path = index("Records", recordIndex);
-  const delivery: Delivery = { envelope: "sqs", correlationId: path, recordIndex };
-  try {
+  const { path, delivery } = recordDelivery("sqs", recordIndex);
+  const unit = unitOf(delivery, options, () => {
     const sqs = sqsMetadata(record, path);
     delivery.sqs = sqs;
     const body = isObject(record) ? record.body : undefined;
     if (typeof body !== "string") {
       throw new MalformedEventError(`expected a string, got ${describe(body)}`, join(path, "body"));
     }
-    const payload = parseSqsBody(body, join(path, "body"), delivery, sqs.messageId, options);
-    return finishUnit(delivery, payload.events, payload.error, payload.correlationId, options);
-  } catch (e) {
-    if (!(e instanceof MalformedEventError)) throw e;
-    const unit = finishUnit(delivery, [], e, undefined, options);
-    if (!delivery.sqs) unit.recovered = recoveredFields(record);
-    return unit;
-  }
+    return parseSqsBody(body, join(path, "body"), delivery, sqs.messageId, options);
+  });
+  // Metadata that failed validation (no `delivery.sqs`): what can still be read of it.
+  if (!delivery.sqs) unit.recovered = recoveredFields(record);
+  return unit;
 }
 
 /** A record with broken metadata: its id, group and queue, read leniently (a record that lost its group would leave its group's order). */

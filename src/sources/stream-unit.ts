@@ -1,10 +1,9 @@
-import { MalformedEventError } from "../core/errors.js";
-import type { Delivery, NormalizedEvent } from "../core/event.js";
+import type { NormalizedEvent } from "../core/event.js";
 import type { Position } from "../core/position.js";
-import { index, type JsonObject, join, requireField, requireObject, requireString } from "./fields.js";
+import { type JsonObject, join, requireField, requireObject, requireString } from "./fields.js";
 import { requireSequenceNumber, streamDelivery } from "./stream-record.js";
 import type { DeliveryUnit, ResolvedParseOptions } from "./types.js";
-import { finishUnit } from "./unit.js";
+import { recordDelivery, unitOf } from "./unit.js";
 
 /** The fields every Kinesis and DynamoDB Streams record has, read and checked. */
 export interface StreamRecordHead {
@@ -41,30 +40,31 @@ export function parseStreamRecord<E extends NormalizedEvent>(
   recordIndex: number,
   options: ResolvedParseOptions,
 ): DeliveryUnit {
-  const path = index("Records", recordIndex);
-  const delivery: Delivery = { envelope: kind.envelope, correlationId: path, recordIndex };
+  const { path, delivery } = recordDelivery(kind.envelope, recordIndex);
   let eventId: string | undefined;
-  try {
-    const r = requireObject(record, path);
-    eventId = requireString(r, "eventID", path);
-    const arn = requireString(r, "eventSourceARN", path);
-    const dataPath = join(path, kind.dataField);
-    const data = requireField(r, kind.dataField, path);
-    const { sequenceNumber, position } = requireSequenceNumber(data, kind.sequenceField, dataPath);
-    const head: StreamRecordHead = {
-      path,
-      record: r,
-      eventId,
-      arn,
-      data,
-      dataPath,
-      sequenceNumber,
-      position,
-    };
-    delivery.stream = streamDelivery(arn, sequenceNumber, kind.shardId?.(head));
-    return finishUnit(delivery, [kind.event(head)], undefined, eventId, options);
-  } catch (e) {
-    if (!(e instanceof MalformedEventError)) throw e;
-    return finishUnit(delivery, [], e, eventId, options);
-  }
+  return unitOf(
+    delivery,
+    options,
+    () => {
+      const r = requireObject(record, path);
+      eventId = requireString(r, "eventID", path);
+      const arn = requireString(r, "eventSourceARN", path);
+      const dataPath = join(path, kind.dataField);
+      const data = requireField(r, kind.dataField, path);
+      const { sequenceNumber, position } = requireSequenceNumber(data, kind.sequenceField, dataPath);
+      const head: StreamRecordHead = {
+        path,
+        record: r,
+        eventId,
+        arn,
+        data,
+        dataPath,
+        sequenceNumber,
+        position,
+      };
+      delivery.stream = streamDelivery(arn, sequenceNumber, kind.shardId?.(head));
+      return { events: [kind.event(head)], correlationId: eventId };
+    },
+    () => eventId,
+  );
 }
