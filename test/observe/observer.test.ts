@@ -241,6 +241,23 @@ describe("Observer log lines", () => {
     expect(o.metrics()).toEqual({ [counter]: 1 });
   });
 
+  it("a SILENT logger gets no call (no line is built); the counters still count", () => {
+    const o = captureOutput();
+    const silent = new Logger({ logLevel: "SILENT" });
+    const calls: string[] = [];
+    for (const level of ["debug", "info", "warn", "error"] as const) {
+      silent[level] = (() => calls.push(level)) as never;
+    }
+    const { inv, d } = observe(silent);
+    d.received();
+    d.outcome(event, { status: "busy", holder: "0001" }, 5);
+    d.deferred("test");
+    inv.log("warn", "invocation line");
+    inv.flush();
+    expect(calls).toEqual([]);
+    expect(o.metrics()).toEqual({ busy: 1, deferred: 1, receiveCount: 4 });
+  });
+
   it("logs superseded, takeover and refused renewals from the guard's trace", () => {
     const o = captureOutput();
     const { inv, d } = observe();
