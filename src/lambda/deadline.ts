@@ -1,5 +1,4 @@
 import type { Context } from "aws-lambda";
-import { onAbort } from "../core/abort.js";
 import { LambdaDeadlineError } from "./errors.js";
 
 export interface Deadline {
@@ -23,26 +22,5 @@ export function lambdaDeadline(context: Partial<Context> | undefined, marginMs: 
     deadlineMs: Date.now() + budgetMs,
     signal: controller.signal,
     dispose: () => clearTimeout(timer),
-  };
-}
-
-/**
- * A signal that aborts when any input does, including inputs that are aborted already (a listener
- * added to an aborted signal never fires). `dispose` (in `finally`) unsubscribes. The inputs include the
- * invocation's deadline signal, shared by the whole batch: subscribed through core/abort.ts, one listener for all.
- */
-export function anySignal(...signals: AbortSignal[]): { signal: AbortSignal; dispose(): void } {
-  const controller = new AbortController();
-  const already = signals.find((s) => s.aborted);
-  if (already) {
-    controller.abort(already.reason);
-    return { signal: controller.signal, dispose() {} };
-  }
-  const listeners = signals.map((s) => onAbort(s, () => controller.abort(s.reason)));
-  return {
-    signal: controller.signal,
-    dispose: () => {
-      for (const remove of listeners) remove();
-    },
   };
 }

@@ -8,7 +8,7 @@ import { comparePositions, positionFromSequenceNumber } from "../core/position.j
 import { type DeliveryObserver, type InvocationObserver, Observer } from "../observe/observer.js";
 import { parseResolved } from "../sources/parse-invocation.js";
 import type { DeliveryUnit } from "../sources/types.js";
-import { anySignal, type Deadline, lambdaDeadline } from "./deadline.js";
+import { type Deadline, lambdaDeadline } from "./deadline.js";
 import { DeliveryFailedError } from "./errors.js";
 import { runLanes } from "./lanes.js";
 import {
@@ -541,21 +541,19 @@ function defer<R>(d: Delivery<R>, heartbeat: HeartbeatRun | undefined, reason: s
   if (id !== undefined) heartbeat?.done(id);
 }
 
-/** Mode `run`: the handler under the lease, its signal also aborted at the Lambda deadline. */
-async function runHandler<R>(
+/**
+ * Mode `run`: the handler under the lease. Its signal is the lease's, which also aborts at the Lambda deadline: the
+ * guard's lease follows the deadline's signal, passed as the run's `signal` (#step).
+ */
+function runHandler<R>(
   handler: EventHandler<R, AnyHandledEvent>,
   event: AnyHandledEvent,
   gctx: GuardContext,
   obs: DeliveryObserver,
   call: Call<R>,
 ): Promise<R> {
-  const combined = anySignal(gctx.signal, call.deadline.signal);
-  try {
-    const ctx = withDelivery({ ...gctx, signal: combined.signal }, obs, call.context);
-    return await timed(obs, () => handler(event, ctx));
-  } finally {
-    combined.dispose();
-  }
+  const ctx = withDelivery(gctx, obs, call.context);
+  return timed(obs, () => handler(event, ctx));
 }
 
 /** The guard's context (either mode's) plus the delivery, the Lambda context and a child logger made on first use. */
