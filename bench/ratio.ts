@@ -124,8 +124,9 @@ try {
   const baseOf = new Map(pairs.map((p) => [p.impl.name, p.base.name]));
   for (const [name, c] of cpu) {
     const b = cpu.get(baseOf.get(name) ?? "");
+    // On a quiet machine both processes' CPU is the limit: the share of the baseline's rate it predicts.
     const ratio = b
-      ? `${round(total(c) / total(b), 2)}× (client ${round(percentile(c.client, 50) / percentile(b.client, 50), 2)}×)`
+      ? `${round(total(c) / total(b), 2)}× (client ${round(percentile(c.client, 50) / percentile(b.client, 50), 2)}×; by CPU ${round((100 * total(b)) / total(c), 1)}% of its rate)`
       : "baseline";
     console.log(
       `  ${name}: ${round(percentile(c.client, 50), 3)}, ${round(percentile(c.server, 50), 3)}, ${ratio}`,
