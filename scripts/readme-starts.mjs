@@ -96,7 +96,8 @@ export function reportProblems(report) {
     .map((c) => `${c.id} ${c.title}: ${c.detail}`);
   if (report.unsuccessful.total > 0) problems.push(`${report.unsuccessful.total} events never got through`);
   if (report.outcomes.processed === 0) problems.push("no event processed");
-  for (const e of report.errors) problems.push(`handler error: ${e.count}× ${e.message}`);
+  for (const e of report.errors)
+    problems.push(`handler error: ${e.count}× ${e.error}${e.at ? ` (at ${e.at})` : ""}`);
   return problems;
 }
 

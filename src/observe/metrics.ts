@@ -25,6 +25,15 @@ export function defaultMetrics(pipeline?: string): Metrics {
 }
 
 /**
+ * Whether Powertools would print nothing. `isDisabled` is protected in its types (public at run time since 2.x): read
+ * defensively, so stand-ins shaped like Metrics (tests, the simulator) and a version without it take the full path.
+ */
+function isDisabled(m: Metrics): boolean {
+  const check = (m as unknown as { isDisabled?: () => unknown }).isDisabled;
+  return typeof check === "function" && check.call(m) === true;
+}
+
+/**
  * Accumulates one invocation's metrics and flushes them as one EMF line. Counters are summed here
  * rather than added per record, so a batch of ten prints `processed: 10`, not ten values.
  */
@@ -78,6 +87,12 @@ export class InvocationMetrics {
   flush(): void {
     const m = this.#metrics;
     if (this.#counts.size + this.#receiveCounts.length + this.#durationsMs.length === 0) return;
+    // Disabled (POWERTOOLS_METRICS_DISABLED, dev mode): Powertools would print nothing, but each call still costs
+    // environment reads and stores per value; the invocation's values are dropped as its publish would drop them.
+    if (isDisabled(m)) {
+      this.#clear();
+      return;
+    }
     const longest = Math.max(this.#receiveCounts.length, this.#durationsMs.length);
     for (let from = 0; from === 0 || from < longest; from += VALUES_PER_PUBLISH) {
       const to = from + VALUES_PER_PUBLISH;
@@ -89,6 +104,10 @@ export class InvocationMetrics {
         m.addMetric(HANDLER_DURATION_METRIC, MetricUnit.Milliseconds, ms);
       m.publishStoredMetrics();
     }
+    this.#clear();
+  }
+
+  #clear(): void {
     this.#counts.clear();
     this.#receiveCounts.length = 0;
     this.#durationsMs.length = 0;

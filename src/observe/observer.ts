@@ -1,4 +1,4 @@
-import { Logger } from "@aws-lambda-powertools/logger";
+import { Logger, LogLevelThreshold } from "@aws-lambda-powertools/logger";
 import type { Metrics } from "@aws-lambda-powertools/metrics";
 import { MalformedEventError } from "../core/errors.js";
 import type { Delivery } from "../core/event.js";
@@ -86,6 +86,11 @@ export class InvocationObserver {
   readonly logger: Logger;
   readonly metrics: InvocationMetrics;
   readonly pipeline: string;
+  /**
+   * The logger is at SILENT when the invocation starts: no line is built for it (Powertools would drop each one after
+   * reading the environment). Read once per invocation, as Powertools' sampling sets the level per invocation.
+   */
+  readonly silent: boolean;
   readonly #requestId: string;
 
   constructor(logger: Logger, metrics: InvocationMetrics, pipeline: string, requestId = "") {
@@ -93,6 +98,9 @@ export class InvocationObserver {
     this.metrics = metrics;
     this.pipeline = pipeline;
     this.#requestId = requestId;
+    // Stand-ins shaped like a Logger (tests, the simulator) may have no level: they get every line.
+    const level: unknown = (logger as { level?: unknown }).level;
+    this.silent = typeof level === "number" && level >= LogLevelThreshold.SILENT;
   }
 
   /** The observer of one delivery unit of this invocation. */
@@ -108,6 +116,7 @@ export class InvocationObserver {
 
   /** Logs one line with the correlation id and the pipeline. */
   log(level: "debug" | "info" | "warn" | "error", message: string, fields: Fields = {}): void {
+    if (this.silent) return;
     this.logger[level](message, {
       [CORRELATION_ID_KEY]: this.#requestId,
       pipeline: this.pipeline,
@@ -146,6 +155,7 @@ export class DeliveryObserver {
 
   /** Logs one line with the correlation id and the pipeline. */
   log(level: "debug" | "info" | "warn" | "error", message: string, fields: Fields = {}): void {
+    if (this.#inv.silent) return;
     this.#inv.logger[level](message, Object.assign(this.#lineBase(), fields));
   }
 
@@ -277,6 +287,7 @@ export class DeliveryObserver {
     const info = OUTCOMES[outcome.status];
     if (info.counter !== undefined) this.#inv.metrics.count(info.counter);
     if (outcome.status === "failed") errorToLocalRun(outcome.error);
+    if (this.#inv.silent) return;
     const [message, details] = describeOutcome(event.subject, outcome, claims);
     const line = this.#lineBase();
     line.subject = event.subject;

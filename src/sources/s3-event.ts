@@ -53,13 +53,14 @@ export function envelopeS3Event(envelope: JsonObject, path: string, e: S3Envelop
   const region = optionalString(envelope, e.region, path);
   const containerPath = join(path, e.container);
   const container = requireField(envelope, e.container, path);
-  return buildS3Event({
-    ...bucketObjectFields(container, containerPath, e),
+  // Assigned, not spread: a literal with properties after a spread takes V8's slow path (µs per event).
+  const fields: S3EventFields = Object.assign(bucketObjectFields(container, containerPath, e), {
     eventName,
     eventTime,
     requestId: e.requestId(envelope, path, container, containerPath),
     region,
   });
+  return buildS3Event(fields);
 }
 
 /** The bucket and object fields under `container`, by the envelope's names and key encoding. */
@@ -96,7 +97,16 @@ export function buildS3Event(f: S3EventFields): S3ObjectEvent {
     eventName: f.eventName,
     eventTime: f.eventTime,
     subject: s3Subject(f.bucket, f.key),
-    identity: s3Identity({ ...f, position, operation }),
+    identity: s3Identity({
+      bucket: f.bucket,
+      key: f.key,
+      versionId: f.versionId,
+      eventName: f.eventName,
+      eventTime: f.eventTime,
+      requestId: f.requestId,
+      position,
+      operation,
+    }),
   };
   if (f.versionId !== undefined) event.versionId = f.versionId;
   if (hasSequencer) event.sequencer = f.sequencer as string;

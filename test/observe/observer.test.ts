@@ -105,6 +105,29 @@ describe("InvocationMetrics (EMF through Powertools)", () => {
     expect(lines[1]).not.toHaveProperty("stale");
   });
 
+  it("disabled metrics: nothing reaches Powertools, and the invocation's values are dropped", () => {
+    const saved = process.env.POWERTOOLS_METRICS_DISABLED;
+    process.env.POWERTOOLS_METRICS_DISABLED = "true";
+    try {
+      const o = captureOutput();
+      const disabled = new Metrics({ namespace: "Tests", serviceName: "svc" });
+      const calls: string[] = [];
+      for (const name of ["addDimension", "addMetric", "publishStoredMetrics"] as const) {
+        disabled[name] = (() => calls.push(name)) as never;
+      }
+      const m = new InvocationMetrics(disabled, "orders");
+      m.count("processed");
+      m.handlerDuration(3);
+      m.flush();
+      expect(calls).toEqual([]);
+      expect(m.snapshot()).toEqual({ counts: {}, receiveCounts: [], durationsMs: [] });
+      expect(o.lines()).toEqual([]);
+    } finally {
+      if (saved === undefined) delete process.env.POWERTOOLS_METRICS_DISABLED;
+      else process.env.POWERTOOLS_METRICS_DISABLED = saved;
+    }
+  });
+
   it("names every counter the docs list", () => {
     expect([...COUNTERS].sort()).toEqual(
       [
@@ -216,6 +239,23 @@ describe("Observer log lines", () => {
       status: outcome.status,
     });
     expect(o.metrics()).toEqual({ [counter]: 1 });
+  });
+
+  it("a SILENT logger gets no call (no line is built); the counters still count", () => {
+    const o = captureOutput();
+    const silent = new Logger({ logLevel: "SILENT" });
+    const calls: string[] = [];
+    for (const level of ["debug", "info", "warn", "error"] as const) {
+      silent[level] = (() => calls.push(level)) as never;
+    }
+    const { inv, d } = observe(silent);
+    d.received();
+    d.outcome(event, { status: "busy", holder: "0001" }, 5);
+    d.deferred("test");
+    inv.log("warn", "invocation line");
+    inv.flush();
+    expect(calls).toEqual([]);
+    expect(o.metrics()).toEqual({ busy: 1, deferred: 1, receiveCount: 4 });
   });
 
   it("logs superseded, takeover and refused renewals from the guard's trace", () => {
