@@ -366,7 +366,7 @@ export class InvocationRunner {
       end(d, true);
       return false;
     }
-    if (call.deadline.passed()) {
+    if (call.deadline.signal.aborted) {
       d.obs.deferred("not started: too little time left before the Lambda times out");
       d.report.events.push({ status: "deferred" });
       end(d, false);
@@ -382,12 +382,14 @@ export class InvocationRunner {
     item: Extract<Item, { kind: "event" }>,
   ): Promise<GuardOutcome<R>> {
     const { event, guarded } = item;
-    const { bound, deadline } = call;
     // Per call, not per guard: the one guard serves every event, each observed by its own delivery.
-    const options: RunOptions = { deadlineMs: deadline.deadlineMs, onEvent: d.obs.trace(guarded) };
+    const options: RunOptions = {
+      deadlineMs: call.deadline.deadlineMs,
+      signal: call.deadline.signal,
+      onEvent: d.obs.trace(guarded),
+    };
+    const { bound } = call;
     if (bound.mode === "apply") {
-      // No signal: apply only waits (back-off), never past deadlineMs on the same system clock, and its compute gets
-      // none; so the deadline's signal is never made (deadline.ts).
       const compute = bound.handler;
       return this.#o.guard.apply(
         guarded,
@@ -395,8 +397,6 @@ export class InvocationRunner {
         options,
       );
     }
-    // The lease follows this signal: the handler's is aborted at the deadline.
-    options.signal = deadline.signal;
     const handler = bound.handler;
     return this.#o.guard.run(guarded, (gctx) => runHandler(handler, event, gctx, d.obs, call), options);
   }
