@@ -33,6 +33,7 @@ export {
   type StableEvent,
 } from "./payload.js";
 export {
+  type DurableStepConfig,
   type ExecutionRef,
   nextStepIdentity,
   type StepEffectContext,

@@ -1,4 +1,3 @@
-import type { StepConfig } from "@aws/durable-execution-sdk-js";
 import { clockFence } from "../core/acquire.js";
 import { type Clock, systemClock } from "../core/clock.js";
 import { type EffectKeyScope, effectKey } from "../core/effect-key.js";
@@ -54,10 +53,17 @@ export type StepEffectOutcome<R> =
   | { status: "duplicate"; result: R }
   | { status: "stale"; current: FenceHolder };
 
+/**
+ * A durable step's configuration (`StepConfig` of `@aws/durable-execution-sdk-js`: retry strategy, semantics, serdes),
+ * passed to the SDK's `step` as given. Not the SDK's type by name: this module's declarations are reached from the
+ * root entry and every engine's (their step effects), which must type-check without the optional SDK installed.
+ */
+export type DurableStepConfig = object;
+
 /** A durable context as far as `step` needs it (`DurableContext` of `@aws/durable-execution-sdk-js`). */
 export interface StepHost {
   /** Runs `fn` as a durable step named `name`: checkpointed, retried by `config.retryStrategy`, replayed after. */
-  step<T>(name: string, fn: () => Promise<T>, config?: StepConfig<T>): PromiseLike<T>;
+  step<T>(name: string, fn: () => Promise<T>, config?: DurableStepConfig): PromiseLike<T>;
 }
 
 /**
@@ -121,7 +127,7 @@ export class StepEffects<W extends AtomicWrite = AtomicWrite> {
     stepName: string,
     execution: ExecutionRef,
     fn: (ctx: StepEffectContext<W>) => R | Promise<R>,
-    config?: StepConfig<StepEffectOutcome<R>>,
+    config?: DurableStepConfig,
   ): PromiseLike<StepEffectOutcome<R>> {
     const exec = executionOf(execution);
     const step = nextStepIdentity(context, stepName);
