@@ -133,7 +133,6 @@ describe.each(SEEDS)("demo with seed %i", (seed) => {
     }
     expect(row("records", "off").duplicateEffects).toBeGreaterThan(0);
     expect(row("orders", "off").duplicateEffects).toBeGreaterThan(0);
-    expect(row("images", "off").staleResults).toBeGreaterThan(0);
     // Counted at the payments API too: guard on, one charge per order there and one row per order in the table.
     const ordersOn = row("orders", "on").details;
     expect(ordersOn.orders).toBe(row("orders", "on").distinctEvents);
@@ -143,6 +142,19 @@ describe.each(SEEDS)("demo with seed %i", (seed) => {
     expect(row("records", "on").distinctEvents).toBe(row("records", "off").distinctEvents);
     expect(row("images", "on").stateStore).toBe(IMAGES_STATE_STORES[seed] ?? "dynamodb");
   });
+});
+
+// A stale image needs a slow render of an older upload to finish after a newer one: the seed makes renders slow, real
+// time decides which finishes first, so one seed on a loaded machine may show none (seen in CI); over the seeds, some.
+it("guard off, over the seeds: an older image overwrote a newer one", () => {
+  const stale = SEEDS.map(
+    (seed) =>
+      reports.get(seed)?.scenarios.find((s) => s.name === "images" && s.guard === "off")?.staleResults ?? 0,
+  );
+  expect(
+    stale.reduce((a, b) => a + b, 0),
+    JSON.stringify(stale),
+  ).toBeGreaterThan(0);
 });
 
 describe("orders at the payments API", () => {
