@@ -47,3 +47,18 @@ const EVENTBRIDGE_S3: S3Envelope = {
 export function parseEventBridgeS3(value: JsonObject, path: string): S3ObjectEvent {
   return envelopeS3Event(value, path, EVENTBRIDGE_S3);
 }
+
+/**
+ * An S3 event from EventBridge as one unit's events: its metadata on `delivery`, then the event; the correlation id
+ * is S3's request id, else the EventBridge event's id. Shared by every parser that meets one (direct, in an SQS body).
+ */
+export function eventBridgeS3Events(
+  value: JsonObject,
+  path: string,
+  delivery: Delivery,
+): { events: S3ObjectEvent[]; correlationId: string } {
+  const meta = eventBridgeMetadata(value, path);
+  delivery.eventBridge = meta;
+  const event = parseEventBridgeS3(value, path);
+  return { events: [event], correlationId: event.requestId ?? meta.id };
+}

@@ -1,5 +1,5 @@
 import type { Delivery } from "../core/event.js";
-import { eventBridgeMetadata, isS3EventBridgeEvent, parseEventBridgeS3 } from "./eventbridge.js";
+import { eventBridgeS3Events, isS3EventBridgeEvent } from "./eventbridge.js";
 import { isObject, type JsonObject } from "./fields.js";
 import { parseS3Record, parseS3TestEvent, requestIdOf } from "./s3-notification.js";
 import type { DeliveryUnit, ResolvedParseOptions } from "./types.js";
@@ -48,12 +48,7 @@ export function directEventBridgeS3(
   if (!isS3EventBridgeEvent(input)) return undefined;
   const id = typeof input.id === "string" ? input.id : "";
   const delivery: Delivery = { envelope: "eventbridge", correlationId: id || "eventbridge", recordIndex: 0 };
-  return unitOf(delivery, options, () => {
-    const meta = eventBridgeMetadata(input, "");
-    delivery.eventBridge = meta;
-    const event = parseEventBridgeS3(input, "");
-    return { events: [event], correlationId: event.requestId ?? meta.id };
-  });
+  return unitOf(delivery, options, () => eventBridgeS3Events(input, "", delivery));
 }
 
 /** The request id of a record that failed validation, if it can still be read: it helps find the request. */

@@ -3,9 +3,9 @@ import { MalformedEventError } from "../core/errors.js";
 import type { Delivery, NormalizedEvent } from "../core/event.js";
 import {
   eventBridgeMetadata,
+  eventBridgeS3Events,
   isEventBridgeEvent,
   isS3EventBridgeEvent,
-  parseEventBridgeS3,
 } from "./eventbridge.js";
 import { type JsonObject, join } from "./fields.js";
 import { relayedIdOfAttributes, relayedIdOfEventBridge, relayedIdOfSnsEnvelope } from "./relayed-id.js";
@@ -75,12 +75,9 @@ export function eventBridgePayload(
   messageId: string,
   options: ResolvedParseOptions,
 ): Payload {
+  if (isS3EventBridgeEvent(value)) return eventBridgeS3Events(value, path, delivery);
   const meta = eventBridgeMetadata(value, path);
   delivery.eventBridge = meta;
-  if (isS3EventBridgeEvent(value)) {
-    const event = parseEventBridgeS3(value, path);
-    return { events: [event], correlationId: event.requestId ?? meta.id };
-  }
   const what = `an EventBridge event from ${describeValue(meta.source)}`;
   const id = relayedIdOfEventBridge(value) ?? messageId;
   const payload = message(() => detailBody(value, path), id, what, path, options);
