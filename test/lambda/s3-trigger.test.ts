@@ -1,12 +1,15 @@
 import { join } from "node:path";
 import type { Context } from "aws-lambda";
 import { build } from "esbuild";
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { MalformedEventError } from "../../src/core/errors.js";
 import { MemoryStore } from "../../src/engines/memory/store.js";
 import { s3Handler } from "../../src/lambda/index.js";
 import { S3_TRIGGER } from "../../src/lambda/s3-trigger.js";
 import { parseResolved } from "../../src/sources/parse-invocation.js";
 import type { ResolvedParseOptions } from "../../src/sources/types.js";
+import { adversarialText } from "../kit/adversarial.js";
 import {
   captureOutput,
   dynamodbRecord,
@@ -20,6 +23,7 @@ import {
   sqsRecord,
   streamEvent,
 } from "../kit/index.js";
+import { deepJson, splice } from "../sources/hostile.js";
 
 /*
  * s3Handler's own trigger kit (src/lambda/s3-trigger.ts): it parses direct S3 invocations exactly as every other
@@ -114,5 +118,76 @@ export const handler = s3Handler(async () => {}, { store: undefined });`,
     ]) {
       expect(inputs).not.toContain(absent);
     }
+  });
+});
+
+describe("s3Handler's trigger kit against hostile input", () => {
+  // Hostile values (lone surrogates, percent signs, prototype names, deep nesting, any JSON) at every field of the
+  // three shapes the kit takes: it answers exactly as the general parser, or throws the same MalformedEventError.
+  const hostile = fc.oneof(
+    fc.json(),
+    adversarialText().map((t) => JSON.stringify(t)),
+    fc.constantFrom(
+      '"\\ud800"',
+      '"a\\udc00b"',
+      '"%E0%A4%A"',
+      '"__proto__"',
+      '{"__proto__":{"a":1}}',
+      "null",
+      "[]",
+    ),
+    fc.integer({ min: 1, max: 40 }).map((depth) => deepJson(depth)),
+  );
+  const shapes: [string, unknown, (string | number)[][]][] = [
+    [
+      "direct S3",
+      s3Notification(s3Record({ key: "k" }), s3Record({ key: "k2" })),
+      [
+        ["Records", 1],
+        ["Records", 1, "s3", "object", "key"],
+        ["Records", 1, "s3", "object", "sequencer"],
+        ["Records", 1, "eventName"],
+        ["Records", 1, "eventSource"],
+        ["Records", 1, "responseElements"],
+      ],
+    ],
+    [
+      "S3 from EventBridge",
+      eventBridgeS3({ key: "k" }),
+      [
+        ["id"],
+        ["source"],
+        ["detail-type"],
+        ["time"],
+        ["detail"],
+        ["detail", "object", "key"],
+        ["detail", "object", "sequencer"],
+        ["detail", "request-id"],
+      ],
+    ],
+    ["test event", s3TestEvent(), [["Event"], ["Bucket"], ["RequestId"], ["Time"]]],
+  ];
+  const outcome = (f: () => unknown): { units?: unknown; malformed?: string } => {
+    try {
+      return { units: f() };
+    } catch (e) {
+      if (!(e instanceof MalformedEventError)) throw e;
+      return { malformed: e.message };
+    }
+  };
+  it.each(shapes)("%s", (_name, template, paths) => {
+    fc.assert(
+      fc.property(fc.constantFrom(...paths), hostile, (path, value) => {
+        const input: unknown = splice(template, path, value);
+        const ours = outcome(() => S3_TRIGGER.parse(input, OPTIONS, "s3Handler"));
+        const general = outcome(() => parseResolved(input, OPTIONS));
+        // The kit refuses another trigger's shape by name where the general parser takes it: only S3 shapes compare.
+        if ("malformed" in ours && /use \w+Handler/.test(ours.malformed ?? "")) return;
+        // The same units; an invocation the general parser refuses whole, refused whole (each names what it takes).
+        if ("units" in general) expect(ours).toEqual(general);
+        else expect(Object.keys(ours)).toEqual(["malformed"]);
+      }),
+      { numRuns: 300 },
+    );
   });
 });
